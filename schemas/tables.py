@@ -1,0 +1,54 @@
+"""Every table xmdata reads or writes, by name. Column names say which stage made them."""
+from __future__ import annotations
+
+import pyarrow as pa
+
+from .contract import TableContract
+
+REJECTS_SCHEMA = pa.schema([
+    pa.field("stage", pa.string(), nullable=False),
+    pa.field("reason", pa.string(), nullable=False),
+    pa.field("row_id", pa.string()),
+    pa.field("value", pa.string()),  # the offending value, cut to 200 characters
+])
+
+CAPTIONS = TableContract(
+    name="captions",
+    schema=pa.schema([
+        pa.field("id", pa.string()),
+        pa.field("text", pa.string()),
+        pa.field("language", pa.string()),
+        pa.field("image_id", pa.string()),
+    ]),
+    required=frozenset({"id", "text"}),
+    description="Texts to process: one row per caption, with its declared language if known.",
+)
+
+IMAGES = TableContract(
+    name="images",
+    schema=pa.schema([
+        pa.field("id", pa.string()),
+        pa.field("latitude", pa.float64()),
+        pa.field("longitude", pa.float64()),
+        pa.field("path", pa.string()),
+        pa.field("url", pa.string()),
+        pa.field("license", pa.string()),
+    ]),
+    required=frozenset({"id", "latitude", "longitude"}),
+    description="Candidate images with GPS coordinates.",
+)
+
+LANGUAGE_ID = TableContract(
+    name="language_id",
+    schema=CAPTIONS.schema.append(pa.field("lid_label", pa.string())).append(
+        pa.field("lid_prob", pa.float32())),
+    required=frozenset({"id", "text", "lid_label", "lid_prob"}),
+    description="Captions with the fastText label and its probability.",
+)
+
+REJECTS = TableContract(
+    name="rejects", schema=REJECTS_SCHEMA, required=frozenset({"stage", "reason"}), id_column="row_id",
+    description="Rows a stage refused, with the stage and the reason.",
+)
+
+CONTRACTS = {c.name: c for c in (CAPTIONS, IMAGES, LANGUAGE_ID, REJECTS)}

@@ -1,0 +1,51 @@
+"""Ingest: a conformed input, cleaned of bad ids, split into shards by id and written once."""
+from __future__ import annotations
+
+import hashlib
+
+import pyarrow as pa
+
+from xmdata.runtime.atomic import hash_params, write_json_atomic, write_parquet_atomic
+from xmdata.runtime.process import StageReport
+from xmdata.runtime.records import finished_record, make_record
+from xmdata.runtime.shards import ShardPaths, split_into_shards
+from xmdata.runtime.stage import Stage
+
+from .rejects import no_rejects
+from .rows import reject_bad_ids
+
+
+def _ingest_fn(table: pa.Table, params: dict):  # the stage's function, for the record's sake
+    raise NotImplementedError("ingest runs in the flow process, not per shard")
+
+
+def ingest(table: pa.Table, name: str, n_shards: int, root: str) -> StageReport:
+    """Write shards of a validated table; shards whose record matches are left as they are."""
+    stage = Stage(name=name, version="1", fn=_ingest_fn, params={"n_shards": n_shards})
+    kept, rejects = reject_bad_ids(table, stage=name)
+    table_hash = hash_params({"rows": kept.num_rows, "schema": str(kept.schema),
+                              "digest": _table_digest(kept)})
+    records, run = [], 0
+    for index, shard in enumerate(split_into_shards(kept, "id", n_shards)):
+        paths = ShardPaths(root, name, index)
+        shard_hash = f"{table_hash}:{index}"
+        record = finished_record(stage, paths, shard_hash)
+        if record is None:
+            # Input-level rejects are kept with shard 0 so that every reject is written exactly once.
+            shard_rejects = rejects if index == 0 else no_rejects()
+            write_parquet_atomic(shard, paths.data)
+            write_parquet_atomic(shard_rejects, paths.rejects)
+            rows_in = shard.num_rows + shard_rejects.num_rows
+            record = make_record(stage, paths, shard_hash, rows_in, shard, shard_rejects)
+            write_json_atomic(record, paths.record)
+            run += 1
+        records.append(record)
+    return StageReport(name, records, shards_run=run, shards_skipped=n_shards - run,
+                       data_paths=[ShardPaths(root, name, i).data for i in range(n_shards)])
+
+
+def _table_digest(table: pa.Table) -> str:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return hashlib.sha256(sink.getvalue().to_pybytes()).hexdigest()

@@ -1,0 +1,37 @@
+"""Building rejects tables: every refused row keeps its stage, its reason and its offending value."""
+from __future__ import annotations
+
+from typing import Iterable
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from xmdata.schemas.tables import REJECTS_SCHEMA
+
+VALUE_CHARS = 200
+
+
+def make_rejects(stage: str, reason: str, row_ids: Iterable, values: Iterable | None = None) -> pa.Table:
+    ids = [None if i is None else str(i) for i in row_ids]
+    vals = [None] * len(ids) if values is None else [
+        None if v is None else str(v)[:VALUE_CHARS] for v in values]
+    return pa.table({"stage": [stage] * len(ids), "reason": [reason] * len(ids),
+                     "row_id": ids, "value": vals}, schema=REJECTS_SCHEMA)
+
+
+def no_rejects() -> pa.Table:
+    return REJECTS_SCHEMA.empty_table()
+
+
+def concat_rejects(parts: list[pa.Table]) -> pa.Table:
+    return pa.concat_tables([no_rejects(), *parts])
+
+
+def split_by_mask(table: pa.Table, bad: pa.ChunkedArray | pa.Array, stage: str, reason: str,
+                  value_column: str | None = None) -> tuple[pa.Table, pa.Table]:
+    """(rows where bad is false, rejects for rows where it is true)."""
+    bad = pc.fill_null(bad, False)
+    refused = table.filter(bad)
+    values = refused.column(value_column).to_pylist() if value_column else None
+    return table.filter(pc.invert(bad)), make_rejects(
+        stage, reason, refused.column("id").to_pylist(), values)

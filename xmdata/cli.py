@@ -1,0 +1,63 @@
+"""The `xmdata` command. Light on purpose: --help must not import torch, Prefect or Dask."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+EXIT_BAD_INPUT = 2
+
+
+def _add_run_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--shards", type=int, default=8, help="number of shards (default 8)")
+    p.add_argument("--workers", type=int, default=None,
+                   help="LocalCluster worker processes (default: one per core)")
+    p.add_argument("--dask-address", default=None,
+                   help="run on an existing Dask scheduler (tcp://host:port); env XMDATA_DASK_ADDRESS")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="xmdata", description=__doc__.splitlines()[0])
+    parser.add_argument("-v", "--verbose", action="store_true", help="show Prefect's run logs")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    demo = sub.add_parser("demo", help="build the demo release from the shipped sample data, offline")
+    demo.add_argument("--out", default="demo-release", help="release folder (default ./demo-release)")
+    _add_run_options(demo)
+
+    lid = sub.add_parser("identify-language", help="label every text of a table with its language")
+    lid.add_argument("input", help="Parquet, CSV or JSONL with columns id, text")
+    lid.add_argument("--out", required=True)
+    lid.add_argument("--lid-model", default="lid.176", help="'lid.176' (bundled) or a fastText model path")
+    _add_run_options(lid)
+
+    validate = sub.add_parser("validate", help="check a table against a contract in schemas/")
+    validate.add_argument("input")
+    validate.add_argument("--table", default="captions", help="contract name (captions, images, …)")
+
+    models = sub.add_parser("models", help="model utilities")
+    models_sub = models.add_subparsers(dest="models_command", required=True)
+    tiny = models_sub.add_parser("build-tiny", help="build tiny real-architecture models offline")
+    tiny.add_argument("dir")
+    tiny.add_argument("--seed", type=int, default=0)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from xmdata.commands import COMMANDS  # heavy imports start here, after argument parsing
+    from xmdata.models.base import ModelError
+    from xmdata.schemas import ContractError
+
+    if not args.verbose:
+        os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    try:
+        return COMMANDS[args.command](args) or 0
+    except (ContractError, ModelError) as exc:
+        print(f"xmdata: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,84 @@
+"""One Prefect API for the whole run.
+
+Without a server, Prefect starts a temporary one in every process that runs a task — with Dask,
+one per worker (measured: 31 s instead of 7 s for a trivial map). So a run either uses the
+server PREFECT_API_URL names, or starts one on 127.0.0.1 (SQLite under PREFECT_HOME) for its
+lifetime and hands its URL to every worker through the environment.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/health", timeout=2) as r:
+            return r.status == 200
+    except OSError:
+        return False
+
+
+def start_prefect_server(host: str = "127.0.0.1", port: int | None = None, log_path: str | None = None,
+                         timeout: float = 120.0) -> tuple[subprocess.Popen, str]:
+    """Start `prefect server start` and wait until its API answers; returns (process, api_url)."""
+    port = port or free_port()
+    prefect = os.path.join(os.path.dirname(sys.executable), "prefect")
+    log = open(log_path, "ab") if log_path else subprocess.DEVNULL
+    env = {**os.environ, "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+    env.pop("PREFECT_API_URL", None)
+    proc = subprocess.Popen([prefect, "server", "start", "--host", host, "--port", str(port)],
+                            stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    url = f"http://{host}:{port}/api"
+    deadline = time.monotonic() + timeout
+    while not _healthy(url):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            stop_process_group(proc)
+            raise RuntimeError(f"Prefect server did not start on {url}" +
+                               (f"; see {log_path}" if log_path else ""))
+        time.sleep(0.3)
+    return proc, url
+
+
+def stop_process_group(proc: subprocess.Popen, grace: float = 10.0) -> None:
+    if proc.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+@contextlib.contextmanager
+def prefect_api(log_path: str | None = None):
+    """Yield the API URL of this run: PREFECT_API_URL if set, else a server started for the run."""
+    existing = os.environ.get("PREFECT_API_URL")
+    if existing:
+        yield existing
+        return
+    proc, url = start_prefect_server(log_path=log_path)
+    os.environ["PREFECT_API_URL"] = url  # read by Prefect here and inherited by Dask workers
+    try:
+        from prefect.settings import PREFECT_API_URL, temporary_settings
+
+        with temporary_settings(updates={PREFECT_API_URL: url}):
+            yield url
+    finally:
+        os.environ.pop("PREFECT_API_URL", None)
+        stop_process_group(proc)

@@ -1,0 +1,61 @@
+"""Running one stage over one shard, the unit of work, and over all shards of an input."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import pyarrow.parquet as pq
+
+from .atomic import sha256_file, write_json_atomic, write_parquet_atomic
+from .records import finished_record, make_record
+from .shards import ShardPaths
+from .stage import Stage
+
+
+def process_shard(stage: Stage, input_path: str, root: str, index: int) -> dict:
+    """Read a shard, run the stage, write data and rejects, then the completion record."""
+    paths = ShardPaths(root, stage.name, index)
+    input_sha = sha256_file(input_path)
+    table = pq.read_table(input_path)
+    kept, rejects = stage.fn(table, stage.params)
+    write_parquet_atomic(kept, paths.data)
+    write_parquet_atomic(rejects, paths.rejects)
+    record = make_record(stage, paths, input_sha, table.num_rows, kept, rejects)
+    write_json_atomic(record, paths.record)
+    return record
+
+
+@dataclass
+class StageReport:
+    """What a stage did in this run: counted from records, never assumed."""
+
+    stage: str
+    records: list[dict]
+    shards_run: int
+    shards_skipped: int
+    data_paths: list[str] = field(default_factory=list)
+
+    @property
+    def rows_in(self) -> int:
+        return sum(r["rows_in"] for r in self.records)
+
+    @property
+    def rows_out(self) -> int:
+        return sum(r["rows_out"] for r in self.records)
+
+    @property
+    def rejected(self) -> dict[str, int]:
+        total: dict[str, int] = {}
+        for r in self.records:
+            for reason, n in r["rows_rejected"].items():
+                total[reason] = total.get(reason, 0) + n
+        return dict(sorted(total.items()))
+
+    def run_counts(self) -> dict:
+        return {"shards_total": len(self.records), "shards_run": self.shards_run,
+                "shards_skipped": self.shards_skipped}
+
+
+def shard_index(path: str) -> int:
+    """shard-00042.parquet -> 42: a stage's shard k always reads shard k of the stage before."""
+    return int(os.path.basename(path).split(".")[0].rsplit("-", 1)[1])

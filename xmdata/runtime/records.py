@@ -1,0 +1,54 @@
+"""Completion records: written last, they are what makes a shard count as finished."""
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+
+import pyarrow as pa
+
+from .atomic import sha256_file
+from .shards import ShardPaths
+from .stage import Stage
+
+
+def make_record(stage: Stage, paths: ShardPaths, input_sha256: str, rows_in: int,
+                kept: pa.Table, rejects: pa.Table) -> dict:
+    # No timestamps or hostnames: records are part of the output and must be reproducible.
+    by_reason = Counter(rejects.column("reason").to_pylist()) if rejects.num_rows else Counter()
+    return {
+        "stage": stage.name,
+        "shard": paths.name,
+        "rows_in": rows_in,
+        "rows_out": kept.num_rows,
+        "rows_rejected": dict(sorted(by_reason.items())),
+        "input_sha256": input_sha256,
+        "output_sha256": sha256_file(paths.data),
+        "rejects_sha256": sha256_file(paths.rejects),
+        "params_hash": stage.params_hash,
+        "code_version": stage.code_version,
+    }
+
+
+def read_record(paths: ShardPaths) -> dict | None:
+    try:
+        with open(paths.record, encoding="utf-8") as f:
+            return json.load(f)
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
+def finished_record(stage: Stage, paths: ShardPaths, input_sha256: str) -> dict | None:
+    """The shard's record if it matches this input, params and code and its files are intact."""
+    record = read_record(paths)
+    if record is None or not all(os.path.exists(p) for p in (paths.data, paths.rejects)):
+        return None
+    expected = {"input_sha256": input_sha256, "params_hash": stage.params_hash,
+                "code_version": stage.code_version}
+    if any(record.get(k) != v for k, v in expected.items()):
+        return None
+    if sha256_file(paths.data) != record["output_sha256"]:
+        return None
+    if sha256_file(paths.rejects) != record["rejects_sha256"]:
+        return None
+    return record

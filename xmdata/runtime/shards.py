@@ -1,0 +1,47 @@
+"""Shards: stable assignment of rows to shards, and where each shard's files live."""
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+
+def shard_of(key: str, n_shards: int) -> int:
+    """A row's shard from its key alone: stable across runs, machines and input order."""
+    digest = hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % n_shards
+
+
+def split_into_shards(table: pa.Table, key: str, n_shards: int) -> list[pa.Table]:
+    """n_shards tables; rows keep their input order inside a shard. Some may be empty."""
+    assignment = pa.array([shard_of(str(k), n_shards) for k in table.column(key).to_pylist()],
+                          type=pa.int32())
+    return [table.filter(pc.equal(assignment, i)) for i in range(n_shards)]
+
+
+@dataclass(frozen=True)
+class ShardPaths:
+    """Files of one shard of one stage: data, rejects, and the completion record written last."""
+
+    root: str
+    stage: str
+    index: int
+
+    @property
+    def name(self) -> str:
+        return f"shard-{self.index:05d}"
+
+    @property
+    def data(self) -> str:
+        return os.path.join(self.root, self.stage, "data", f"{self.name}.parquet")
+
+    @property
+    def rejects(self) -> str:
+        return os.path.join(self.root, self.stage, "rejects", f"{self.name}.parquet")
+
+    @property
+    def record(self) -> str:
+        return os.path.join(self.root, self.stage, "_done", f"{self.name}.json")

@@ -1,0 +1,33 @@
+"""A stage is what runs on a shard: a plain function (table, params) -> (kept rows, rejects)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import pyarrow as pa
+
+from .. import __version__
+from .atomic import hash_params
+
+StageFn = Callable[[pa.Table, dict], "tuple[pa.Table, pa.Table]"]
+
+
+@dataclass(frozen=True, eq=False)
+class Stage:
+    """Name, version and params decide whether a finished shard is still valid.
+
+    Bump ``version`` when a change to ``fn`` changes its output: finished shards are then redone.
+    """
+
+    name: str
+    version: str
+    fn: StageFn
+    params: dict = field(default_factory=dict)
+
+    @property
+    def code_version(self) -> str:
+        return f"xmdata-{__version__}/{self.name}-{self.version}"
+
+    @property
+    def params_hash(self) -> str:
+        return hash_params(self.params)
