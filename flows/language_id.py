@@ -5,6 +5,7 @@ from prefect import flow
 from prefect.artifacts import create_markdown_artifact
 
 from xmdata.models.base import ModelSpec
+from xmdata.runtime.atomic import remove_stray_temp_files
 from xmdata.runtime.execution import run_stage
 from xmdata.schemas import CAPTIONS
 from xmdata.schemas.readers import read_input
@@ -15,6 +16,7 @@ from xmdata.tasks.summary import label_counts, summary_markdown, write_summary
 
 def build_language_id(input_path: str, out: str, shards: int, lid_model: str) -> dict:
     captions = read_input(input_path, CAPTIONS)  # refuses a broken input before writing anything
+    remove_stray_temp_files(out)  # what a killed run left half-written
     ingested = ingest(captions, "captions", shards, out)
     labelled = run_stage(language_id_stage(ModelSpec("fasttext", lid_model)), ingested.data_paths, out)
     summary = write_summary(out, [ingested, labelled], {

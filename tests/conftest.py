@@ -19,3 +19,21 @@ def tiny_models(tmp_path_factory):
     from xmdata.models.tiny import build_tiny_models
 
     return build_tiny_models(tmp_path_factory.mktemp("tiny-models"), seed=0)
+
+
+@pytest.fixture(scope="session")
+def prefect_server():
+    """One Prefect server for the whole test run, as the CLI would start for one build."""
+    from xmdata.runtime.prefect_api import start_prefect_server, stop_process_group
+
+    proc, url = start_prefect_server(log_path=os.path.join(_STATE, "prefect-server.log"))
+    os.environ["PREFECT_API_URL"] = url  # inherited by every CLI run and Dask worker we start
+    yield url
+    os.environ.pop("PREFECT_API_URL", None)
+    stop_process_group(proc)
+
+
+@pytest.fixture(scope="session")
+def cli_env(prefect_server):
+    """Environment for running `xmdata` as a user would, against the shared test server."""
+    return {**os.environ, "PREFECT_API_URL": prefect_server}

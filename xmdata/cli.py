@@ -45,13 +45,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if not args.verbose:  # before Prefect and Dask read their logging config
+        os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+        os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "warning")
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     from xmdata.commands import COMMANDS  # heavy imports start here, after argument parsing
     from xmdata.models.base import ModelError
     from xmdata.schemas import ContractError
 
-    if not args.verbose:
-        os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     try:
         return COMMANDS[args.command](args) or 0
     except (ContractError, ModelError) as exc:

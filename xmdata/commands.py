@@ -13,6 +13,7 @@ from xmdata.schemas.readers import read_input
 def _run_flow(flow_fn, args, **params) -> dict:
     from xmdata.runtime.execution import dask_task_runner
 
+    args.out = os.path.abspath(args.out)  # workers of an external cluster have another cwd
     os.makedirs(args.out, exist_ok=True)
     started = time.perf_counter()
     with prefect_api(log_path=os.path.join(args.out, "prefect-server.log")):

@@ -53,3 +53,14 @@ def hash_params(params: dict) -> str:
     """A stable hash of JSON-able parameters (key order does not matter)."""
     canonical = json.dumps(params, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def remove_stray_temp_files(root: str) -> int:
+    """Delete temp files a killed run left behind (they never became outputs); returns how many."""
+    removed = 0
+    for folder, _, files in os.walk(root):
+        for name in files:
+            if name.startswith(".tmp-") and name.endswith(".part"):
+                os.unlink(os.path.join(folder, name))
+                removed += 1
+    return removed

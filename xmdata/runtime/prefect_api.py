@@ -80,5 +80,14 @@ def prefect_api(log_path: str | None = None):
         with temporary_settings(updates={PREFECT_API_URL: url}):
             yield url
     finally:
+        _flush_api_logs()
         os.environ.pop("PREFECT_API_URL", None)
         stop_process_group(proc)
+
+
+def _flush_api_logs() -> None:
+    """Send buffered run logs while the server still listens (else: 'Error logging to API')."""
+    with contextlib.suppress(Exception):
+        from prefect.logging.handlers import APILogHandler
+
+        APILogHandler.flush()
