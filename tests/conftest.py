@@ -37,3 +37,15 @@ def prefect_server():
 def cli_env(prefect_server):
     """Environment for running `xmdata` as a user would, against the shared test server."""
     return {**os.environ, "PREFECT_API_URL": prefect_server}
+
+
+def pytest_collection_modifyitems(config, items):
+    gpu_items = [item for item in items if "gpu" in item.keywords]
+    if not gpu_items:
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        skip = pytest.mark.skip(reason="needs a CUDA device")
+        for item in gpu_items:
+            item.add_marker(skip)

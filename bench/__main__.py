@@ -1,0 +1,10 @@
+"""Run every benchmark (or those named: `python -m bench orchestration`) and print their figures."""
+import importlib
+import sys
+
+BENCHMARKS = ["orchestration"]
+
+if __name__ == "__main__":
+    for name in sys.argv[1:] or BENCHMARKS:
+        print(f"== bench.{name}", flush=True)
+        importlib.import_module(f"bench.{name}").main()
