@@ -25,11 +25,15 @@ def dask_task_runner(dask_address: str | None = None, n_workers: int | None = No
     address = dask_address or os.environ.get(DASK_ADDRESS_ENV)
     if address:
         return DaskTaskRunner(address=address)
-    workers = n_workers or max(1, os.cpu_count() or 1)
+    cores = max(1, os.cpu_count() or 1)
+    workers = n_workers or cores
+    # Each worker's torch/BLAS gets its share of the cores, not all of them (no oversubscription).
+    threads = str(max(1, cores // workers))
     return DaskTaskRunner(
         cluster_class="distributed.LocalCluster",
         cluster_kwargs={"n_workers": workers, "threads_per_worker": 1, "processes": True,
-                        "dashboard_address": ":0"},
+                        "dashboard_address": ":0",
+                        "env": {"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}},
     )
 
 
