@@ -1,0 +1,117 @@
+"""What the Hugging Face encoder-decoder translators (M2M100, MADLAD) share: loading, beam search,
+decoding and merging duplicate candidates. Subclasses say which classes to load and how the target
+language is asked for.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from .base import Candidate, ModelError, ModelSpec, hub_error, resolve_local_path
+
+DEFAULT_MAX_INPUT_TOKENS = 512
+
+
+@dataclass
+class TranslationBatch:
+    """Tokenised inputs (CPU tensors) and the generate() arguments that pick the target language."""
+
+    size: int
+    inputs: dict[str, Any]
+    generate_kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+def merge_duplicates(texts: Sequence[str], scores: Sequence[float]) -> list[Candidate]:
+    """One Candidate per distinct text; beams arrive best first, so the first copy has the best rank."""
+    best: dict[str, Candidate] = {}
+    for rank, (text, score) in enumerate(zip(texts, scores)):
+        best.setdefault(text, Candidate(text=text, rank=rank, sequence_score=float(score)))
+    return list(best.values())
+
+
+class Seq2SeqTranslator:
+    model_class_name: str
+    tokenizer_class_name: str
+
+    def __init__(self, spec: ModelSpec):
+        self.spec = spec
+        self.model = None
+        self.tokenizer = None
+        self.languages: dict[str, int] = {}  # language code -> id of its language token
+        self.max_input_tokens = DEFAULT_MAX_INPUT_TOKENS
+        self._tokenizer_lock = threading.Lock()  # M2M100 keeps the source language on the tokenizer
+
+    def language_token_ids(self) -> dict[str, int]:
+        raise NotImplementedError
+
+    def load(self) -> None:
+        import torch
+        import transformers
+
+        if self.spec.is_local:
+            source, kwargs = resolve_local_path(self.spec), {}
+        else:
+            source, kwargs = self.spec.name_or_path, {"revision": self.spec.revision}
+        try:  # model first: offline, slow tokenizers fail with a TypeError that names nothing
+            model = getattr(transformers, self.model_class_name).from_pretrained(source, **kwargs)
+            tokenizer = getattr(transformers, self.tokenizer_class_name).from_pretrained(source, **kwargs)
+        except Exception as exc:
+            if self.spec.is_local:
+                raise ModelError(f"{self.spec.backend}: cannot load model at {source}: {exc}") from exc
+            raise hub_error(self.spec, exc) from exc
+        self.model = model.to(device=self.spec.device, dtype=getattr(torch, self.spec.dtype)).eval()
+        self.tokenizer = tokenizer
+        self.languages = self.language_token_ids()
+        positions = getattr(model.config, "max_position_embeddings", DEFAULT_MAX_INPUT_TOKENS)
+        self.max_input_tokens = (self.spec.option("max_input_tokens")
+                                 or min(positions, tokenizer.model_max_length))
+
+    def supported_languages(self) -> list[str]:
+        return sorted(self.languages)
+
+    def check_language(self, lang: str, role: str) -> None:
+        if lang not in self.languages:
+            raise ValueError(f"{self.spec.backend}: {role} language {lang!r} is not supported by "
+                             f"{self.spec.name_or_path}; supported: {', '.join(self.supported_languages())}")
+
+    def tokenize(self, texts: Sequence[str]) -> dict[str, Any]:
+        return dict(self.tokenizer(list(texts), return_tensors="pt", padding=True, truncation=True,
+                                   max_length=self.max_input_tokens))
+
+    def predict(self, batch: TranslationBatch, num_beams: int, num_candidates: int,
+                max_new_tokens: int) -> list[list[Candidate]]:
+        """Per input, up to num_candidates distinct translations, best first."""
+        import torch
+
+        if not 1 <= num_candidates <= num_beams:
+            raise ValueError(f"need 1 <= num_candidates <= num_beams, got {num_candidates} and {num_beams}")
+        if batch.size == 0:
+            return []
+        inputs = {name: tensor.to(self.model.device) for name, tensor in batch.inputs.items()}
+        with torch.inference_mode():
+            out = self.model.generate(
+                **inputs, **batch.generate_kwargs, num_beams=num_beams, num_return_sequences=num_candidates,
+                max_new_tokens=max_new_tokens, output_scores=True, return_dict_in_generate=True)
+            scores = out.sequences_scores if num_beams > 1 else self._greedy_scores(out)
+        texts = self.decode(out.sequences)
+        scores = scores.float().cpu().tolist()
+        k = num_candidates
+        return [merge_duplicates(texts[i * k:(i + 1) * k], scores[i * k:(i + 1) * k])
+                for i in range(batch.size)]
+
+    def decode(self, sequences) -> list[str]:
+        # Language tokens are not "special" to every tokenizer, and an untrained model may emit them
+        # anywhere: drop them by id rather than by pattern.
+        language_ids = set(self.languages.values())
+        kept = [[t for t in seq if t not in language_ids] for seq in sequences.tolist()]
+        return [text.strip() for text in self.tokenizer.batch_decode(kept, skip_special_tokens=True)]
+
+    def _greedy_scores(self, out):
+        """Greedy search has no sequences_scores: mean log-prob over generated tokens, as beams report."""
+        import torch
+
+        steps = self.model.compute_transition_scores(out.sequences, out.scores, normalize_logits=True)
+        generated = out.sequences[:, -steps.shape[1]:]
+        real = generated != self.tokenizer.pad_token_id  # the padding after </s> is not scored
+        return torch.where(real, steps, 0.0).sum(1) / real.sum(1).clamp(min=1)

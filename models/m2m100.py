@@ -1,0 +1,25 @@
+"""M2M100 (and any checkpoint with its tokenizer) as a Translator: the target language is forced as
+the first generated token, the source language is a prefix token the tokenizer adds."""
+from __future__ import annotations
+
+from typing import Sequence
+
+from ._seq2seq import Seq2SeqTranslator, TranslationBatch
+
+
+class M2M100Translator(Seq2SeqTranslator):
+    model_class_name = "M2M100ForConditionalGeneration"
+    tokenizer_class_name = "M2M100Tokenizer"  # there is no fast M2M100 tokenizer
+
+    def language_token_ids(self) -> dict[str, int]:
+        return dict(self.tokenizer.lang_code_to_id)
+
+    def prepare(self, texts: Sequence[str], source_lang: str, target_lang: str) -> TranslationBatch:
+        self.check_language(source_lang, "source")
+        self.check_language(target_lang, "target")
+        if not texts:
+            return TranslationBatch(size=0, inputs={})
+        with self._tokenizer_lock:  # src_lang is state on the shared tokenizer
+            self.tokenizer.src_lang = source_lang
+            inputs = self.tokenize(texts)
+        return TranslationBatch(len(texts), inputs, {"forced_bos_token_id": self.languages[target_lang]})

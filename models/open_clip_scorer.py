@@ -1,0 +1,94 @@
+"""open_clip as a ClipScorer: image and text embeddings, L2-normalised, for image-caption scores.
+
+spec.name_or_path is an open_clip model name ("xlm-roberta-base-ViT-B-32") or a local directory
+holding one model config JSON (its file stem becomes the model name) and optionally its weights;
+spec.option("pretrained") is a pretrained tag or a checkpoint path.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Sequence
+
+from .base import ModelError, ModelSpec, hub_error, looks_like_path, resolve_local_path
+
+PRECISION = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
+WEIGHT_FILES = ("open_clip_model.safetensors", "open_clip_pytorch_model.bin")  # open_clip's own names
+
+
+def local_model_config(directory: Path) -> tuple[str, Path | None]:
+    """The model name (config file stem) and weights file of a local model directory."""
+    configs = [p for p in sorted(directory.glob("*.json"))
+               if {"embed_dim", "vision_cfg", "text_cfg"} <= set(json.loads(p.read_text()))]
+    if len(configs) != 1:
+        raise ModelError(f"open_clip: {directory} must hold exactly one open_clip model config JSON, "
+                         f"found {[p.name for p in configs]}")
+    weights = next((directory / n for n in WEIGHT_FILES if (directory / n).is_file()), None)
+    return configs[0].stem, weights
+
+
+class OpenClipScorer:
+    def __init__(self, spec: ModelSpec):
+        self.spec = spec
+        self.model = self.preprocess = self.tokenizer = self.dtype = None
+        self.embed_dim = self.context_length = 0
+
+    def load(self) -> None:
+        import open_clip
+
+        name, pretrained = self.spec.name_or_path, self.spec.option("pretrained")
+        if self.spec.is_local:
+            path = Path(resolve_local_path(self.spec))
+            name, found_weights = local_model_config(path) if path.is_dir() else (path.stem, None)
+            # Re-adding on every load makes this directory's config win over a same-named one.
+            open_clip.add_model_config(path)
+            pretrained = pretrained or (str(found_weights) if found_weights else None)
+        if pretrained and looks_like_path(pretrained):
+            pretrained = resolve_local_path(ModelSpec(self.spec.backend, pretrained))
+        try:
+            # pretrained_text=False: never fetch the text tower's base weights; the checkpoint has them.
+            model, _, self.preprocess = open_clip.create_model_and_transforms(
+                name, pretrained=pretrained, precision=PRECISION[self.spec.dtype], device=self.spec.device,
+                pretrained_text=False)
+            self.tokenizer = open_clip.get_tokenizer(name)
+            self.embed_dim = open_clip.get_model_config(name)["embed_dim"]
+        except Exception as exc:
+            if self.spec.is_local:
+                raise ModelError(f"open_clip: cannot load {name} from {self.spec.name_or_path}: "
+                                 f"{exc}") from exc
+            raise hub_error(self.spec, exc) from exc
+        self.model = model.eval()
+        self.dtype = next(model.parameters()).dtype
+        self.context_length = self.tokenizer.context_length
+
+    def token_lengths(self, texts: Sequence[str]) -> list[int]:
+        """Untruncated token counts, start and end tokens included: above context_length means cut."""
+        cleaned = [self.tokenizer.clean_fn(text) for text in texts]
+        hf_tokenizer = getattr(self.tokenizer, "tokenizer", None)  # HFTokenizer wraps a transformers one
+        if hf_tokenizer is not None:
+            return [len(ids) for ids in hf_tokenizer(cleaned)["input_ids"]] if cleaned else []
+        return [len(self.tokenizer.encode(text)) + 2 for text in cleaned]
+
+    def truncated(self, texts: Sequence[str]) -> list[bool]:
+        return [n > self.context_length for n in self.token_lengths(texts)]
+
+    def prepare(self, images: Sequence[Any], texts: Sequence[str]) -> tuple[Any, Any]:
+        import torch
+
+        pixels = torch.stack([self.preprocess(image) for image in images]).to(self.dtype) if images else None
+        tokens = self.tokenizer(list(texts)) if texts else None
+        return pixels, tokens
+
+    def predict(self, batch: tuple[Any, Any]):
+        import torch
+
+        pixels, tokens = batch
+        with torch.inference_mode():
+            return self._embed(self.model.encode_image, pixels), self._embed(self.model.encode_text, tokens)
+
+    def _embed(self, encode, inputs):
+        import numpy as np
+
+        if inputs is None:
+            return np.zeros((0, self.embed_dim), dtype=np.float32)
+        return encode(inputs.to(self.spec.device), normalize=True).float().cpu().numpy()

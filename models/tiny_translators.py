@@ -1,0 +1,66 @@
+"""Tiny M2M100 and MADLAD-style T5 translators, built offline with the real classes.
+
+Untrained (random weights): they exercise loading, language handling, beam search and decoding,
+not translation quality. d_model 32 and one layer per side keep each under 40k parameters.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .tiny_corpus import LANGUAGES, train_sentencepiece
+
+M2M100_TINY_SIZES = dict(d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+                  decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64)
+
+
+def seeded_init(seed: int, build):
+    """build() with torch's RNG at `seed`, leaving the caller's RNG state as it was."""
+    import torch
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return build()
+
+
+def build_tiny_m2m100(out_dir: Path, sentences: list[str], seed: int) -> Path:
+    from sentencepiece import SentencePieceProcessor
+    from transformers import M2M100Config, M2M100ForConditionalGeneration, M2M100Tokenizer
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    # M2M100's fairseq layout: <s> 0, <pad> 1, </s> 2, <unk> 3, and vocab.json mirroring the pieces.
+    spm_model = train_sentencepiece(sentences, model_type="bpe", vocab_size=400, hard_vocab_limit=False,
+                                    bos_id=0, pad_id=1, eos_id=2, unk_id=3)
+    (out_dir / "sentencepiece.bpe.model").write_bytes(spm_model)
+    pieces = SentencePieceProcessor(model_proto=spm_model)
+    vocab = {pieces.id_to_piece(i): i for i in range(pieces.get_piece_size())}
+    (out_dir / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False, indent=0), encoding="utf-8")
+    tokenizer = M2M100Tokenizer(str(out_dir / "vocab.json"), str(out_dir / "sentencepiece.bpe.model"),
+                                src_lang="en", tgt_lang="fr")
+    # Language tokens sit above the sentencepiece ids, so len(tokenizer) undercounts the embedding.
+    vocab_size = tokenizer.vocab_size + len(tokenizer.lang_token_to_id) + tokenizer.num_madeup_words
+    config = M2M100Config(vocab_size=vocab_size, max_position_embeddings=1024, pad_token_id=1,
+                          bos_token_id=0, eos_token_id=2, decoder_start_token_id=2, **M2M100_TINY_SIZES)
+    model = seeded_init(seed, lambda: M2M100ForConditionalGeneration(config))
+    model.save_pretrained(out_dir)
+    tokenizer.save_pretrained(out_dir)
+    return out_dir
+
+
+def build_tiny_madlad(out_dir: Path, sentences: list[str], seed: int) -> Path:
+    from transformers import T5Config, T5ForConditionalGeneration, T5Tokenizer
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    # MADLAD's layout: <pad> 0, </s> 1, <unk> 2, no <s>, and one <2xx> piece per target language.
+    spm_model = train_sentencepiece(sentences, model_type="unigram", vocab_size=400, hard_vocab_limit=False,
+                                    pad_id=0, eos_id=1, unk_id=2, bos_id=-1,
+                                    user_defined_symbols=[f"<2{lang}>" for lang in LANGUAGES])
+    (out_dir / "spiece.model").write_bytes(spm_model)
+    tokenizer = T5Tokenizer(str(out_dir / "spiece.model"), extra_ids=0, legacy=False)
+    config = T5Config(vocab_size=len(tokenizer), d_model=32, d_kv=16, d_ff=64, num_layers=1,
+                      num_decoder_layers=1, num_heads=2, feed_forward_proj="gated-gelu",
+                      tie_word_embeddings=False, pad_token_id=0, eos_token_id=1, decoder_start_token_id=0)
+    model = seeded_init(seed, lambda: T5ForConditionalGeneration(config))
+    model.save_pretrained(out_dir)
+    tokenizer.save_pretrained(out_dir)
+    return out_dir
