@@ -2,7 +2,7 @@
 import importlib
 import sys
 
-BENCHMARKS = ["orchestration"]
+BENCHMARKS = ["orchestration", "geo_selection"]
 
 if __name__ == "__main__":
     for name in sys.argv[1:] or BENCHMARKS:

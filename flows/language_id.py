@@ -2,33 +2,31 @@
 from __future__ import annotations
 
 from prefect import flow
-from prefect.artifacts import create_markdown_artifact
 
 from xmdata.models.base import ModelSpec
 from xmdata.runtime.atomic import remove_stray_temp_files
 from xmdata.runtime.execution import run_stage
+from xmdata.runtime.process import StageReport
 from xmdata.schemas import CAPTIONS
 from xmdata.schemas.readers import read_input
 from xmdata.tasks.ingest import ingest
 from xmdata.tasks.language_id import language_id_stage
-from xmdata.tasks.summary import label_counts, summary_markdown, write_summary
+from xmdata.tasks.summary import label_counts
+
+from .finish import finish_build
 
 
-def build_language_id(input_path: str, out: str, shards: int, lid_model: str) -> dict:
+def label_languages(input_path: str, out: str, shards: int, lid_model: str) -> tuple[list[StageReport], dict]:
     captions = read_input(input_path, CAPTIONS)  # refuses a broken input before writing anything
     remove_stray_temp_files(out)  # what a killed run left half-written
     ingested = ingest(captions, "captions", shards, out)
     labelled = run_stage(language_id_stage(ModelSpec("fasttext", lid_model)), ingested.data_paths, out)
-    summary = write_summary(out, [ingested, labelled], {
-        "lid_label": label_counts(labelled.data_paths, "lid_label")})
-    create_markdown_artifact(summary_markdown(summary), key="language-id-summary",
-                             description=f"xmdata language ID of {input_path}")
-    summary["run"] = {r.stage: r.run_counts() for r in (ingested, labelled)}
-    return summary
+    return [ingested, labelled], {"lid_label": label_counts(labelled.data_paths, "lid_label")}
 
 
 @flow(name="identify-language")
 def identify_language_flow(input_path: str, out: str, shards: int = 8,
                            lid_model: str = "lid.176") -> dict:
     """Label every text of INPUT with its language (fastText lid.176 by default)."""
-    return build_language_id(input_path, out, shards, lid_model)
+    reports, distributions = label_languages(input_path, out, shards, lid_model)
+    return finish_build(out, reports, distributions, f"Language ID of {input_path}")

@@ -52,3 +52,28 @@ REJECTS = TableContract(
 )
 
 CONTRACTS = {c.name: c for c in (CAPTIONS, IMAGES, LANGUAGE_ID, REJECTS)}
+
+GEOCODED = TableContract(
+    name="geocoded",
+    schema=IMAGES.schema.append(pa.field("country", pa.string())).append(
+        pa.field("admin1", pa.string())).append(pa.field("continent", pa.string())).append(
+        pa.field("geo_place_km", pa.float32())).append(pa.field("geo_flag", pa.string())),
+    required=frozenset({"id", "latitude", "longitude", "country", "admin1", "continent"}),
+    description="Images with their place: ISO country, GeoNames admin1, continent, and a flag "
+                "(at_sea, far_from_place) when the place is only a guess.",
+)
+
+SELECTION = TableContract(
+    name="selection",
+    schema=pa.schema([
+        pa.field("language", pa.string()), pa.field("image_id", pa.string()),
+        pa.field("latitude", pa.float64()), pa.field("longitude", pa.float64()),
+        pa.field("country", pa.string()), pa.field("admin1", pa.string()),
+        pa.field("continent", pa.string()), pa.field("level", pa.string()),
+        pa.field("strategy", pa.string()), pa.field("seed", pa.int64()),
+    ]),
+    required=frozenset({"language", "image_id", "level"}), id_column="image_id",
+    description="K images per language; level is region, country, continent or global.",
+)
+
+CONTRACTS.update({c.name: c for c in (GEOCODED, SELECTION)})

@@ -103,3 +103,9 @@ def read_exif_gps(path) -> tuple[float | None, float | None, str | None]:
     lat = -lat if str(gps.get(1, "N")).upper().startswith("S") else lat
     lon = -lon if str(gps.get(3, "E")).upper().startswith("W") else lon
     return lat, lon, None
+
+
+def geocode_stage():
+    from xmdata.runtime.stage import Stage
+
+    return Stage(STAGE, version="1", fn=geocode, params={"far_from_place_km": FAR_FROM_PLACE_KM})

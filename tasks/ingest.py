@@ -19,12 +19,15 @@ def _ingest_fn(table: pa.Table, params: dict):  # the stage's function, for the 
     raise NotImplementedError("ingest runs in the flow process, not per shard")
 
 
-def ingest(table: pa.Table, name: str, n_shards: int, root: str) -> StageReport:
+def ingest(table: pa.Table, name: str, n_shards: int, root: str,
+           extra_rejects: pa.Table | None = None) -> StageReport:
     """Write shards of a validated table; shards whose record matches are left as they are."""
     stage = Stage(name=name, version="1", fn=_ingest_fn, params={"n_shards": n_shards})
     kept, rejects = reject_bad_ids(table, stage=name)
+    if extra_rejects is not None:  # rows refused while reading the input (e.g. photos without EXIF GPS)
+        rejects = pa.concat_tables([extra_rejects, rejects])
     table_hash = hash_params({"rows": kept.num_rows, "schema": str(kept.schema),
-                              "digest": _table_digest(kept)})
+                              "digest": _table_digest(kept), "rejects": _table_digest(rejects)})
     records, run = [], 0
     for index, shard in enumerate(split_into_shards(kept, "id", n_shards)):
         paths = ShardPaths(root, name, index)

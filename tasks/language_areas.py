@@ -77,8 +77,20 @@ def load_continents(path: str | os.PathLike | None = None) -> dict[str, str]:
 
 
 def load_language_areas(path: str | os.PathLike | None = None) -> LanguageAreas:
-    """Read and validate the areas file (default: the shipped data/language_areas.json)."""
-    return LanguageAreas.from_dict(json.loads(Path(path or DATA / "language_areas.json").read_text()))
+    """Read and validate the areas file (default: the shipped data/language_areas.json).
+
+    Any malformed file raises ValueError naming what is wrong (JSON, a missing key, a wrong type).
+    """
+    source = Path(path or DATA / "language_areas.json")
+    try:
+        spec = json.loads(source.read_text())
+        return LanguageAreas.from_dict(spec)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{source}: not valid JSON: {exc}") from exc
+    except KeyError as exc:
+        raise ValueError(f"{source}: missing key {exc}; expected the format in tasks/language_areas.py") from exc
+    except (TypeError, AttributeError) as exc:
+        raise ValueError(f"{source}: malformed language areas ({exc}); see tasks/language_areas.py") from exc
 
 
 @lru_cache(maxsize=1)

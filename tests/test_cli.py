@@ -5,6 +5,7 @@ import sys
 import pytest
 
 from xmdata.cli import main
+from xmdata.data import sample_path
 
 XMDATA = os.path.join(os.path.dirname(sys.executable), "xmdata")
 
@@ -37,3 +38,12 @@ def test_validate_reports_mistyped_rows(tmp_path, capsys):
     path.write_text("id,latitude,longitude\na,1,2\nb,far,3\n")
     assert main(["validate", str(path), "--table", "images"]) == 2
     assert "id='b'" in capsys.readouterr().err
+
+
+def test_broken_language_areas_exit_2_before_anything_is_written(tmp_path, capsys):
+    areas = tmp_path / "areas.json"
+    areas.write_text('{"languages": {"xx": {"regions": ["IN/Atlantis"], "countries": ["IN"], "continents": ["AS"]}}}')
+    out = tmp_path / "out"
+    assert main(["select-images", sample_path("images.csv"), "--languages", str(areas), "--out", str(out)]) == 2
+    assert "'IN/Atlantis'" in capsys.readouterr().err
+    assert not out.exists()

@@ -52,6 +52,18 @@ def test_demo_release_has_data_rejects_records_and_summary(reference_release):
     assert len(os.listdir(reference_release / "language_id" / "_done")) == int(SHARDS)
 
 
+def test_demo_release_has_a_geo_diverse_selection(reference_release):
+    summary = json.load(open(reference_release / "summary.json"))
+    assert summary["stages"]["geocode"]["rejected"] == {"invalid_coordinates": 1, "no_gps": 1}
+    selection = pl.read_parquet(reference_release / "selection.parquet")
+    per_language = pl.read_parquet(reference_release / "selection_summary.parquet")
+    assert per_language.height == 36 and per_language["shortfall"].sum() == 0
+    assert selection.height == 36 * 5 and selection["image_id"].n_unique() == selection.height
+    assert set(selection["level"]) <= {"region", "country", "continent", "global"}
+    assert sum(summary["distributions"]["selection_level"].values()) == selection.height
+    assert (reference_release / "selection_map.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
 def test_sigkill_mid_run_resumes_without_redoing_and_matches(reference_release, cli_env, tmp_path):
     out = tmp_path / "killed"
     done_dir = out / "language_id" / "_done"
@@ -98,3 +110,18 @@ def test_existing_scheduler_and_two_workers_give_the_same_release(reference_rele
     finally:
         for proc in reversed(procs):
             stop_process_group(proc)
+
+
+def test_select_images_strict_reports_shortfall_and_keeps_outputs(cli_env, tmp_path):
+    from xmdata.data import sample_path
+
+    out = tmp_path / "strict"
+    result = subprocess.run([os.path.join(BIN, "xmdata"), "select-images", sample_path("images.csv"),
+                             "--per-language", "10", "--strategy", "optimal", "--within", "spread",
+                             "--strict", "--out", str(out), "--shards", "4"],
+                            env=cli_env, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert "shortfall per language" in result.stderr
+    per_language = pl.read_parquet(out / "selection_summary.parquet")
+    assert per_language["shortfall"].sum() == 36 * 10 - 300  # every one of the 300 images is used
+    assert pl.read_parquet(out / "selection.parquet")["strategy"].unique().to_list() == ["optimal"]

@@ -31,6 +31,18 @@ def build_parser() -> argparse.ArgumentParser:
     lid.add_argument("--lid-model", default="lid.176", help="'lid.176' (bundled) or a fastText model path")
     _add_run_options(lid)
 
+    select = sub.add_parser("select-images", help="pick K geo-diverse images per language (Crossmodal-3600)")
+    select.add_argument("input", help="table with id, latitude, longitude (Parquet/CSV/JSONL) or an image folder (EXIF GPS)")
+    select.add_argument("--languages", default=None, help="language-area file (default: the 36 XM3600 languages)")
+    select.add_argument("--per-language", type=int, default=100, help="K images per language (default 100)")
+    select.add_argument("--strategy", choices=["greedy", "optimal"], default="greedy")
+    select.add_argument("--within", choices=["random", "spread"], default="random",
+                        help="inside a level: seeded random, or spread over subdivisions and grid cells")
+    select.add_argument("--seed", type=int, default=0)
+    select.add_argument("--strict", action="store_true", help="fail when a language gets fewer than K")
+    select.add_argument("--out", required=True)
+    _add_run_options(select)
+
     validate = sub.add_parser("validate", help="check a table against a contract in schemas/")
     validate.add_argument("input")
     validate.add_argument("--table", default="captions", help="contract name (captions, images, …)")

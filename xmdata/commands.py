@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 
 from xmdata.runtime.prefect_api import prefect_api
@@ -43,6 +44,32 @@ def identify_language(args) -> int:
     return 0
 
 
+def select_images(args) -> int:
+    import polars as pl
+
+    from xmdata.flows.select_images import ShortfallError, select_images_flow
+    from xmdata.tasks.language_areas import load_language_areas
+
+    try:  # fail fast on a broken area file, as on any broken input
+        load_language_areas(args.languages)
+    except (OSError, ValueError) as exc:
+        source = args.languages or "language areas"
+        raise ContractError(str(exc) if str(exc).startswith(source) else f"{source}: {exc}") from exc
+    if not os.path.isdir(args.input):
+        read_input(args.input, CONTRACTS["images"])
+    try:
+        _run_flow(select_images_flow, args, input_path=os.path.abspath(args.input),
+                  languages=args.languages, per_language=args.per_language, strategy=args.strategy,
+                  within=args.within, seed=args.seed, strict=args.strict)
+        code = 0
+    except ShortfallError as exc:
+        print(f"xmdata: error (--strict): {exc}", file=sys.stderr)
+        code = 1
+    with pl.Config(tbl_rows=100, tbl_hide_dataframe_shape=True):
+        print(pl.read_parquet(os.path.join(args.out, "selection_summary.parquet")))
+    return code
+
+
 def validate(args) -> int:
     if args.table not in CONTRACTS:
         raise ContractError(f"unknown table {args.table!r}; known: {', '.join(sorted(CONTRACTS))}")
@@ -59,5 +86,6 @@ def models(args) -> int:
     return 0
 
 
-COMMANDS = {"demo": demo, "identify-language": identify_language, "validate": validate,
+COMMANDS = {"demo": demo, "identify-language": identify_language, "select-images": select_images,
+            "validate": validate,
             "models": models}

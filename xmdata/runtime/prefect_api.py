@@ -90,4 +90,4 @@ def _flush_api_logs() -> None:
     with contextlib.suppress(Exception):
         from prefect.logging.handlers import APILogHandler
 
-        APILogHandler.flush()
+        APILogHandler().flush()

@@ -1,0 +1,78 @@
+"""Geo-diverse image selection (Crossmodal-3600): geocode every candidate, then pick K images per
+language where it is spoken, backing off region -> country -> continent -> global."""
+from __future__ import annotations
+
+import os
+from typing import Literal
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+from prefect import flow, get_run_logger
+from prefect.artifacts import create_table_artifact
+
+from xmdata.runtime.atomic import remove_stray_temp_files, write_parquet_atomic
+from xmdata.runtime.execution import run_stage
+from xmdata.runtime.process import StageReport
+from xmdata.schemas import IMAGES
+from xmdata.schemas.readers import read_input
+from xmdata.tasks.geocode import geocode_stage
+from xmdata.tasks.image_folder import images_from_folder
+from xmdata.tasks.ingest import ingest
+from xmdata.tasks.language_areas import load_language_areas
+from xmdata.tasks.select_images import select_images, selection_summary
+from xmdata.tasks.selection_map import write_selection_map
+
+from .finish import finish_build
+
+
+class ShortfallError(RuntimeError):
+    """--strict: some language got fewer than K images (outputs are written, for inspection)."""
+
+
+def read_candidates(input_path: str) -> tuple[pa.Table, pa.Table | None]:
+    if os.path.isdir(input_path):
+        return images_from_folder(input_path)  # GPS from EXIF; photos without it become rejects
+    return read_input(input_path, IMAGES), None
+
+
+def select_geo_diverse(input_path: str, out: str, shards: int, languages: str | None, per_language: int,
+                       strategy: str, within: str, seed: int) -> tuple[list[StageReport], dict, pa.Table]:
+    areas = load_language_areas(languages)  # a broken area file stops here, before any write
+    images, exif_rejects = read_candidates(input_path)
+    remove_stray_temp_files(out)
+    ingested = ingest(images, "images", shards, out, extra_rejects=exif_rejects)
+    geocoded = run_stage(geocode_stage(), ingested.data_paths, out)
+    candidates = pa.concat_tables([pq.read_table(p) for p in geocoded.data_paths])
+    selection = select_images(candidates, areas, strategy, per_language, within, seed)
+    summary = selection_summary(selection, areas, per_language)
+    write_parquet_atomic(selection, os.path.join(out, "selection.parquet"))
+    write_parquet_atomic(summary, os.path.join(out, "selection_summary.parquet"))
+    write_selection_map(selection, os.path.join(out, "selection_map.png"),
+                        f"{strategy} selection, {per_language} per language, seed {seed}")
+    levels = pl.from_arrow(selection)["level"].value_counts(sort=True)
+    return [ingested, geocoded], {"selection_level": dict(levels.rows())}, summary
+
+
+@flow(name="select-images")
+def select_images_flow(input_path: str, out: str, shards: int = 8, languages: str | None = None,
+                       per_language: int = 100, strategy: Literal["greedy", "optimal"] = "greedy",
+                       within: Literal["random", "spread"] = "random", seed: int = 0,
+                       strict: bool = False) -> dict:
+    """Pick PER_LANGUAGE images per language of the LANGUAGES area file (default: the 36 of XM3600)."""
+    reports, distributions, summary = select_geo_diverse(
+        input_path, out, shards, languages, per_language, strategy, within, seed)
+    result = finish_build(out, reports, distributions, f"Image selection from {input_path}")
+    report_shortfall(summary, strict)
+    return result
+
+
+def report_shortfall(summary: pa.Table, strict: bool) -> None:
+    create_table_artifact(summary.to_pylist(), key="selection-per-language",
+                          description="images per language and level; shortfall = K - selected")
+    short = {r["language"]: r["shortfall"] for r in summary.to_pylist() if r["shortfall"] > 0}
+    if short:
+        message = "too few candidates; shortfall per language: " + ", ".join(f"{k} {v}" for k, v in short.items())
+        if strict:
+            raise ShortfallError(message)
+        get_run_logger().warning(message)
