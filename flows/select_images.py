@@ -51,7 +51,14 @@ def select_geo_diverse(input_path: str, out: str, shards: int, languages: str | 
     write_selection_map(selection, os.path.join(out, "selection_map.png"),
                         f"{strategy} selection, {per_language} per language, seed {seed}")
     levels = pl.from_arrow(selection)["level"].value_counts(sort=True)
-    return [ingested, geocoded], {"selection_level": dict(levels.rows())}, summary
+    # Side by side: what the other strategy gets in-region on the same candidates (selection is cheap).
+    other = "optimal" if strategy == "greedy" else "greedy"
+    other_summary = selection_summary(select_images(candidates, areas, other, per_language, within, seed),
+                                      areas, per_language)
+    in_region = {strategy: sum(summary.column("region").to_pylist()),
+                 other: sum(other_summary.column("region").to_pylist())}
+    return [ingested, geocoded], {"selection_level": dict(levels.rows()),
+                                  "in_region_picks": dict(sorted(in_region.items()))}, summary
 
 
 @flow(name="select-images")

@@ -192,3 +192,22 @@ def test_read_exif_gps(tmp_path):
     assert reason is None and lat == pytest.approx(-33.87) and lon == pytest.approx(151.21)
     assert read_exif_gps(tmp_path / "plain.jpg") == (None, None, "no_gps")
     assert read_exif_gps(tmp_path / "broken.jpg")[2].startswith("unreadable_exif")
+
+
+def test_image_folder_reads_exif_gps_and_rejects_photos_without_it(tmp_path):
+    from PIL import Image
+
+    from xmdata.tasks.image_folder import images_from_folder
+
+    exif = Image.Exif()
+    exif.get_ifd(0x8825).update({1: "S", 2: (12.0, 30.0, 0.0), 3: "W", 4: (77.0, 1.0, 48.0)})
+    Image.new("RGB", (8, 8)).save(tmp_path / "lima.jpg", exif=exif)
+    Image.new("RGB", (8, 8)).save(tmp_path / "nogps.jpg")
+    (tmp_path / "broken.jpg").write_bytes(b"not an image")
+    (tmp_path / "notes.txt").write_text("ignored")
+    table, rejects = images_from_folder(str(tmp_path))
+    assert table.column("id").to_pylist() == ["lima.jpg"]
+    assert table.column("latitude")[0].as_py() == pytest.approx(-12.5)
+    assert table.column("longitude")[0].as_py() == pytest.approx(-(77 + 1 / 60 + 48 / 3600))
+    assert sorted(zip(rejects.column("row_id").to_pylist(), rejects.column("reason").to_pylist())) == [
+        ("broken.jpg", "unreadable_exif"), ("nogps.jpg", "no_gps")]
