@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from xmdata.runtime.atomic import _replace_atomically
+from xmdata.runtime.atomic import replace_atomically
 
 
 def write_selection_map(selection: pa.Table, path: str, title: str) -> None:
@@ -26,5 +26,5 @@ def write_selection_map(selection: pa.Table, path: str, title: str) -> None:
     ax.legend(ncol=2, fontsize=6, loc="center left", bbox_to_anchor=(1.0, 0.5), markerscale=2)
     fig.tight_layout()
     # No date or version in the PNG's metadata: the same selection gives the same bytes.
-    _replace_atomically(path, lambda tmp: fig.savefig(tmp, format="png", metadata={"Software": None}))
+    replace_atomically(path, lambda tmp: fig.savefig(tmp, format="png", metadata={"Software": None}))
     plt.close(fig)

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 
-def _replace_atomically(path: str, write) -> None:
+def replace_atomically(path: str, write) -> None:
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".tmp-", suffix=".part")
     os.close(fd)
@@ -27,18 +27,18 @@ def _replace_atomically(path: str, write) -> None:
 
 def write_parquet_atomic(table: pa.Table, path: str) -> None:
     # Fixed writer options: same table, same bytes (the reproducibility promise rests on this).
-    _replace_atomically(path, lambda tmp: pq.write_table(
+    replace_atomically(path, lambda tmp: pq.write_table(
         table, tmp, compression="zstd", compression_level=3, write_statistics=True,
         use_dictionary=True, row_group_size=64 * 1024))
 
 
 def write_json_atomic(obj, path: str) -> None:
     text = json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-    _replace_atomically(path, lambda tmp: open(tmp, "w", encoding="utf-8").write(text))
+    replace_atomically(path, lambda tmp: open(tmp, "w", encoding="utf-8").write(text))
 
 
 def write_text_atomic(text: str, path: str) -> None:
-    _replace_atomically(path, lambda tmp: open(tmp, "w", encoding="utf-8").write(text))
+    replace_atomically(path, lambda tmp: open(tmp, "w", encoding="utf-8").write(text))
 
 
 def sha256_file(path: str) -> str:
