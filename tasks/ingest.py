@@ -5,10 +5,10 @@ import hashlib
 
 import pyarrow as pa
 
-from xmdata.runtime.atomic import hash_params, write_json_atomic, write_parquet_atomic
-from xmdata.runtime.process import StageReport
-from xmdata.runtime.records import finished_record, make_record
-from xmdata.runtime.shards import ShardPaths, split_into_shards
+from xmdata.runtime.atomic import hash_params
+from xmdata.runtime.process import StageReport, write_shard
+from xmdata.runtime.records import finished_record
+from xmdata.runtime.shards import ShardPaths, remove_shards_beyond, split_into_shards
 from xmdata.runtime.stage import Stage
 
 from .rejects import no_rejects
@@ -28,6 +28,7 @@ def ingest(table: pa.Table, name: str, n_shards: int, root: str,
         rejects = pa.concat_tables([extra_rejects, rejects])
     table_hash = hash_params({"rows": kept.num_rows, "schema": str(kept.schema),
                               "digest": _table_digest(kept), "rejects": _table_digest(rejects)})
+    remove_shards_beyond(root, name, n_shards)
     records, run = [], 0
     for index, shard in enumerate(split_into_shards(kept, "id", n_shards)):
         paths = ShardPaths(root, name, index)
@@ -36,11 +37,8 @@ def ingest(table: pa.Table, name: str, n_shards: int, root: str,
         if record is None:
             # Input-level rejects are kept with shard 0 so that every reject is written exactly once.
             shard_rejects = rejects if index == 0 else no_rejects()
-            write_parquet_atomic(shard, paths.data)
-            write_parquet_atomic(shard_rejects, paths.rejects)
             rows_in = shard.num_rows + shard_rejects.num_rows
-            record = make_record(stage, paths, shard_hash, rows_in, shard, shard_rejects)
-            write_json_atomic(record, paths.record)
+            record = write_shard(stage, paths, shard_hash, rows_in, shard, shard_rejects)
             run += 1
         records.append(record)
     return StageReport(name, records, shards_run=run, shards_skipped=n_shards - run,
@@ -50,5 +48,5 @@ def ingest(table: pa.Table, name: str, n_shards: int, root: str,
 def _table_digest(table: pa.Table) -> str:
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as writer:
-        writer.write_table(table)
+        writer.write_table(table.combine_chunks())  # the digest must not depend on chunk layout
     return hashlib.sha256(sink.getvalue().to_pybytes()).hexdigest()

@@ -2,13 +2,12 @@
 from __future__ import annotations
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from xmdata.models.base import ModelSpec
 from xmdata.models.registry import get_model
 from xmdata.runtime.stage import Stage
 
-from .rejects import split_by_mask
+from .rejects import blank_mask, split_by_mask
 
 STAGE = "language_id"
 
@@ -16,9 +15,7 @@ STAGE = "language_id"
 def identify_language(table: pa.Table, params: dict) -> tuple[pa.Table, pa.Table]:
     """Add lid_label / lid_prob; rows with no text are rejected as empty_text."""
     column = params["text_column"]
-    text = table.column(column)
-    empty = pc.or_kleene(pc.is_null(text), pc.equal(pc.utf8_trim_whitespace(text), ""))
-    kept, rejects = split_by_mask(table, empty, STAGE, "empty_text", column)
+    kept, rejects = split_by_mask(table, blank_mask(table.column(column)), STAGE, "empty_text", column)
     model = get_model("language_identifier", ModelSpec(**params["model"]))
     labels, probs = model.predict(model.prepare(kept.column(column).to_pylist()))
     kept = kept.append_column("lid_label", pa.array(labels, pa.string()))

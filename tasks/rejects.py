@@ -27,11 +27,16 @@ def concat_rejects(parts: list[pa.Table]) -> pa.Table:
     return pa.concat_tables([no_rejects(), *parts])
 
 
+def blank_mask(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """True where a text is missing or only whitespace."""
+    return pc.or_kleene(pc.is_null(column), pc.equal(pc.utf8_trim_whitespace(column), ""))
+
+
 def split_by_mask(table: pa.Table, bad: pa.ChunkedArray | pa.Array, stage: str, reason: str,
-                  value_column: str | None = None) -> tuple[pa.Table, pa.Table]:
+                  value_column: str | None = None, id_column: str = "id") -> tuple[pa.Table, pa.Table]:
     """(rows where bad is false, rejects for rows where it is true)."""
     bad = pc.fill_null(bad, False)
     refused = table.filter(bad)
     values = refused.column(value_column).to_pylist() if value_column else None
     return table.filter(pc.invert(bad)), make_rejects(
-        stage, reason, refused.column("id").to_pylist(), values)
+        stage, reason, refused.column(id_column).to_pylist(), values)

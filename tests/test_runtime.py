@@ -81,3 +81,22 @@ def test_ingest_skips_finished_shards_and_counts_them(tmp_path):
     assert (second.shards_run, second.shards_skipped) == (1, 2)
     assert second.records == first.records
     assert no_rejects().num_rows == 0
+
+
+def test_fewer_shards_on_rerun_leave_no_stale_shards(tmp_path):
+    table = pa.table({"id": [f"r{i}" for i in range(30)], "text": ["t"] * 30})
+    ingest(table, "captions", 6, str(tmp_path))
+    report = ingest(table, "captions", 3, str(tmp_path))
+    for kind in ("data", "rejects", "_done"):
+        assert len(os.listdir(tmp_path / "captions" / kind)) == 3
+    assert report.rows_out == 30
+
+
+def test_positive_shard_and_worker_counts_only(capsys):
+    from xmdata.cli import main
+
+    for bad in (["--shards", "0"], ["--workers", "-1"]):
+        with pytest.raises(SystemExit) as exit_info:
+            main(["demo", *bad])
+        assert exit_info.value.code == 2
+    assert "must be at least 1" in capsys.readouterr().err

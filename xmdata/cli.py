@@ -8,9 +8,16 @@ import sys
 EXIT_BAD_INPUT = 2
 
 
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def _add_run_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--shards", type=int, default=8, help="number of shards (default 8)")
-    p.add_argument("--workers", type=int, default=None,
+    p.add_argument("--shards", type=positive_int, default=8, help="number of shards (default 8)")
+    p.add_argument("--workers", type=positive_int, default=None,
                    help="LocalCluster worker processes (default: one per core)")
     p.add_argument("--dask-address", default=None,
                    help="run on an existing Dask scheduler (tcp://host:port); env XMDATA_DASK_ADDRESS")
@@ -34,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     select = sub.add_parser("select-images", help="pick K geo-diverse images per language (Crossmodal-3600)")
     select.add_argument("input", help="table with id, latitude, longitude (Parquet/CSV/JSONL) or an image folder (EXIF GPS)")
     select.add_argument("--languages", default=None, help="language-area file (default: the 36 XM3600 languages)")
-    select.add_argument("--per-language", type=int, default=100, help="K images per language (default 100)")
+    select.add_argument("--per-language", type=positive_int, default=100, help="K images per language (default 100)")
     select.add_argument("--strategy", choices=["greedy", "optimal"], default="greedy")
     select.add_argument("--within", choices=["random", "spread"], default="random",
                         help="inside a level: seeded random, or spread over subdivisions and grid cells")

@@ -14,6 +14,11 @@ from xmdata.schemas.readers import read_input
 def _run_flow(flow_fn, args, **params) -> dict:
     from xmdata.runtime.execution import dask_task_runner
 
+    from xmdata.runtime.execution import DASK_ADDRESS_ENV
+
+    if (args.dask_address or os.environ.get(DASK_ADDRESS_ENV)) and not os.environ.get("PREFECT_API_URL"):
+        raise ContractError("--dask-address needs PREFECT_API_URL: set it to a Prefect server that this "
+                            "run and every worker of that cluster can reach (see README, Prefect and Dask)")
     args.out = os.path.abspath(args.out)  # workers of an external cluster have another cwd
     os.makedirs(args.out, exist_ok=True)
     started = time.perf_counter()
@@ -40,7 +45,7 @@ def identify_language(args) -> int:
 
     read_input(args.input, CONTRACTS["captions"])  # fail in a second, before any server starts
     _run_flow(identify_language_flow, args, input_path=os.path.abspath(args.input),
-              lid_model=args.lid_model)
+              lid_model=args.lid_model if args.lid_model == "lid.176" else os.path.abspath(args.lid_model))
     return 0
 
 

@@ -16,6 +16,7 @@ def replace_atomically(path: str, write) -> None:
     os.close(fd)
     try:
         write(tmp)
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600; workers running as another user must read it
         with open(tmp, "rb") as f:
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -27,8 +28,9 @@ def replace_atomically(path: str, write) -> None:
 
 def write_parquet_atomic(table: pa.Table, path: str) -> None:
     # Fixed writer options: same table, same bytes (the reproducibility promise rests on this).
+    # One chunk: the same rows give the same pages whatever chunk layout the reader produced.
     replace_atomically(path, lambda tmp: pq.write_table(
-        table, tmp, compression="zstd", compression_level=3, write_statistics=True,
+        table.combine_chunks(), tmp, compression="zstd", compression_level=3, write_statistics=True,
         use_dictionary=True, row_group_size=64 * 1024))
 
 

@@ -10,7 +10,7 @@ from prefect_dask import DaskTaskRunner
 from .atomic import sha256_file
 from .process import StageReport, process_shard, shard_index
 from .records import finished_record
-from .shards import ShardPaths
+from .shards import ShardPaths, remove_shards_beyond
 from .stage import Stage
 
 DASK_ADDRESS_ENV = "XMDATA_DASK_ADDRESS"
@@ -45,6 +45,7 @@ def shard_task(stage: Stage, input_path: str, root: str, index: int) -> dict:
 
 def run_stage(stage: Stage, input_paths: list[str], root: str) -> StageReport:
     """Submit every unfinished shard to the flow's task runner; skip (and count) finished ones."""
+    remove_shards_beyond(root, stage.name, len(input_paths))
     records: dict[int, dict] = {}
     futures = {}
     for path in input_paths:

@@ -6,8 +6,10 @@ from dataclasses import dataclass, field
 
 import pyarrow.parquet as pq
 
+import pyarrow as pa
+
 from .atomic import sha256_file, write_json_atomic, write_parquet_atomic
-from .records import finished_record, make_record
+from .records import make_record
 from .shards import ShardPaths
 from .stage import Stage
 
@@ -18,9 +20,15 @@ def process_shard(stage: Stage, input_path: str, root: str, index: int) -> dict:
     input_sha = sha256_file(input_path)
     table = pq.read_table(input_path)
     kept, rejects = stage.fn(table, stage.params)
+    return write_shard(stage, paths, input_sha, table.num_rows, kept, rejects)
+
+
+def write_shard(stage: Stage, paths: ShardPaths, input_sha: str, rows_in: int, kept: pa.Table,
+                rejects: pa.Table) -> dict:
+    """Data, then rejects, then the completion record: a shard counts as done only once all exist."""
     write_parquet_atomic(kept, paths.data)
     write_parquet_atomic(rejects, paths.rejects)
-    record = make_record(stage, paths, input_sha, table.num_rows, kept, rejects)
+    record = make_record(stage, paths, input_sha, rows_in, kept, rejects)
     write_json_atomic(record, paths.record)
     return record
 

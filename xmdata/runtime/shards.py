@@ -45,3 +45,16 @@ class ShardPaths:
     @property
     def record(self) -> str:
         return os.path.join(self.root, self.stage, "_done", f"{self.name}.json")
+
+
+def remove_shards_beyond(root: str, stage: str, n_shards: int) -> int:
+    """Delete a stage's shard files numbered n_shards and up: left by an earlier run with more shards,
+    they would otherwise sit in the release as stale rows. Returns how many files went."""
+    removed = 0
+    for kind in ("data", "rejects", "_done"):
+        folder = os.path.join(root, stage, kind)
+        for name in os.listdir(folder) if os.path.isdir(folder) else []:
+            if name.startswith("shard-") and int(name[6:11]) >= n_shards:
+                os.unlink(os.path.join(folder, name))
+                removed += 1
+    return removed
