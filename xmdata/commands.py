@@ -12,9 +12,7 @@ from xmdata.schemas.readers import read_input
 
 
 def _run_flow(flow_fn, args, **params) -> dict:
-    from xmdata.runtime.execution import dask_task_runner
-
-    from xmdata.runtime.execution import DASK_ADDRESS_ENV
+    from xmdata.runtime.execution import DASK_ADDRESS_ENV, dask_task_runner
 
     if (args.dask_address or os.environ.get(DASK_ADDRESS_ENV)) and not os.environ.get("PREFECT_API_URL"):
         raise ContractError("--dask-address needs PREFECT_API_URL: set it to a Prefect server that this "

@@ -8,9 +8,9 @@ from prefect.cache_policies import NONE
 from prefect_dask import DaskTaskRunner
 
 from .atomic import sha256_file
-from .process import StageReport, process_shard, shard_index
+from .process import StageReport, process_shard
 from .records import finished_record
-from .shards import ShardPaths, remove_shards_beyond
+from .shards import ShardPaths, remove_shards_beyond, shard_index
 from .stage import Stage
 
 DASK_ADDRESS_ENV = "XMDATA_DASK_ADDRESS"

@@ -1,12 +1,10 @@
 """Running one stage over one shard, the unit of work, and over all shards of an input."""
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 
-import pyarrow.parquet as pq
-
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from .atomic import sha256_file, write_json_atomic, write_parquet_atomic
 from .records import make_record
@@ -62,8 +60,3 @@ class StageReport:
     def run_counts(self) -> dict:
         return {"shards_total": len(self.records), "shards_run": self.shards_run,
                 "shards_skipped": self.shards_skipped}
-
-
-def shard_index(path: str) -> int:
-    """shard-00042.parquet -> 42: a stage's shard k always reads shard k of the stage before."""
-    return int(os.path.basename(path).split(".")[0].rsplit("-", 1)[1])

@@ -22,6 +22,11 @@ def split_into_shards(table: pa.Table, key: str, n_shards: int) -> list[pa.Table
     return [table.filter(pc.equal(assignment, i)) for i in range(n_shards)]
 
 
+def shard_index(path: str) -> int:
+    """shard-00042.parquet -> 42: a stage's shard k always reads shard k of the stage before."""
+    return int(os.path.basename(path).split(".")[0].rsplit("-", 1)[1])
+
+
 @dataclass(frozen=True)
 class ShardPaths:
     """Files of one shard of one stage: data, rejects, and the completion record written last."""
@@ -54,7 +59,7 @@ def remove_shards_beyond(root: str, stage: str, n_shards: int) -> int:
     for kind in ("data", "rejects", "_done"):
         folder = os.path.join(root, stage, kind)
         for name in os.listdir(folder) if os.path.isdir(folder) else []:
-            if name.startswith("shard-") and int(name[6:11]) >= n_shards:
+            if name.startswith("shard-") and shard_index(name) >= n_shards:
                 os.unlink(os.path.join(folder, name))
                 removed += 1
     return removed
