@@ -23,6 +23,7 @@ import numpy as np
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 LEVELS = ("region", "country", "continent", "global")  # index = level rank; lower is better
+GLOBAL = len(LEVELS) - 1  # the rank every image has for every language
 CONTINENTS = frozenset({"AF", "AN", "AS", "EU", "NA", "OC", "SA"})
 CODE_SYSTEMS = ("cldr", "lid176", "m2m100", "madlad")
 

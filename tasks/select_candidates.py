@@ -13,7 +13,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from .language_areas import LEVELS, LanguageAreas
+from .language_areas import GLOBAL, LEVELS, LanguageAreas
 
 Within = Literal["random", "spread"]
 SPREAD_CELL_DEGREES = 0.5  # ~55 km at the equator: a city and its suburbs fall in one or two cells
@@ -43,7 +43,7 @@ def prepare_candidates(candidates: pa.Table, areas: LanguageAreas) -> Candidates
     places = keys.unique().sort(keys.columns).with_row_index("place")
     place = keys.with_row_index("row").join(places, on=keys.columns, how="left").sort("row")["place"]
     levels = areas.place_levels(places["country"], places["admin1"], places["continent"])
-    levels[places["flagged"].to_numpy()] = len(LEVELS) - 1  # geo-flagged: a guess of a place, global only
+    levels[places["flagged"].to_numpy()] = GLOBAL  # geo-flagged: a guess of a place, global only
     lat, lon = frame["latitude"].to_numpy(), frame["longitude"].to_numpy()
     columns = int(360 / SPREAD_CELL_DEGREES) + 1
     cell = (np.floor((lat + 90) / SPREAD_CELL_DEGREES) * columns + np.floor((lon + 180) / SPREAD_CELL_DEGREES))

@@ -17,10 +17,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from .language_areas import LEVELS, LanguageAreas
+from .language_areas import GLOBAL, LEVELS, LanguageAreas
 from .select_candidates import Within, pick, prepare_candidates, selection_table
-
-GLOBAL = len(LEVELS) - 1
 
 
 def greedy_order(region_pool: np.ndarray, codes: list[str]) -> list[int]:

@@ -22,10 +22,8 @@ import networkx as nx
 import numpy as np
 import pyarrow as pa
 
-from .language_areas import LEVELS, LanguageAreas
+from .language_areas import GLOBAL, LanguageAreas
 from .select_candidates import Within, pick, prepare_candidates, selection_table
-
-GLOBAL = len(LEVELS) - 1
 
 
 def solve_group_flow(group_levels: np.ndarray, group_sizes: np.ndarray, per_language: int):
