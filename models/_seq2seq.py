@@ -23,10 +23,12 @@ class TranslationBatch:
 
 
 def merge_duplicates(texts: Sequence[str], scores: Sequence[float]) -> list[Candidate]:
-    """One Candidate per distinct text; beams arrive best first, so the first copy has the best rank."""
+    """One Candidate per distinct text; beams arrive best first, so the first copy has the best rank.
+    An empty output (only special tokens) is no translation, and is not a candidate."""
     best: dict[str, Candidate] = {}
     for rank, (text, score) in enumerate(zip(texts, scores)):
-        best.setdefault(text, Candidate(text=text, rank=rank, sequence_score=float(score)))
+        if text:
+            best.setdefault(text, Candidate(text=text, rank=rank, sequence_score=float(score)))
     return list(best.values())
 
 
@@ -45,27 +47,36 @@ class Seq2SeqTranslator:
     def language_token_ids(self) -> dict[str, int]:
         raise NotImplementedError
 
-    def load(self) -> None:
-        import torch
+    def _from_pretrained(self, class_name: str):
         import transformers
 
         if self.spec.is_local:
             source, kwargs = resolve_local_path(self.spec), {}
         else:
             source, kwargs = self.spec.name_or_path, {"revision": self.spec.revision}
-        try:  # model first: offline, slow tokenizers fail with a TypeError that names nothing
-            model = getattr(transformers, self.model_class_name).from_pretrained(source, **kwargs)
-            tokenizer = getattr(transformers, self.tokenizer_class_name).from_pretrained(source, **kwargs)
+        try:
+            return getattr(transformers, class_name).from_pretrained(source, **kwargs)
         except Exception as exc:
             if self.spec.is_local:
-                raise ModelError(f"{self.spec.backend}: cannot load model at {source}: {exc}") from exc
+                raise ModelError(f"{self.spec.backend}: cannot load {class_name} from {source}: {exc}") from exc
             raise hub_error(self.spec, exc) from exc
+
+    def load(self) -> None:
+        import torch
+
+        # Model first: offline, slow tokenizers fail with a TypeError that names nothing.
+        model = self._from_pretrained(self.model_class_name)
         self.model = model.to(device=self.spec.device, dtype=getattr(torch, self.spec.dtype)).eval()
-        self.tokenizer = tokenizer
-        self.languages = self.language_token_ids()
+        self.load_tokenizer()
         positions = getattr(model.config, "max_position_embeddings", DEFAULT_MAX_INPUT_TOKENS)
         self.max_input_tokens = (self.spec.option("max_input_tokens")
-                                 or min(positions, tokenizer.model_max_length))
+                                 or min(positions, self.tokenizer.model_max_length))
+
+    def load_tokenizer(self) -> None:
+        """The tokenizer alone: enough to list languages and count tokens before any model loads."""
+        if self.tokenizer is None:
+            self.tokenizer = self._from_pretrained(self.tokenizer_class_name)
+            self.languages = self.language_token_ids()
 
     def supported_languages(self) -> list[str]:
         return sorted(self.languages)
@@ -74,6 +85,32 @@ class Seq2SeqTranslator:
         if lang not in self.languages:
             raise ValueError(f"{self.spec.backend}: {role} language {lang!r} is not supported by "
                              f"{self.spec.name_or_path}; supported: {', '.join(self.supported_languages())}")
+
+    def model_inputs(self, texts: Sequence[str], source_lang: str, target_lang: str) -> list[str]:
+        """The strings the tokenizer sees (MADLAD prefixes the target tag); checks both languages."""
+        raise NotImplementedError
+
+    def token_lengths(self, texts: Sequence[str], source_lang: str, target_lang: str) -> list[int]:
+        """Untruncated input lengths in tokens, special tokens included, as prepare() would make them."""
+        inputs = self.model_inputs(texts, source_lang, target_lang)
+        with self._tokenizer_lock:
+            self.set_source_language(source_lang)
+            return [len(ids) for ids in self.tokenizer(inputs, truncation=False)["input_ids"]]
+
+    def set_source_language(self, source_lang: str) -> None:
+        """Tokenizers that mark the source language hold it as state; callers hold the lock."""
+
+    def prepare(self, texts: Sequence[str], source_lang: str, target_lang: str) -> TranslationBatch:
+        inputs = self.model_inputs(texts, source_lang, target_lang)
+        if not inputs:
+            return TranslationBatch(size=0, inputs={})
+        with self._tokenizer_lock:
+            self.set_source_language(source_lang)
+            tokens = self.tokenize(inputs)
+        return TranslationBatch(len(inputs), tokens, self.generate_kwargs(target_lang))
+
+    def generate_kwargs(self, target_lang: str) -> dict[str, Any]:
+        return {}
 
     def tokenize(self, texts: Sequence[str]) -> dict[str, Any]:
         return dict(self.tokenizer(list(texts), return_tensors="pt", padding=True, truncation=True,

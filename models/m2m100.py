@@ -2,9 +2,9 @@
 the first generated token, the source language is a prefix token the tokenizer adds."""
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
-from ._seq2seq import Seq2SeqTranslator, TranslationBatch
+from ._seq2seq import Seq2SeqTranslator
 
 
 class M2M100Translator(Seq2SeqTranslator):
@@ -14,12 +14,13 @@ class M2M100Translator(Seq2SeqTranslator):
     def language_token_ids(self) -> dict[str, int]:
         return dict(self.tokenizer.lang_code_to_id)
 
-    def prepare(self, texts: Sequence[str], source_lang: str, target_lang: str) -> TranslationBatch:
+    def model_inputs(self, texts: Sequence[str], source_lang: str, target_lang: str) -> list[str]:
         self.check_language(source_lang, "source")
         self.check_language(target_lang, "target")
-        if not texts:
-            return TranslationBatch(size=0, inputs={})
-        with self._tokenizer_lock:  # src_lang is state on the shared tokenizer
-            self.tokenizer.src_lang = source_lang
-            inputs = self.tokenize(texts)
-        return TranslationBatch(len(texts), inputs, {"forced_bos_token_id": self.languages[target_lang]})
+        return list(texts)
+
+    def set_source_language(self, source_lang: str) -> None:
+        self.tokenizer.src_lang = source_lang  # the tokenizer prefixes __xx__ from this
+
+    def generate_kwargs(self, target_lang: str) -> dict[str, Any]:
+        return {"forced_bos_token_id": self.languages[target_lang]}

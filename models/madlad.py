@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from ._seq2seq import Seq2SeqTranslator, TranslationBatch
+from ._seq2seq import Seq2SeqTranslator
 
 TARGET_TOKEN = re.compile(r"<2([^>]+)>")
 
@@ -20,10 +20,7 @@ class MadladTranslator(Seq2SeqTranslator):
         vocab = self.tokenizer.get_vocab()
         return {m.group(1): i for token, i in vocab.items() if (m := TARGET_TOKEN.fullmatch(token))}
 
-    def prepare(self, texts: Sequence[str], source_lang: str, target_lang: str) -> TranslationBatch:
+    def model_inputs(self, texts: Sequence[str], source_lang: str, target_lang: str) -> list[str]:
         # source_lang is not checked: MADLAD takes no source tag, so any source is acceptable input.
         self.check_language(target_lang, "target")
-        if not texts:
-            return TranslationBatch(size=0, inputs={})
-        inputs = self.tokenize([f"<2{target_lang}> {text}" for text in texts])
-        return TranslationBatch(len(texts), inputs)
+        return [f"<2{target_lang}> {text}" for text in texts]

@@ -45,3 +45,14 @@ def get_model(kind: str, spec: ModelSpec):
             _loaded[key] = model
             load_count += 1
         return _loaded[key]
+
+
+def translator_languages(spec: ModelSpec) -> list[str]:
+    """The target languages a translator accepts, read from its tokenizer alone: a run can refuse
+    an unsupported language before any weights are loaded."""
+    with _lock:
+        loaded = _loaded.get(("translator", spec))
+    if loaded is None:
+        loaded = backend_class("translator", spec.backend)(spec)
+        loaded.load_tokenizer()
+    return loaded.supported_languages()

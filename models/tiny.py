@@ -9,6 +9,8 @@ import json
 import os
 from pathlib import Path
 
+from xmdata.runtime.atomic import write_text_atomic
+
 from .base import ModelSpec
 from .fasttext_lid import LID176
 from .tiny_corpus import generate_sentences
@@ -35,5 +37,24 @@ def build_tiny_models(out_dir: str | os.PathLike, seed: int = 0) -> dict[str, Mo
         "fasttext": ModelSpec("fasttext", LID176),
     }
     manifest = {key: spec.to_dict() for key, spec in specs.items()}
-    (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    write_text_atomic(json.dumps(manifest, indent=2) + "\n", str(out / MANIFEST))  # last: marks a full build
     return specs
+
+
+
+def cached_tiny_models(seed: int = 0) -> dict[str, ModelSpec]:
+    """The tiny models in the user's cache (XMDATA_CACHE, default ~/.cache/xmdata), built on first use.
+
+    Files inside name their folder by absolute path, so they are built in place; the manifest is
+    written last, and a folder without one (a killed build) is built again from scratch.
+    """
+    import shutil
+
+    from xmdata import __version__
+
+    cache = Path(os.environ.get("XMDATA_CACHE") or Path.home() / ".cache" / "xmdata").expanduser()
+    target = cache / f"tiny-models-{__version__}-seed{seed}"
+    if (target / MANIFEST).is_file():
+        return {key: ModelSpec(**spec) for key, spec in json.loads((target / MANIFEST).read_text()).items()}
+    shutil.rmtree(target, ignore_errors=True)
+    return build_tiny_models(target, seed)

@@ -11,14 +11,16 @@ _STATE = tempfile.mkdtemp(prefix="xmdata-test-")
 os.environ.setdefault("PREFECT_HOME", os.path.join(_STATE, "prefect"))
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("DASK_TEMPORARY_DIRECTORY", os.path.join(_STATE, "dask"))
+os.environ.setdefault("XMDATA_CACHE", os.path.join(_STATE, "cache"))  # the demo's tiny models, built once
 
 
 @pytest.fixture(scope="session")
 def tiny_models(tmp_path_factory):
-    """{backend: ModelSpec} for every backend, built offline with the real classes."""
-    from xmdata.models.tiny import build_tiny_models
+    """{backend: ModelSpec} for every backend, built offline with the real classes — the same
+    folder the demo runs use (XMDATA_CACHE), so they are built once per test run."""
+    from xmdata.models.tiny import cached_tiny_models
 
-    return build_tiny_models(tmp_path_factory.mktemp("tiny-models"), seed=0)
+    return cached_tiny_models(seed=0)
 
 
 @pytest.fixture(scope="session")

@@ -64,6 +64,21 @@ def test_demo_release_has_a_geo_diverse_selection(reference_release):
     assert (reference_release / "selection_map.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_demo_release_translates_english_captions(reference_release):
+    summary = json.load(open(reference_release / "summary.json"))
+    assert summary["stages"]["translate"]["rejected"] == {"empty_text": 1}
+    translations = pl.read_parquet(reference_release / "translations.parquet")
+    assert translations.height == 12 * 3 and set(translations["target_language"]) == {"fr", "de", "ar"}
+    candidates = pl.read_parquet(reference_release / "candidates.parquet")
+    assert candidates.filter(pl.col("status") == "ok")["lid_label"].null_count() == 0
+    scored = candidates.filter(pl.col("lid_match"))
+    assert scored.height > 0 and scored["qe_score"].null_count() == 0  # COMETKiwi ran on what passed LID
+    report = json.load(open(reference_release / "translation_report.json"))["targets"]
+    kept = summary["distributions"]["translations kept per target"]
+    assert kept == {t: r["rows_out"] for t, r in report.items()} and kept["ar"] > 0
+    assert (reference_release / "qe_histogram.png").read_bytes()[:4] == b"\x89PNG"
+
+
 def test_sigkill_mid_run_resumes_without_redoing_and_matches(reference_release, cli_env, tmp_path):
     out = tmp_path / "killed"
     done_dir = out / "language_id" / "_done"
@@ -104,9 +119,12 @@ def test_existing_scheduler_and_two_workers_give_the_same_release(reference_rele
         with Client(address, timeout=60) as client:
             client.wait_for_workers(2, timeout=120)
             run_demo(tmp_path / "remote", cli_env, "--dask-address", address)
-            loads = client.run(lambda: __import__("xmdata.models.registry").models.registry.load_count)
+            loads = client.run(lambda: (lambda r: (r.load_count, len(r._loaded)))(
+                __import__("xmdata.models.registry").models.registry))
         assert release_files(tmp_path / "remote") == release_files(reference_release)
-        assert sum(loads.values()) >= 1 and max(loads.values()) == 1  # once per worker, not per shard
+        # Each model (fastText, translator, COMETKiwi) loaded once per worker, not once per shard.
+        assert all(count == distinct for count, distinct in loads.values())
+        assert max(distinct for _, distinct in loads.values()) >= 2
     finally:
         for proc in reversed(procs):
             stop_process_group(proc)

@@ -1,0 +1,64 @@
+"""Typed options of the translation build: the Prefect UI renders them as a form with defaults."""
+from __future__ import annotations
+
+import os
+from typing import Literal
+
+from pydantic import BaseModel, Field, model_validator
+
+from xmdata.models.base import ModelSpec, looks_like_path
+
+DEFAULT_TRANSLATORS = {"m2m100": "facebook/m2m100_1.2B", "madlad": "google/madlad400-3b-mt"}
+DEFAULT_QE = "Unbabel/wmt22-cometkiwi-da"
+
+
+def _local_or_hub(name: str) -> str:
+    """Local paths become absolute: workers of another cluster run in another directory."""
+    return os.path.abspath(os.path.expanduser(name)) if looks_like_path(name) else name
+
+
+class TranslatorOptions(BaseModel):
+    backend: Literal["m2m100", "madlad"] = Field("m2m100", description="translator family")
+    model: str | None = Field(None, description="hub id or local path (default: M2M100 1.2B / MADLAD-400 3B)")
+    revision: str | None = Field(None, description="hub revision to pin")
+    device: str = Field("cpu", description="cpu, cuda, cuda:1 …")
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    num_beams: int = Field(100, ge=1, description="beam width (the paper: 100)")
+    num_candidates: int = Field(25, ge=1, description="candidates kept per text (the paper: 25)")
+    batch_tokens: int = Field(65536, ge=1, description="padded input tokens × beams per generate() call")
+    max_new_tokens_ratio: float = Field(2.0, gt=0, description="output limit: ratio × input tokens + extra")
+    max_new_tokens_extra: int = Field(10, ge=0)
+    split_sentences: bool = Field(False, description="split texts longer than the model takes by sentence")
+
+    @model_validator(mode="after")
+    def _candidates_within_beams(self):
+        if self.num_candidates > self.num_beams:
+            raise ValueError(f"num_candidates ({self.num_candidates}) must be <= num_beams ({self.num_beams})")
+        return self
+
+    def spec(self) -> ModelSpec:
+        return ModelSpec(self.backend, _local_or_hub(self.model or DEFAULT_TRANSLATORS[self.backend]),
+                         self.revision, device=self.device, dtype=self.dtype)
+
+    def generation(self) -> dict:
+        return self.model_dump(include={"num_beams", "num_candidates", "batch_tokens", "max_new_tokens_ratio",
+                                        "max_new_tokens_extra", "split_sentences"})
+
+
+class FilterOptions(BaseModel):
+    lid_model: str = Field("lid.176", description="'lid.176' (bundled) or a fastText model path")
+    min_lid_prob: float = Field(0.5, ge=0, le=1, description="language ID probability a candidate needs")
+    lid_accept: dict[str, list[str]] = Field(default_factory=dict,
+                                             description="extra LID labels per target, e.g. {'no': ['no', 'nn']}")
+    qe_model: str = Field(DEFAULT_QE, description="COMETKiwi hub id or local checkpoint")
+    qe_revision: str | None = None
+    qe_device: str = "cpu"
+    qe_batch_size: int = Field(32, ge=1)
+    min_qe: float | None = Field(None, description="reject chosen translations below this QE (off by default)")
+
+    def lid_spec(self) -> ModelSpec:
+        return ModelSpec("fasttext", self.lid_model if self.lid_model == "lid.176" else _local_or_hub(self.lid_model))
+
+    def qe_spec(self) -> ModelSpec:
+        return ModelSpec("cometkiwi", _local_or_hub(self.qe_model), self.qe_revision, device=self.qe_device,
+                         options={"batch_size": self.qe_batch_size})

@@ -1,0 +1,64 @@
+"""Score stages over candidates: fastText language ID on every candidate, then COMETKiwi on those
+whose label the target accepts. Columns are added, nothing is removed (score first, select second).
+
+The LID probability threshold is left to selection: QE scores every candidate with a matching
+label, so `select-translations --min-lid-prob` can be re-tuned in either direction without a model.
+"""
+from __future__ import annotations
+
+import pyarrow as pa
+
+from xmdata.models.base import ModelSpec
+from xmdata.models.registry import get_model
+from xmdata.runtime.stage import Stage
+
+from .rejects import no_rejects
+
+LID_STAGE, QE_STAGE = "candidate_lid", "candidate_qe"
+
+
+def _scatter(size: int, positions: list[int], values: list, dtype: pa.DataType) -> pa.Array:
+    """A column of `size` nulls with `values` at `positions`."""
+    out = [None] * size
+    for position, value in zip(positions, values):
+        out[position] = value
+    return pa.array(out, dtype)
+
+
+def identify_candidate_language(table: pa.Table, params: dict) -> tuple[pa.Table, pa.Table]:
+    model = get_model("language_identifier", ModelSpec(**params["model"]))
+    # Plain lists, not pyarrow.compute: indices_nonzero crashes on a column with no chunks (empty shard).
+    positions = [i for i, status in enumerate(table.column("status").to_pylist()) if status == "ok"]
+    candidates, targets = table.column("candidate").to_pylist(), table.column("target_language").to_pylist()
+    labels, probs = model.predict(model.prepare([candidates[i] for i in positions])) if positions else ([], [])
+    targets = [targets[i] for i in positions]
+    accepted = params["accepted_labels"]
+    matches = [label in accepted.get(target, ()) for label, target in zip(labels, targets)]
+    n = table.num_rows
+    table = table.set_column(table.schema.get_field_index("lid_label"), "lid_label",
+                             _scatter(n, positions, labels, pa.string()))
+    table = table.set_column(table.schema.get_field_index("lid_prob"), "lid_prob",
+                             _scatter(n, positions, probs, pa.float32()))
+    table = table.set_column(table.schema.get_field_index("lid_match"), "lid_match",
+                             _scatter(n, positions, matches, pa.bool_()))
+    return table, no_rejects()
+
+
+def estimate_candidate_quality(table: pa.Table, params: dict) -> tuple[pa.Table, pa.Table]:
+    positions = [i for i, match in enumerate(table.column("lid_match").to_pylist()) if match]
+    scores: list[float] = []
+    if positions:
+        model = get_model("quality_estimator", ModelSpec(**params["model"]))
+        sources, candidates = table.column("source_text").to_pylist(), table.column("candidate").to_pylist()
+        scores = model.predict(model.prepare([sources[i] for i in positions], [candidates[i] for i in positions]))
+    column = _scatter(table.num_rows, positions, scores, pa.float32())
+    return table.set_column(table.schema.get_field_index("qe_score"), "qe_score", column), no_rejects()
+
+
+def candidate_lid_stage(model: ModelSpec, accepted_labels: dict[str, list[str]]) -> Stage:
+    return Stage(LID_STAGE, version="1", fn=identify_candidate_language,
+                 params={"model": model.to_dict(), "accepted_labels": accepted_labels})
+
+
+def candidate_qe_stage(model: ModelSpec) -> Stage:
+    return Stage(QE_STAGE, version="1", fn=estimate_candidate_quality, params={"model": model.to_dict()})

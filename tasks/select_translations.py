@@ -1,0 +1,66 @@
+"""Selection: per unit and target, the LID-passing candidate with the highest QE — cheap, no model.
+
+Rerun with other thresholds as often as wanted: it reads candidates.parquet only. Ties in QE go to
+the better beam rank. Sentence segments (long texts split on request) are joined back, and the
+joined text is kept only when every segment was.
+"""
+from __future__ import annotations
+
+import polars as pl
+import pyarrow as pa
+
+from xmdata.schemas.translation import TRANSLATIONS
+
+UNIT = ["id", "column", "element", "segment", "target_language"]
+NO_SPACE_SCRIPTS = {"zh", "ja", "th", "lo", "km", "my", "bo"}  # joined without spaces
+
+
+def choose_per_segment(candidates: pl.DataFrame, min_lid_prob: float, min_qe: float | None) -> pl.DataFrame:
+    passed = ((pl.col("status") == "ok") & pl.col("lid_match").fill_null(False)
+              & (pl.col("lid_prob") >= min_lid_prob) & pl.col("qe_score").is_not_null())
+    ranked = candidates.with_columns(passed=passed).sort(
+        [*UNIT, "passed", "qe_score", "beam_rank"], descending=[False] * 5 + [True, True, False],
+        nulls_last=True)
+    best = ranked.group_by(UNIT, maintain_order=True).agg(
+        pl.col("source_text").first(), pl.col("status").first().alias("unit_status"),
+        pl.col("candidate", "beam_rank", "sequence_score", "lid_label", "lid_prob", "qe_score").first(),
+        (pl.col("status") == "ok").sum().cast(pl.Int32).alias("candidates"),
+        pl.col("passed").sum().cast(pl.Int32).alias("lid_passed"))
+    reason = (pl.when(pl.col("unit_status") != "ok").then(pl.col("unit_status"))
+              .when(pl.col("lid_passed") == 0).then(pl.lit("no_candidate_in_target_language"))
+              .when(pl.lit(min_qe is not None) & (pl.col("qe_score") < (min_qe or 0.0)))
+              .then(pl.lit("below_min_qe")))
+    return best.with_columns(reason=reason).with_columns(
+        # A below-threshold text stays visible for inspection; other rejects have no text to show.
+        text=pl.when(pl.col("lid_passed") > 0).then(pl.col("candidate")))
+
+
+def join_segments(segments: pl.DataFrame) -> pl.DataFrame:
+    key = [k for k in UNIT if k != "segment"]
+    joiner = pl.when(pl.col("target_language").str.split("_").list.first().is_in(list(NO_SPACE_SCRIPTS)))
+    return segments.sort(UNIT).group_by(key, maintain_order=True).agg(
+        pl.col("source_text").str.join(" "),
+        pl.col("text").str.join(" ").alias("spaced"), pl.col("text").str.join("").alias("unspaced"),
+        pl.col("text").null_count().alias("missing"),
+        pl.col("beam_rank").max(), pl.col("sequence_score", "qe_score").mean(),
+        pl.col("lid_label").first(), pl.col("lid_prob").min(),
+        pl.col("candidates", "lid_passed").min(), pl.col("reason").drop_nulls().first(),
+    ).with_columns(text=pl.when(pl.col("missing") == 0).then(
+        joiner.then(pl.col("unspaced")).otherwise(pl.col("spaced"))))
+
+
+def quartiles(frame: pl.DataFrame) -> pl.DataFrame:
+    """qe_quartile 1..4 by rank of qe_score among kept rows of each target (ties by unit order)."""
+    ok = pl.col("status") == "ok"
+    rank = pl.col("qe_score").rank("ordinal").over("target_language", "ok_row")
+    size = pl.len().over("target_language", "ok_row")
+    return frame.with_columns(ok_row=ok).with_columns(
+        qe_quartile=pl.when(ok).then(((rank - 1) * 4 // size + 1).cast(pl.Int8))).drop("ok_row")
+
+
+def select_translations(candidates: pa.Table, min_lid_prob: float = 0.5, min_qe: float | None = None) -> pa.Table:
+    segments = choose_per_segment(pl.from_arrow(candidates), min_lid_prob, min_qe)
+    units = join_segments(segments).with_columns(
+        status=pl.when(pl.col("reason").is_null()).then(pl.lit("ok")).otherwise(pl.lit("rejected")))
+    units = quartiles(units.sort(["target_language", "id", "column", "element"], nulls_last=False))
+    return units.select(TRANSLATIONS.schema.names).to_arrow().cast(TRANSLATIONS.schema)

@@ -1,0 +1,89 @@
+"""Translate stage: every unit of a shard gets up to num_candidates beam candidates per target.
+
+Score first, select second: nothing is chosen here. A unit that cannot be translated (empty, or
+longer than the model takes) keeps one placeholder row per target with its reason as `status`,
+and goes to the rejects table once, so selection can account for every input value.
+"""
+from __future__ import annotations
+
+import pyarrow as pa
+
+from xmdata.models.base import ModelSpec
+from xmdata.models.registry import get_model
+from xmdata.runtime.stage import Stage
+from xmdata.schemas.translation import CANDIDATES
+
+from .rejects import concat_rejects, make_rejects
+from .token_batches import length_sorted_batches, max_new_tokens
+from .translation_input import explode_units, split_sentences
+
+STAGE = "translate"
+GENERATION_KEYS = ("num_beams", "num_candidates", "batch_tokens", "max_new_tokens_ratio",
+                   "max_new_tokens_extra", "split_sentences")
+
+
+def segment_units(units: pa.Table, translator, params: dict) -> tuple[list[dict], list[dict]]:
+    """(units ready to translate, refused units), each a dict; long texts split when asked."""
+    ready, refused = [], []
+    source, probe_target = params["source_language"], params["target_languages"][0]
+    for unit in units.to_pylist():
+        text = (unit["source_text"] or "").strip()
+        if not text:
+            refused.append({**unit, "segment": 0, "status": "empty_text"})
+            continue
+        pieces = split_sentences(text) if params["split_sentences"] else [text]
+        lengths = translator.token_lengths(pieces, source, probe_target)
+        if max(lengths) > translator.max_input_tokens:
+            refused.append({**unit, "segment": 0, "status": "too_long"})
+            continue
+        ready += [{**unit, "segment": i, "source_text": piece, "tokens": n}
+                  for i, (piece, n) in enumerate(zip(pieces, lengths))]
+    return ready, refused
+
+
+def translate_candidates(table: pa.Table, params: dict) -> tuple[pa.Table, pa.Table]:
+    translator = get_model("translator", ModelSpec(**params["translator"]))
+    ready, refused = segment_units(explode_units(table, params["columns"]), translator, params)
+    rows, empty = [], []
+    for target in params["target_languages"]:
+        rows += [{**unit, "target_language": target} for unit in refused]
+        for batch in length_sorted_batches([u["tokens"] for u in ready], params["batch_tokens"],
+                                           params["num_beams"]):
+            units = [ready[i] for i in sorted(batch)]  # input order inside a batch: stable output
+            limit = max_new_tokens(max(u["tokens"] for u in units), params["max_new_tokens_ratio"],
+                                   params["max_new_tokens_extra"], translator.max_input_tokens)
+            prepared = translator.prepare([u["source_text"] for u in units], params["source_language"], target)
+            results = translator.predict(prepared, params["num_beams"], params["num_candidates"], limit)
+            for unit, candidates in zip(units, results):
+                rows += [{**unit, "target_language": target, "status": "ok", "candidate": c.text,
+                          "beam_rank": c.rank, "sequence_score": c.sequence_score} for c in candidates]
+                if not candidates:  # every beam decoded to nothing: say so rather than lose the unit
+                    rows.append({**unit, "target_language": target, "status": "empty_output"})
+                    empty.append({**unit, "status": "empty_output"})
+    # Refused units are rejected once; an empty output once per target that gave it.
+    rejects = concat_rejects([make_rejects(STAGE, u["status"], [u["id"]], [describe(u)])
+                              for u in refused + empty])
+    return candidates_table(rows), rejects
+
+
+def describe(unit: dict) -> str:
+    where = unit["column"] if unit["element"] is None else f"{unit['column']}[{unit['element']}]"
+    return f"{where}: {unit['source_text']!r}"
+
+
+def candidates_table(rows: list[dict]) -> pa.Table:
+    """Rows in a fixed order (unit, target, rank) and the contract's columns; LID/QE still null."""
+    rows.sort(key=lambda r: (r["id"], r["column"], -1 if r["element"] is None else r["element"],
+                             r["segment"], r["target_language"], r.get("beam_rank") or 0))
+    schema = CANDIDATES.schema
+    return pa.table({f.name: pa.array([r.get(f.name) for r in rows], f.type) for f in schema}, schema=schema)
+
+
+def translate_stage(translator: ModelSpec, columns: list[str], source_language: str,
+                    target_languages: list[str], **generation) -> Stage:
+    unknown = set(generation) - set(GENERATION_KEYS)
+    if unknown:
+        raise TypeError(f"unknown generation options {sorted(unknown)}")
+    return Stage(STAGE, version="1", fn=translate_candidates, params={
+        "translator": translator.to_dict(), "columns": columns, "source_language": source_language,
+        "target_languages": target_languages, **generation})
