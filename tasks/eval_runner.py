@@ -1,0 +1,41 @@
+"""Every evaluation metric by name: the CLI and the Prefect flow run the same function and write the same
+files. A broken input raises ContractError before anything is written."""
+from __future__ import annotations
+
+import time
+
+from .eval_inputs import where
+from .eval_report import Report, write_report
+from .eval_runs_embeddings import run_backretrieval, run_mmmeb
+from .eval_runs_scores import run_correlation, run_marvl, run_pascal50s, run_valse, run_xvnli
+from .eval_runs_text import run_caption_ratings, run_caption_stats, run_cider, run_cider_gain
+
+RUNNERS = {
+    "correlation": run_correlation, "valse": run_valse, "xvnli": run_xvnli, "marvl": run_marvl,
+    "pascal50s": run_pascal50s, "backretrieval": run_backretrieval, "mmmeb": run_mmmeb,
+    "caption-stats": run_caption_stats, "caption-ratings": run_caption_ratings, "cider": run_cider,
+    "cider-gain": run_cider_gain,
+}
+
+PATH_OPTIONS = {"input", "target", "against", "references", "sxs"}
+
+
+def run_metric(metric: str, options: dict) -> Report:
+    """Compute one metric from its options (the CLI's dests: input, out, *_column, seed, ...)."""
+    if metric not in RUNNERS:
+        raise ValueError(f"unknown metric {metric!r}; known: {', '.join(sorted(RUNNERS))}")
+    report = RUNNERS[metric](options)
+    # Every option in the result, files by name only: the same data elsewhere gives the same bytes.
+    report.result["options"] = {k: where(v) if k in PATH_OPTIONS and v else v for k, v in sorted(options.items())
+                                if k not in ("out", "command", "metric", "verbose")}
+    return report
+
+
+def evaluate_command(args) -> int:
+    """`xmdata evaluate <metric> INPUT ... --out DIR`: compute, write, print the Markdown and the paths."""
+    started = time.perf_counter()
+    report = run_metric(args.metric, vars(args))
+    paths = write_report(report, args.out)
+    print(report.markdown)
+    print(f"wrote {', '.join(paths)} in {time.perf_counter() - started:.1f} s")
+    return 0
