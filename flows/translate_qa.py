@@ -1,0 +1,105 @@
+"""Question/Answer concatenated translation (xVLM2Vec): each MMEB-style instance is translated as
+`Question: <query> Answer: <positive> Answer: <negative>`, split back on the target's label words,
+and kept as independent query and positive pairs; an instance whose parts cannot be recovered is
+refused with its reason. Plain generation by default; beam candidates + LID + QE on request.
+"""
+from __future__ import annotations
+
+import os
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from prefect import flow
+from prefect.artifacts import create_table_artifact
+
+from xmdata.models.registry import get_model
+from xmdata.runtime.atomic import remove_stray_temp_files, write_json_atomic, write_parquet_atomic
+from xmdata.runtime.execution import run_stage
+from xmdata.runtime.process import StageReport
+from xmdata.runtime.stage import Stage
+from xmdata.tasks.candidate_scores import estimate_candidate_quality, identify_candidate_language
+from xmdata.tasks.ingest import ingest
+from xmdata.tasks.qa_input import DEFAULT_EXCLUDED_TASKS, DEFAULT_PER_TASK, read_qa_input, select_instances
+from xmdata.tasks.qa_labels import resolve_labels
+from xmdata.tasks.qa_outputs import write_qa_outputs
+from xmdata.tasks.qa_translate import translate_qa_stage
+from xmdata.tasks.translation_languages import lid_labels_for
+
+from .finish import finish_build
+from .translate import check_before_loading
+from .translation_options import FilterOptions, TranslatorOptions
+
+QA_TRANSLATOR = TranslatorOptions(backend="madlad", num_beams=1, num_candidates=1)  # the method: plain generation
+
+
+def preflight_qa(source: str | pa.Table, source_language: str, targets: list[str], translator: TranslatorOptions,
+                 filters: FilterOptions | None) -> tuple[pa.Table, dict]:
+    """Everything refusable before weights load: (conformed input, accepted LID labels or {})."""
+    table = read_qa_input(source)
+    accepted = lid_labels_for(targets, translator.backend, filters.lid_accept) if filters else {}
+    check_before_loading(translator.spec(), source_language, targets,
+                         *((filters.lid_spec(), filters.qe_spec()) if filters else ()))
+    return table, accepted
+
+
+def translate_qa_rows(source: str | pa.Table, out: str, shards: int, targets: list[str],
+                      translator: TranslatorOptions = QA_TRANSLATOR, filters: FilterOptions | None = None,
+                      exclude_tasks: list[str] | tuple[str, ...] = DEFAULT_EXCLUDED_TASKS,
+                      per_task: int | None = DEFAULT_PER_TASK, source_language: str = "en",
+                      ) -> tuple[list[StageReport], dict, dict]:
+    """Run the QA translation into OUT; filters=None is plain extraction, FilterOptions adds LID + QE.
+    Returns (stage reports, distributions for the summary, the QA report)."""
+    table, accepted = preflight_qa(source, source_language, targets, translator, filters)
+    selected, selection = select_instances(table, exclude_tasks, per_task)
+    spec = translator.spec()
+    remove_stray_temp_files(out)
+    # Label words of targets data/ lacks are derived here, once, with the run's own model.
+    labels = resolve_labels(targets, lambda: get_model("translator", spec), source_language,
+                            spec.name_or_path, out)
+    write_json_atomic({"labels": labels}, os.path.join(out, "qa_labels.json"))
+    generation = translator.generation()
+    generation.pop("split_sentences")  # a packed instance is translated whole, or refused as too_long
+    ingested = ingest(selected, "qa_instances", shards, out)
+    reports = [ingested, run_stage(translate_qa_stage(spec, source_language, targets, labels, **generation),
+                                   ingested.data_paths, out)]
+    if filters:
+        reports.append(run_stage(Stage("qa_candidate_lid", "1", identify_candidate_language, {
+            "model": filters.lid_spec().to_dict(), "accepted_labels": accepted}), reports[-1].data_paths, out))
+        reports.append(run_stage(Stage("qa_candidate_qe", "1", estimate_candidate_quality, {
+            "model": filters.qe_spec().to_dict()}), reports[-1].data_paths, out))
+    candidates = pa.concat_tables([pq.read_table(p) for p in reports[-1].data_paths])
+    write_parquet_atomic(candidates, os.path.join(out, "qa_candidates.parquet"))
+    settings = {"source_language": source_language, "target_languages": targets, "labels": labels,
+                "exclude_tasks": list(exclude_tasks), "per_task": per_task, "translator": spec.to_dict(),
+                "generation": generation, "scored": filters is not None,
+                "lid_model": filters.lid_spec().to_dict() if filters else None,
+                "qe_model": filters.qe_spec().to_dict() if filters else None,
+                "min_lid_prob": filters.min_lid_prob if filters else 0.0, "min_qe": filters.min_qe if filters else None}
+    write_json_atomic(settings, os.path.join(out, "translate_qa.json"))
+    report = write_qa_outputs(out, candidates, settings, selection)
+    derived = sorted(t for t, entry in labels.items() if entry["source"] != "data/qa_labels.json")
+    distributions = {"QA instances kept per target": report["kept_per_target"],
+                     "QA input rows left out": {
+                         "excluded task": sum(s["excluded"] for s in selection.values()),
+                         "over per-task cap": sum(s["over_cap"] for s in selection.values())}}
+    if derived:
+        distributions["QA label words derived with the model"] = {t: " / ".join(
+            labels[t]["question"][:1] + labels[t]["answer"][:1]) or "failed" for t in derived}
+    return reports, distributions, report
+
+
+def publish_qa_report(report: dict) -> None:
+    create_table_artifact(report["counts"], key="qa-translation-counts",
+                          description="QA translation: instances per task x target x outcome")
+
+
+@flow(name="translate-qa")
+def translate_qa_flow(input_path: str, out: str, targets: list[str], translator: TranslatorOptions = QA_TRANSLATOR,
+                      filters: FilterOptions | None = None, exclude_tasks: list[str] = list(DEFAULT_EXCLUDED_TASKS),
+                      per_task: int | None = DEFAULT_PER_TASK, source: str = "en", shards: int = 8) -> dict:
+    """Translate MMEB-style instances of INPUT into every target with Question/Answer packing."""
+    reports, distributions, report = translate_qa_rows(input_path, out, shards, targets, translator, filters,
+                                                       exclude_tasks, per_task, source)
+    publish_qa_report(report)
+    return finish_build(out, reports, distributions, f"QA translation of {input_path}",
+                        extra_markdown="\n### QA translation\n\n" + report["markdown"])

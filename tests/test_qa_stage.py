@@ -1,0 +1,153 @@
+"""The translate_qa stage and selection with a scripted translator: one failing batch refuses only its
+own instances, every other instance keeps its own translation; input filter, cap and label derivation."""
+from __future__ import annotations
+
+import re
+
+import polars as pl
+import pyarrow as pa
+import pytest
+
+from xmdata.data import sample_path
+from xmdata.models.base import Candidate, ModelSpec
+from xmdata.schemas import ContractError
+from xmdata.tasks import qa_translate
+from xmdata.tasks.qa_input import read_qa_input, select_instances
+from xmdata.tasks.qa_labels import resolve_labels
+from xmdata.tasks.qa_outputs import count_outcomes, select_candidates
+from xmdata.tasks.qa_translate import translate_qa_stage
+
+
+class ScriptedTranslator:
+    """'Translates' to German by swapping the labels and upper-casing; raises on a batch holding FAIL."""
+
+    max_input_tokens = 64
+
+    def __init__(self):
+        self.batches = []
+
+    def token_lengths(self, texts, source, target):
+        return [len(t.split()) for t in texts]
+
+    def prepare(self, texts, source, target):
+        return list(texts)
+
+    def predict(self, batch, num_beams, num_candidates, max_new_tokens):
+        self.batches.append(batch)
+        if any("FAIL" in t for t in batch):
+            raise RuntimeError("CUDA out of memory")
+        outs = [t.replace("Question:", "Frage:").replace("Answer:", "Antwort:").upper() for t in batch]
+        return [[Candidate(o, 0, -0.1), Candidate("kaputt", 1, -0.9)][:num_candidates] for o in outs]
+
+
+def rows(n: int, fail: set[int]) -> pa.Table:
+    return read_qa_input(pa.table({
+        "id": [f"r{i}" for i in range(n)], "task": ["VQA"] * n,
+        "query": [f"<|image_1|>\nWhat is item {i}{' FAIL' if i in fail else ''}" for i in range(n)],
+        "positive": [f"Item {i} is red" for i in range(n)], "negative": [None] * n}))
+
+
+@pytest.fixture
+def scripted(monkeypatch):
+    translator = ScriptedTranslator()
+    monkeypatch.setattr(qa_translate, "get_model", lambda kind, spec: translator)
+    return translator
+
+
+def run(table, num_candidates=1):
+    labels = {"de": {"question": ["Frage"], "answer": ["Antwort"]}}
+    stage = translate_qa_stage(ModelSpec("madlad", "/none"), "en", ["de"], labels, num_beams=2,
+                               num_candidates=num_candidates, batch_tokens=2 * 11 * 2, max_new_tokens_ratio=2.0,
+                               max_new_tokens_extra=4)
+    return stage.fn(table, stage.params)
+
+
+def test_a_failing_batch_rejects_its_instances_and_does_not_shift_the_next(scripted):
+    candidates, rejects = run(rows(7, fail={3}))
+    assert max(len(b) for b in scripted.batches) == 2 and len(scripted.batches) == 4
+    failed = next(b for b in scripted.batches if any("FAIL" in t for t in b))
+    failed_ids = {"r" + re.search(r"item (\d+)", t).group(1) for t in failed}
+    assert failed_ids == {"r3", "r0"}  # longest first, then input order: r3 shares its batch with r0
+    assert rejects.column("reason").to_pylist() == ["translation_failed"] * 2
+    assert set(rejects.column("row_id").to_pylist()) == failed_ids
+    kept, refused = select_candidates(pl.from_arrow(candidates), False, 0.0, None)
+    assert set(refused["id"]) == failed_ids and set(refused["reason"]) == {"translation_failed"}
+    # every kept instance carries its own text: no padding, no shift
+    for row in kept.filter(pl.col("part") == "query").iter_rows(named=True):
+        assert row["candidate"] == f"<|image_1|>\nWHAT IS ITEM {row['id'][1:]}"
+    positives = kept.filter(pl.col("part") == "positive")
+    assert positives["candidate"].to_list() == [f"ITEM {i[1:]} IS RED" for i in positives["id"]]
+    counts = count_outcomes(kept, refused)
+    assert dict(zip(counts["outcome"], counts["instances"])) == {"kept": 5, "translation_failed": 2}
+
+
+def test_extraction_reasons_per_candidate_and_the_best_extracting_candidate_is_kept(scripted):
+    candidates, rejects = run(rows(2, fail=set()), num_candidates=2)
+    frame = pl.from_arrow(candidates)
+    assert frame.filter(pl.col("beam_rank") == 1)["status"].unique().to_list() == ["label_missing"]
+    assert rejects.num_rows == 0
+    kept, refused = select_candidates(frame, False, 0.0, None)
+    assert kept["beam_rank"].unique().to_list() == [0] and refused.height == 0
+
+
+def test_scored_selection_needs_lid_on_every_part_and_applies_min_qe(scripted):
+    frame = pl.from_arrow(run(rows(2, fail=set()))[0]).with_columns(
+        pl.col("id").is_in(["r0"]).alias("lid_match"), pl.lit(0.9).cast(pl.Float32).alias("lid_prob"),
+        pl.lit(0.3).cast(pl.Float32).alias("qe_score"))
+    kept, refused = select_candidates(frame, True, 0.5, None)
+    assert kept["id"].unique().to_list() == ["r0"]
+    assert refused.rows() == [("r1", "VQA", "de", "no_candidate_in_target_language")]
+    _, refused = select_candidates(frame, True, 0.5, 0.4)
+    assert sorted(refused["reason"]) == ["below_min_qe", "no_candidate_in_target_language"]
+
+
+def test_sample_input_excluded_tasks_and_per_task_cap():
+    table = read_qa_input(sample_path("mmeb.jsonl"))
+    kept, stats = select_instances(table, per_task=1)
+    assert stats["ChartQA"] == {"rows": 1, "excluded": 1, "over_cap": 0, "selected": 0}
+    assert stats["A-OKVQA"] == {"rows": 2, "excluded": 0, "over_cap": 1, "selected": 1}
+    assert "aokvqa-0" in kept.column("id").to_pylist() and "aokvqa-1" not in kept.column("id").to_pylist()
+    mmeb = read_qa_input(pa.table({"qry": ["q"], "pos_text": ["p"], "neg_text": [""], "subset": ["OK-VQA"]}))
+    assert mmeb.column("id").to_pylist() == ["OK-VQA/0"]
+    with pytest.raises(ContractError, match="'positive': required column is missing"):
+        read_qa_input(pa.table({"id": ["a"], "task": ["t"], "query": ["q"]}))
+
+
+def test_missing_label_words_are_derived_once_and_reused(tmp_path):
+    import json
+
+    calls = []
+
+    class Words:
+        def prepare(self, texts, source, target):
+            calls.append(target)
+            return texts
+
+        def predict(self, batch, *args):
+            return [[Candidate("Swali:", 0, 0.0)], [Candidate("« Jibu »", 0, 0.0)]]
+
+    labels = resolve_labels(["fr", "xx"], lambda: Words(), "en", "m1", str(tmp_path), table={"fr": {
+        "question": ["Question"], "answer": ["Réponse"]}})
+    assert labels["xx"]["question"] == ["Swali"] and labels["xx"]["answer"] == ["Jibu"]
+    assert labels["xx"]["source"].startswith("derived") and labels["fr"]["source"] == "data/qa_labels.json"
+    (tmp_path / "qa_labels.json").write_text(json.dumps({"labels": labels}))
+    again = resolve_labels(["xx"], lambda: Words(), "en", "m1", str(tmp_path), table={})
+    assert again["xx"]["answer"] == ["Jibu"] and calls == ["xx"]  # reused, not translated again
+
+
+def test_lid_and_qe_stages_of_the_translation_issue_score_qa_candidates(scripted, tiny_models):
+    from xmdata.tasks.candidate_scores import estimate_candidate_quality, identify_candidate_language
+
+    candidates, _ = run(rows(3, fail={2}))
+    labelled, _ = identify_candidate_language(candidates, {"model": tiny_models["fasttext"].to_dict(),
+                                                           "accepted_labels": {"de": ["de", "en"]}})
+    scored, _ = estimate_candidate_quality(labelled, {"model": tiny_models["cometkiwi"].to_dict()})
+    frame = pl.from_arrow(scored)
+    ok = frame.filter(pl.col("status") == "ok")
+    assert ok["id"].to_list() == ["r1", "r1"] and ok["lid_label"].null_count() == 0
+    # r2 (FAIL) and r0 share the failed batch: their rows stay, unscored
+    assert frame.filter(pl.col("status") != "ok")["lid_label"].null_count() == 4
+    assert ok.filter(pl.col("lid_match"))["qe_score"].null_count() == 0
+    kept, refused = select_candidates(frame, True, 0.0, None)
+    assert set(refused.filter(pl.col("id") != "r1")["reason"]) == {"translation_failed"}
+    assert set(kept["id"]) | set(refused["id"]) == {"r0", "r1", "r2"}
