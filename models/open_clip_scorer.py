@@ -2,7 +2,8 @@
 
 spec.name_or_path is an open_clip model name ("xlm-roberta-base-ViT-B-32") or a local directory
 holding one model config JSON (its file stem becomes the model name) and optionally its weights;
-spec.option("pretrained") is a pretrained tag or a checkpoint path.
+spec.option("pretrained") is a pretrained tag or a checkpoint path; spec.option("autocast")
+("bfloat16" or "float16") runs the forward under torch.autocast on CUDA.
 """
 from __future__ import annotations
 
@@ -27,15 +28,36 @@ def local_model_config(directory: Path) -> tuple[str, Path | None]:
     return configs[0].stem, weights
 
 
+def worker_device(device: str) -> str:
+    """'cuda' with several GPUs visible: this Dask worker's own GPU (LocalCluster names its workers
+    0, 1, …), so N workers on N GPUs do not all land on cuda:0. dask-cuda workers see one GPU each."""
+    import torch
+
+    if device != "cuda" or torch.cuda.device_count() <= 1:
+        return device
+    try:
+        from distributed import get_worker
+
+        name = get_worker().name
+    except (ImportError, ValueError):  # not inside a Dask worker
+        return device
+    return f"cuda:{name % torch.cuda.device_count()}" if isinstance(name, int) else device
+
+
 class OpenClipScorer:
     def __init__(self, spec: ModelSpec):
         self.spec = spec
         self.model = self.preprocess = self.tokenizer = self.dtype = None
         self.embed_dim = self.context_length = 0
+        self.device = spec.device
 
     def load(self) -> None:
         import open_clip
+        import torch
 
+        if self.spec.device.startswith("cuda") and not torch.cuda.is_available():
+            raise ModelError(f"open_clip: device {self.spec.device!r} asked for, but no CUDA device is visible")
+        self.device = worker_device(self.spec.device)
         name, pretrained = self.spec.name_or_path, self.spec.option("pretrained")
         if self.spec.is_local:
             path = Path(resolve_local_path(self.spec))
@@ -48,7 +70,7 @@ class OpenClipScorer:
         try:
             # pretrained_text=False: never fetch the text tower's base weights; the checkpoint has them.
             model, _, self.preprocess = open_clip.create_model_and_transforms(
-                name, pretrained=pretrained, precision=PRECISION[self.spec.dtype], device=self.spec.device,
+                name, pretrained=pretrained, precision=PRECISION[self.spec.dtype], device=self.device,
                 pretrained_text=False)
             self.tokenizer = open_clip.get_tokenizer(name)
             self.embed_dim = open_clip.get_model_config(name)["embed_dim"]
@@ -79,16 +101,65 @@ class OpenClipScorer:
         tokens = self.tokenizer(list(texts)) if texts else None
         return pixels, tokens
 
-    def predict(self, batch: tuple[Any, Any]):
+    def stack_pixels(self, pixels: Sequence[Any]):
+        """One batch from images a loader already ran through self.preprocess (in its threads)."""
+        import torch
+
+        return torch.stack(list(pixels)).to(self.dtype) if pixels else None
+
+    def preprocess_stages(self) -> tuple[Any, Any]:
+        """(image part, tensor part) of self.preprocess: its PIL transforms (resize, crop, mode), then
+        the rest from the first transform that returns a tensor (ToTensor, Normalize), found by
+        running them on a probe image. Lets a CPU loader keep torch ops out of its threads."""
+        import torch
+        from PIL import Image
+        from torchvision.transforms import Compose
+
+        steps = list(getattr(self.preprocess, "transforms", []))
+        probe = Image.new("RGB", (64, 48))
+        for cut, step in enumerate(steps):
+            probe = step(probe)
+            if isinstance(probe, torch.Tensor):
+                return Compose(steps[:cut]), Compose(steps[cut:])
+        return self.preprocess, Compose([])
+
+    def default_batch_size(self) -> int:
+        """Pairs per forward when a run does not say: CPU caches like small batches, GPUs large ones."""
+        import torch
+
+        if not self.device.startswith("cuda"):
+            return 32
+        return 256 if torch.cuda.get_device_properties(self.device).total_memory >= 40 * 2**30 else 64
+
+    def predict(self, batch: tuple[Any, Any], pad_to: int | None = None):
+        """On CUDA a batch shorter than pad_to is padded up to it: cuBLAS picks kernels by shape, so
+        that with one shape a row's embedding does not depend on its batch-mates (not yet checked on
+        a GPU). On CPU in float32 other batch sizes move embeddings by ~1e-7 (measured), so CPU
+        batches run as they are."""
         import torch
 
         pixels, tokens = batch
-        with torch.inference_mode():
-            return self._embed(self.model.encode_image, pixels), self._embed(self.model.encode_text, tokens)
+        with torch.inference_mode(), self._autocast():
+            return (self._embed(self.model.encode_image, pixels, pad_to),
+                    self._embed(self.model.encode_text, tokens, pad_to))
 
-    def _embed(self, encode, inputs):
+    def _autocast(self):
+        import contextlib
+
+        import torch
+
+        dtype = self.spec.option("autocast")
+        if dtype and self.device.startswith("cuda"):
+            return torch.autocast("cuda", dtype=getattr(torch, dtype))
+        return contextlib.nullcontext()
+
+    def _embed(self, encode, inputs, pad_to: int | None):
         import numpy as np
+        import torch
 
         if inputs is None:
             return np.zeros((0, self.embed_dim), dtype=np.float32)
-        return encode(inputs.to(self.spec.device), normalize=True).float().cpu().numpy()
+        n = len(inputs)
+        if pad_to and n < pad_to and self.device.startswith("cuda"):
+            inputs = torch.cat([inputs, inputs[-1:].expand(pad_to - n, *inputs.shape[1:])])
+        return encode(inputs.to(self.device, non_blocking=True), normalize=True)[:n].float().cpu().numpy()

@@ -1,0 +1,96 @@
+"""Scoring build: image–text pairs in; CLIPScore, RefCLIPScore and optionally embeddings out, one
+Prefect task per shard on Dask, the open_clip model loaded once per worker."""
+from __future__ import annotations
+
+import os
+import time
+from typing import Literal
+
+import polars as pl
+import pyarrow as pa
+from prefect import flow
+
+from xmdata.models.base import ModelSpec, looks_like_path
+from xmdata.runtime.atomic import remove_stray_temp_files
+from xmdata.runtime.execution import run_stage
+from xmdata.runtime.process import StageReport
+from xmdata.tasks.clip_scores import DEFAULT_WEIGHT
+from xmdata.tasks.image_decode import DEFAULT_MAX_PIXELS
+from xmdata.tasks.ingest import ingest
+from xmdata.tasks.score import clip_score_stage
+from xmdata.tasks.score_input import read_score_input
+from xmdata.tasks.summary import label_counts
+
+from .finish import finish_build
+
+
+def clip_model_spec(clip_model: str, pretrained: str | None, device: str = "cpu",
+                    autocast: str | None = "bfloat16") -> ModelSpec:
+    """An open_clip name or local dir, its pretrained tag or checkpoint; paths made absolute, since
+    the workers of an external cluster run elsewhere. autocast applies on CUDA only."""
+    def absolute(name):
+        return os.path.abspath(os.path.expanduser(name)) if name and looks_like_path(name) else name
+
+    options = {"pretrained": absolute(pretrained)}
+    if device.startswith("cuda") and autocast and autocast != "none":
+        options["autocast"] = autocast
+    return ModelSpec("open_clip", absolute(clip_model), device=device, options=options)
+
+
+def score_pairs(source: str | pa.Table, out: str, shards: int, image_root: str | None, model: ModelSpec,
+                references_column: str | None = None, embeddings: str | None = None,
+                batch_size: int | None = None, weight: float = DEFAULT_WEIGHT, prefix: str = "",
+                max_pixels: int = DEFAULT_MAX_PIXELS) -> tuple[list[StageReport], dict]:
+    """Ingest the pairs (a file or a table) into `pairs` shards and score each on the flow's runner."""
+    pairs = read_score_input(source, references_column)  # refuses a broken input before writing anything
+    remove_stray_temp_files(out)
+    ingested = ingest(pairs, "pairs", shards, out)
+    stage = clip_score_stage(model, os.path.abspath(image_root) if image_root else None, references_column,
+                             embeddings, batch_size, weight, prefix, max_pixels)
+    scored = run_stage(stage, ingested.data_paths, out)
+    return [ingested, scored], score_distributions(scored.data_paths)
+
+
+def score_distributions(paths: list[str]) -> dict:
+    """Data facts for summary.json: statuses, and mean scores rounded so that reruns match."""
+    frame = pl.concat([pl.read_parquet(p, columns=["status", "clip_score", "ref_clip_score"]) for p in paths])
+    means = {column: round(value, 4) for column in ("clip_score", "ref_clip_score")
+             if (value := frame[column].drop_nulls().mean()) is not None}
+    return {"status": label_counts(paths, "status"), "mean_score": means}
+
+
+def scoring_run(report: StageReport, seconds: float) -> dict:
+    """How this run went: pairs scored and refused, and pairs per second (not in summary.json)."""
+    scored = report.rows_out - sum(report.rejected.values())
+    resumed = report.shards_skipped > 0  # finished shards took no time: a rate would flatter
+    return {"pairs": report.rows_in, "scored": scored, "rejected": report.rejected, "seconds": round(seconds, 2),
+            "pairs_per_second": None if resumed or not seconds else round(report.rows_in / seconds, 1)}
+
+
+def scoring_run_markdown(run: dict) -> str:
+    rejected = ", ".join(f"{k}: {v}" for k, v in run["rejected"].items()) or "none"
+    rate = run["pairs_per_second"]
+    rate = f"{rate} pairs/s" if rate is not None else "n/a (some shards were already finished)"
+    return (f"\n**scoring run**: {run['scored']} of {run['pairs']} pairs scored; rejected {rejected}; "
+            f"{run['seconds']} s, {rate} (Prefect server and cluster start not included)\n")
+
+
+@flow(name="score")
+def score_flow(input_path: str, out: str, clip_model: str, pretrained: str | None = None,
+               image_root: str | None = None, shards: int = 8, references_column: str | None = None,
+               embeddings: Literal["none", "float16", "float32"] = "none", batch_size: int | None = None,
+               weight: float = DEFAULT_WEIGHT, prefix: str = "", device: Literal["cpu", "cuda"] = "cpu",
+               autocast: Literal["bfloat16", "float16", "none"] = "bfloat16",
+               max_image_pixels: int = DEFAULT_MAX_PIXELS) -> dict:
+    """Score every image–text pair of INPUT_PATH with open_clip; image paths are relative to IMAGE_ROOT
+    (default: the input file's folder)."""
+    model = clip_model_spec(clip_model, pretrained, device, autocast)
+    started = time.perf_counter()
+    reports, distributions = score_pairs(
+        input_path, out, shards, image_root or os.path.dirname(os.path.abspath(input_path)), model,
+        references_column, None if embeddings == "none" else embeddings, batch_size, weight, prefix,
+        max_image_pixels)
+    run = scoring_run(reports[-1], time.perf_counter() - started)
+    result = finish_build(out, reports, distributions, f"Scoring of {input_path}", scoring_run_markdown(run))
+    result["scoring_run"] = run
+    return result

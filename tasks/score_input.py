@@ -1,0 +1,44 @@
+"""The pairs a scoring run reads: a file or a table, checked against the contract, or built from
+captions (or translations) joined to their images by image_id."""
+from __future__ import annotations
+
+import os
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from xmdata.data import sample_path
+from xmdata.schemas import CAPTIONS, IMAGES
+from xmdata.schemas.readers import read_any, read_input
+from xmdata.schemas.scoring import check_image_columns, score_input_contract
+from xmdata.schemas.validate import conform
+
+
+def read_score_input(source: str | pa.Table, references_column: str | None = None) -> pa.Table:
+    """The pairs, conformed, or a ContractError (before anything is written) naming what is wrong."""
+    contract = score_input_contract(references_column)
+    raw, name = (source, "pairs table") if isinstance(source, pa.Table) else (read_any(source), source)
+    check_image_columns(raw.column_names, name)
+    return conform(raw, contract, source=name)
+
+
+def pairs_from_captions(captions: pa.Table, images: pa.Table) -> pa.Table:
+    """Score input from texts with an image_id and images with a path: id, image_path, text, language
+    and image_id. A text whose image is unknown keeps a null path (refused as no_image_reference)."""
+    paths = dict(zip(images.column("id").to_pylist(), images.column("path").to_pylist()))
+    image_ids = captions.column("image_id").to_pylist()
+    return pa.table({
+        "id": captions.column("id"),
+        "image_path": pa.array([paths.get(i) for i in image_ids], pa.string()),
+        "text": captions.column("text"),
+        "language": captions.column("language") if "language" in captions.column_names
+        else pa.nulls(captions.num_rows, pa.string()),
+        "image_id": pc.cast(captions.column("image_id"), pa.string()),
+    })
+
+
+def demo_score_input() -> tuple[pa.Table, str]:
+    """(pairs, image root) for the demo: the sample captions against the sample images they name."""
+    captions = read_input(sample_path("captions.jsonl"), CAPTIONS)
+    images = read_input(sample_path("images.csv"), IMAGES)
+    return pairs_from_captions(captions, images), os.path.dirname(sample_path("images.csv"))
