@@ -77,3 +77,12 @@ SELECTION = TableContract(
 )
 
 CONTRACTS.update({c.name: c for c in (GEOCODED, SELECTION)})
+
+from .translation import (CANDIDATES, QA_CANDIDATES, QA_COUNTS, QA_INPUT, QA_PARALLEL,  # noqa: E402
+                          TRANSLATIONS)
+
+CONTRACTS.update({c.name: c for c in (CANDIDATES, TRANSLATIONS, QA_INPUT, QA_CANDIDATES, QA_PARALLEL, QA_COUNTS)})
+
+from .scoring import SCORE_INPUT, SCORES  # noqa: E402  (kept in their own module)
+
+CONTRACTS.update({c.name: c for c in (SCORE_INPUT, SCORES)})

@@ -79,6 +79,22 @@ def test_demo_release_translates_english_captions(reference_release):
     assert (reference_release / "qe_histogram.png").read_bytes()[:4] == b"\x89PNG"
 
 
+def test_demo_release_scores_captions_and_translations_against_images(reference_release):
+    summary = json.load(open(reference_release / "summary.json"))
+    scores = pl.read_parquet(reference_release / "clip_score" / "data" / "*.parquet")
+    kept = pl.read_parquet(reference_release / "translated.parquet")
+    assert scores.height == summary["stages"]["pairs"]["rows_out"] == 41 + kept.height  # captions with a good id
+    ok = scores.filter(pl.col("status") == "ok")
+    assert ok.height == scores.height - 1 and ok["clip_score"].is_between(0, 2.5).all()
+    assert set(scores.filter(pl.col("id").str.contains("@"))["language"]) == set(kept["target_language"])
+
+
+def test_qa_rows_are_translated_or_refused_with_a_reason(reference_release):
+    summary = json.load(open(reference_release / "summary.json"))
+    assert summary["stages"]["translate_qa"]["rows_in"] == 8  # 10 sample rows, 2 in excluded tasks
+    assert sum(summary["stages"]["translate_qa"]["rejected"].values()) == 8 * 2  # every instance × fr, de
+
+
 def test_sigkill_mid_run_resumes_without_redoing_and_matches(reference_release, cli_env, tmp_path):
     out = tmp_path / "killed"
     done_dir = out / "language_id" / "_done"

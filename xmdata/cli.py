@@ -5,6 +5,8 @@ import argparse
 import os
 import sys
 
+from xmdata.cli_translate import add_translation_commands
+
 EXIT_BAD_INPUT = 2
 
 
@@ -50,6 +52,27 @@ def build_parser() -> argparse.ArgumentParser:
     select.add_argument("--out", required=True)
     _add_run_options(select)
 
+    score = sub.add_parser("score", help="CLIPScore / RefCLIPScore of image-text pairs with open_clip")
+    score.add_argument("input", help="pairs: id, text, image_path (under --image-root) or image_bytes [, language]")
+    score.add_argument("--image-root", default=None, help="folder image paths are under (default: the input's)")
+    score.add_argument("--clip-model", required=True, help="open_clip model name or a local model folder")
+    score.add_argument("--pretrained", default=None, help="pretrained tag or checkpoint (needed with a name)")
+    score.add_argument("--references-column", default=None, help="list column of references: adds ref_clip_score")
+    score.add_argument("--embeddings", action="store_true", help="also write image_embedding, text_embedding")
+    score.add_argument("--embedding-dtype", choices=["float16", "float32"], default="float16")
+    score.add_argument("--weight", type=float, default=2.5, help="w of CLIPScore = w * max(cos, 0) (default 2.5)")
+    score.add_argument("--prefix", default="", help="text put before every caption, e.g. 'A photo depicts'")
+    score.add_argument("--batch-size", type=positive_int, default=None,
+                       help="pairs per forward (default 32 on CPU, 256 on a GPU with 40 GB or more)")
+    score.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    score.add_argument("--autocast", choices=["bfloat16", "float16", "none"], default="bfloat16", help="on CUDA")
+    score.add_argument("--max-image-pixels", type=positive_int, default=None,
+                       help="refuse images with more pixels (default 64 million)")
+    score.add_argument("--out", required=True)
+    _add_run_options(score)
+
+    add_translation_commands(sub, _add_run_options, positive_int)
+
     validate = sub.add_parser("validate", help="check a table against a contract in schemas/")
     validate.add_argument("input")
     validate.add_argument("--table", default="captions", help="contract name (captions, images, …)")
@@ -59,6 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
     tiny = models_sub.add_parser("build-tiny", help="build tiny real-architecture models offline")
     tiny.add_argument("dir")
     tiny.add_argument("--seed", type=int, default=0)
+
+    from xmdata.tasks.eval_args import add_evaluate_parser  # argparse only: --help stays light
+    add_evaluate_parser(sub)
     return parser
 
 

@@ -81,6 +81,37 @@ def validate(args) -> int:
     return 0
 
 
+def score(args) -> int:
+    from xmdata.flows.score import score_flow
+    from xmdata.models.base import ModelError, looks_like_path
+    from xmdata.tasks.score_input import read_score_input
+
+    read_score_input(args.input, args.references_column)  # fail in a second, before any server starts
+    if args.image_root and not os.path.isdir(args.image_root):
+        raise ContractError(f"--image-root {args.image_root}: not a folder")
+    if not looks_like_path(args.clip_model) and not args.pretrained:
+        raise ModelError(f"open_clip: {args.clip_model!r} needs --pretrained (a tag such as "
+                         f"frozen_laion5b_s13b_b90k, or a checkpoint path): random weights score nothing")
+    if args.device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ModelError("--device cuda, but no CUDA device is visible")
+        if args.workers is None and not args.dask_address:
+            args.workers = torch.cuda.device_count()  # one worker, one model copy, per GPU
+    extra = {"max_image_pixels": args.max_image_pixels} if args.max_image_pixels else {}
+    summary = _run_flow(
+        score_flow, args, input_path=os.path.abspath(args.input), clip_model=args.clip_model,
+        pretrained=args.pretrained, image_root=args.image_root and os.path.abspath(args.image_root),
+        references_column=args.references_column,
+        embeddings=args.embedding_dtype if args.embeddings else "none", batch_size=args.batch_size,
+        weight=args.weight, prefix=args.prefix, device=args.device, autocast=args.autocast, **extra)
+    run = summary["scoring_run"]
+    rate = f", {run['pairs_per_second']} pairs/s" if run["pairs_per_second"] else ""
+    print(f"scoring: {run['scored']} of {run['pairs']} pairs scored in {run['seconds']} s{rate}")
+    return 0
+
+
 def models(args) -> int:
     from xmdata.models.tiny import build_tiny_models
 
@@ -89,6 +120,14 @@ def models(args) -> int:
     return 0
 
 
+def evaluate(args) -> int:
+    from xmdata.tasks.eval_runner import evaluate_command
+
+    return evaluate_command(args)
+
+
+from xmdata.commands_translate import select_translations, translate, translate_qa  # noqa: E402
+
 COMMANDS = {"demo": demo, "identify-language": identify_language, "select-images": select_images,
-            "validate": validate,
-            "models": models}
+            "translate": translate, "select-translations": select_translations, "translate-qa": translate_qa,
+            "score": score, "evaluate": evaluate, "validate": validate, "models": models}
