@@ -24,20 +24,24 @@ GENERATION_KEYS = ("num_beams", "num_candidates", "batch_tokens", "max_new_token
 
 def segment_units(units: pa.Table, translator, params: dict) -> tuple[list[dict], list[dict]]:
     """(units ready to translate, refused units), each a dict; long texts split when asked."""
-    ready, refused = [], []
-    source, probe_target = params["source_language"], params["target_languages"][0]
+    refused, split = [], []
     for unit in units.to_pylist():
         text = (unit["source_text"] or "").strip()
         if not text:
             refused.append({**unit, "segment": 0, "status": "empty_text"})
-            continue
-        pieces = split_sentences(text) if params["split_sentences"] else [text]
-        lengths = translator.token_lengths(pieces, source, probe_target)
-        if max(lengths) > translator.max_input_tokens:
+        else:
+            split.append((unit, split_sentences(text) if params["split_sentences"] else [text]))
+    # One tokenizer call for the whole shard, not one per unit.
+    lengths = iter(translator.token_lengths([piece for _, pieces in split for piece in pieces],
+                                            params["source_language"], params["target_languages"][0]))
+    ready = []
+    for unit, pieces in split:
+        counts = [next(lengths) for _ in pieces]
+        if max(counts) > translator.max_input_tokens:
             refused.append({**unit, "segment": 0, "status": "too_long"})
             continue
         ready += [{**unit, "segment": i, "source_text": piece, "tokens": n}
-                  for i, (piece, n) in enumerate(zip(pieces, lengths))]
+                  for i, (piece, n) in enumerate(zip(pieces, counts))]
     return ready, refused
 
 
@@ -61,8 +65,11 @@ def translate_candidates(table: pa.Table, params: dict) -> tuple[pa.Table, pa.Ta
                     rows.append({**unit, "target_language": target, "status": "empty_output"})
                     empty.append({**unit, "status": "empty_output"})
     # Refused units are rejected once; an empty output once per target that gave it.
-    rejects = concat_rejects([make_rejects(STAGE, u["status"], [u["id"]], [describe(u)])
-                              for u in refused + empty])
+    failed = refused + empty
+    rejects = concat_rejects([
+        make_rejects(STAGE, reason, [u["id"] for u in failed if u["status"] == reason],
+                     [describe(u) for u in failed if u["status"] == reason])
+        for reason in dict.fromkeys(u["status"] for u in failed)])
     return candidates_table(rows), rejects
 
 
