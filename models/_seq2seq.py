@@ -93,6 +93,8 @@ class Seq2SeqTranslator:
     def token_lengths(self, texts: Sequence[str], source_lang: str, target_lang: str) -> list[int]:
         """Untruncated input lengths in tokens, special tokens included, as prepare() would make them."""
         inputs = self.model_inputs(texts, source_lang, target_lang)
+        if not inputs:  # tokenizers refuse an empty batch; an empty shard has nothing to count
+            return []
         with self._tokenizer_lock:
             self.set_source_language(source_lang)
             return [len(ids) for ids in self.tokenizer(inputs, truncation=False)["input_ids"]]

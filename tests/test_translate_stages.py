@@ -54,6 +54,12 @@ def test_both_backends_give_ranked_candidates_with_lid_and_qe(tiny_models, backe
     assert not ok["candidate"].str.contains(r"__[a-z]{2,3}__|<2[a-z]+>").any()  # language tokens stripped
 
 
+def test_an_empty_shard_gives_empty_candidates_and_rejects(tiny_models):
+    stage = translate_stage(tiny_models["m2m100"], ["caption", "refs"], "en", ["fr"], **GENERATION)
+    candidates, rejects = stage.fn(INPUT.slice(0, 0), stage.params)
+    assert (candidates.num_rows, rejects.num_rows) == (0, 0)
+
+
 def test_too_long_texts_are_rejected_or_split_on_request(tiny_models):
     spec = tiny_models["m2m100"]
     # The tiny vocabulary cuts words small: one sentence is ~20 tokens, both ~40.
