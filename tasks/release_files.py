@@ -1,0 +1,82 @@
+"""The files of a release, gathered from its build folder: one Parquet file per table, rows in a
+total order of their own values (so the release does not depend on how the build was sharded),
+one rejects file per stage, the plots, and the build's reports."""
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from xmdata.runtime.atomic import replace_atomically, write_parquet_atomic
+
+# release name: (build file or shard glob, what it is). Only those the build made are published.
+TABLES = {
+    "captions": ("language_id/data/*.parquet", "captions with their fastText language label and probability"),
+    "images": ("selection.parquet", "geo-diverse images selected per language, with the back-off level"),
+    "images_per_language": ("selection_summary.parquet", "selected images per language and level"),
+    "translations": ("translations.parquet", "the chosen translation (or the reason for none) per text and target"),
+    "translated_captions": ("translated.parquet", "kept translations in the input's shape"),
+    "translation_candidates": ("candidates.parquet", "every beam candidate with LID and QE scores"),
+    "qa_parallel": ("qa_parallel.parquet", "Question/Answer translations, one row per part"),
+    "qa_counts": ("qa_counts.parquet", "QA instances per task, target and outcome"),
+    "clip_scores": ("clip_score/data/*.parquet", "CLIPScore of every caption and kept translation"),
+}
+EXTRA_REJECTS = {"translation_selection": "translation_rejects.parquet", "qa_extraction": "qa_rejects.parquet"}
+PLOTS = ["selection_map.png", "qe_histogram.png"]
+REPORTS = ["summary.json", "translation_report.json", "qa_report.json"]
+
+
+def sorted_by_values(table: pa.Table) -> pa.Table:
+    """Rows in ascending order of their scalar columns, left to right: a total order that shard
+    count, worker count and completion order cannot change."""
+    keys = [(f.name, "ascending", "at_end") for f in table.schema
+            if pa.types.is_string(f.type) or pa.types.is_integer(f.type) or pa.types.is_floating(f.type)
+            or pa.types.is_boolean(f.type) or pa.types.is_large_string(f.type)]
+    if table.num_rows < 2 or not keys:
+        return table
+    table = table.combine_chunks()
+    return table.take(pc.sort_indices(table, sort_keys=keys))
+
+
+def _read(paths: list[str]) -> pa.Table:
+    tables = [pq.read_table(p) for p in paths]
+    return pa.concat_tables(tables, promote_options="default") if len(tables) > 1 else tables[0]
+
+
+def gather_tables(work: str, release: str) -> dict[str, str]:
+    """{release name: what it is} for every table the build made, written under RELEASE/data/."""
+    published = {}
+    for name, (pattern, description) in TABLES.items():
+        paths = sorted(glob.glob(os.path.join(work, pattern)))
+        if paths:
+            write_parquet_atomic(sorted_by_values(_read(paths)), os.path.join(release, "data", f"{name}.parquet"))
+            published[name] = description
+    return published
+
+
+def gather_rejects(work: str, release: str, stages: list[str]) -> list[str]:
+    """RELEASE/rejects/<stage>.parquet for every stage of the build, empty ones included (a zero
+    is a fact too), and the rejects of translation selection and QA extraction."""
+    sources = {s: sorted(glob.glob(os.path.join(work, s, "rejects", "*.parquet"))) for s in stages}
+    sources |= {s: [os.path.join(work, f)] for s, f in EXTRA_REJECTS.items() if os.path.exists(os.path.join(work, f))}
+    for stage, paths in sources.items():
+        if paths:
+            write_parquet_atomic(sorted_by_values(_read(paths)), os.path.join(release, "rejects", f"{stage}.parquet"))
+    return [s for s, paths in sources.items() if paths]
+
+
+def copy_files(work: str, release: str) -> list[str]:
+    """Plots to RELEASE/plots/ and the build's reports to RELEASE/reports/, byte for byte."""
+    copied = []
+    for folder, names in (("plots", PLOTS), ("reports", REPORTS)):
+        for name in names:
+            source = os.path.join(work, name)
+            if os.path.exists(source):
+                replace_atomically(os.path.join(release, folder, name),
+                                   lambda tmp, source=source: shutil.copyfile(source, tmp))
+                copied.append(f"{folder}/{name}")
+    return copied
