@@ -4,17 +4,15 @@ the same bytes (manifest.json differs in its `built_at` line only)."""
 from __future__ import annotations
 
 import os
-from typing import Annotated
 
 from prefect import flow
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
-from pydantic import Field
 
 from xmdata.flows.finish import finish_build
 from xmdata.flows.release_build import build_release_data, resolve_tiny_models
 from xmdata.flows.release_config import load_release_config
 from xmdata.flows.release_facts import release_facts
-from xmdata.runtime.atomic import write_text_atomic
+from xmdata.runtime.atomic import remove_stray_temp_files, write_text_atomic
 from xmdata.runtime.execution import dask_task_runner
 from xmdata.tasks.release_card import build_card
 from xmdata.tasks.release_files import copy_files, gather_rejects, gather_tables
@@ -24,20 +22,23 @@ PUBLISHED_FOLDERS = ("data", "rejects", "plots", "reports")
 
 
 @flow(name="release", task_runner=dask_task_runner())
-def release_flow(
-    config: Annotated[str, Field(description="path to a release.yaml, or a packaged one by name: demo")] = "demo",
-    out: Annotated[str, Field(description="release folder; relative to the serving process's directory")
-                   ] = "releases/demo",
-    shards: Annotated[int | None, Field(ge=1, description="override the config's shard count")] = None,
-    seed: Annotated[int | None, Field(description="override the config's seed")] = None,
-    work: Annotated[str | None, Field(description="build folder: shards and records (default OUT/build)")] = None,
-) -> dict:
-    """Build the release a config describes into OUT, resumably, and write its card and manifest."""
+def release_flow(config: str = "demo", out: str = "releases/demo", shards: int | None = None,
+                 seed: int | None = None, work: str | None = None) -> dict:
+    """Build the release a config describes into OUT, resumably, and write its card and manifest.
+
+    Args:
+        config: path to a release.yaml, or a packaged one by name (demo)
+        out: release folder; a relative path is relative to the serving process's directory
+        shards: override the config's shard count (recorded in the manifest)
+        seed: override the config's seed (recorded in the manifest)
+        work: build folder with shards and completion records (default OUT/build)
+    """
     parsed, text, text_sha = load_release_config(config)
     overrides = {k: v for k, v in {"shards": shards, "seed": seed}.items() if v is not None}
     parsed = parsed.model_copy(update=overrides)
     out = os.path.abspath(out)
     work = os.path.abspath(work or os.path.join(out, "build"))
+    remove_stray_temp_files(out)  # what a killed run left half-written, build folder included
     build = build_release_data(resolve_tiny_models(parsed), work)
     summary = finish_build(work, build.reports, build.distributions, f"Build of release {parsed.name}",
                            extra_markdown="".join(build.markdown))

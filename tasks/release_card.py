@@ -79,7 +79,7 @@ def build_card(release: str, config, tables: dict[str, str], summary: dict) -> s
     if (p := data.get("images_per_language")) is not None:
         languages |= set(p["language"])
     parts = [header(config, tables, sorted(languages), max((d.height for d in data.values()), default=0)),
-             f"# {config.name}\n\n{config.description}\n\nBuilt by xmdata from `release.yaml` (seed "
+             f"# {config.name}\n\n{config.description}\n\nBuilt by xmdata from its release config (seed "
              f"{config.seed}); `manifest.json` holds the sha256 and row count of every file, the config, package "
              f"versions, models and the code's commit. Check a copy with `xmdata release verify DIR`.\n",
              "## Tables\n\n" + _table([{"config": n, "file": f"data/{n}.parquet", "rows": data[n].height,

@@ -1,6 +1,9 @@
 """The files of a release, gathered from its build folder: one Parquet file per table, rows in a
-total order of their own values (so the release does not depend on how the build was sharded),
-one rejects file per stage, the plots, and the build's reports."""
+total order of their own values, one rejects file per stage, the plots, and the build's reports.
+
+Row order never depends on which shard finished first. Values can depend on the shard count
+(a model's batch composition moves float rounding; selection ties follow candidate order), which is
+why `shards` is part of the config and its overrides are recorded in the manifest."""
 from __future__ import annotations
 
 import glob
@@ -31,8 +34,7 @@ REPORTS = ["summary.json", "translation_report.json", "qa_report.json"]
 
 
 def sorted_by_values(table: pa.Table) -> pa.Table:
-    """Rows in ascending order of their scalar columns, left to right: a total order that shard
-    count, worker count and completion order cannot change."""
+    """Rows in ascending order of their scalar columns, left to right: a total order of the values."""
     keys = [(f.name, "ascending", "at_end") for f in table.schema
             if pa.types.is_string(f.type) or pa.types.is_integer(f.type) or pa.types.is_floating(f.type)
             or pa.types.is_boolean(f.type) or pa.types.is_large_string(f.type)]

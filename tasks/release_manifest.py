@@ -38,7 +38,10 @@ def release_files(release: str, skip_dirs: set[str] = frozenset()) -> list[str]:
 def file_entry(path: str) -> dict:
     entry = {"sha256": sha256_file(path), "bytes": os.path.getsize(path)}
     if path.endswith(".parquet"):
-        entry["rows"] = pq.ParquetFile(path).metadata.num_rows
+        try:
+            entry["rows"] = pq.ParquetFile(path).metadata.num_rows
+        except (OSError, ValueError) as exc:  # ArrowInvalid is a ValueError: not Parquet (any more)
+            entry["rows"] = f"unreadable ({str(exc).splitlines()[0][:80]})"
     return entry
 
 

@@ -19,16 +19,21 @@ def run_demo(out, env, *extra):
     result = subprocess.run([os.path.join(BIN, "xmdata"), "demo", "--out", str(out), "--shards", SHARDS,
                              *extra], env=env, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
-    return json.load(open(os.path.join(out, "run.json")))
+    return json.load(open(os.path.join(out, "build", "run.json")))
 
 
 def release_files(root):
+    """Every file of a release folder and its build folder, by content; manifest.json without the
+    one line that may differ (built_at)."""
     files = {}
     for folder, _, names in os.walk(root):
         for name in names:
             rel = os.path.relpath(os.path.join(folder, name), root)
             if name not in VOLATILE:
                 files[rel] = open(os.path.join(folder, name), "rb").read()
+    manifest = json.loads(files.pop("manifest.json"))
+    assert manifest.pop("built_at")
+    files["manifest.json"] = manifest
     return files
 
 
@@ -39,65 +44,70 @@ def reference_release(tmp_path_factory, cli_env):
     return out
 
 
-def test_demo_release_has_data_rejects_records_and_summary(reference_release):
-    summary = json.load(open(reference_release / "summary.json"))
+@pytest.fixture(scope="module")
+def reference_build(reference_release):
+    return reference_release / "build"
+
+
+def test_demo_release_has_data_rejects_records_and_summary(reference_build):
+    summary = json.load(open(reference_build / "summary.json"))
     assert summary["stages"]["captions"]["rejected"] == {"duplicate_id": 1, "empty_id": 1}
     assert summary["stages"]["language_id"]["rejected"] == {"empty_text": 1}
-    labelled = pl.read_parquet(reference_release / "language_id" / "data" / "*.parquet")
+    labelled = pl.read_parquet(reference_build / "language_id" / "data" / "*.parquet")
     assert labelled.height == summary["stages"]["language_id"]["rows_out"] == 40
     by_id = dict(zip(labelled["id"], labelled["lid_label"]))
     assert by_id["cap-008"] == "fr" and by_id["cap-010"] == "de" and by_id["cap-021"] == "bn"
-    rejects = pl.read_parquet(reference_release / "language_id" / "rejects" / "*.parquet")
+    rejects = pl.read_parquet(reference_build / "language_id" / "rejects" / "*.parquet")
     assert rejects.select("stage", "reason", "row_id").rows() == [("language_id", "empty_text", "cap-empty")]
-    assert len(os.listdir(reference_release / "language_id" / "_done")) == int(SHARDS)
+    assert len(os.listdir(reference_build / "language_id" / "_done")) == int(SHARDS)
 
 
-def test_demo_release_has_a_geo_diverse_selection(reference_release):
-    summary = json.load(open(reference_release / "summary.json"))
+def test_demo_release_has_a_geo_diverse_selection(reference_build):
+    summary = json.load(open(reference_build / "summary.json"))
     assert summary["stages"]["geocode"]["rejected"] == {"invalid_coordinates": 1, "no_gps": 1}
-    selection = pl.read_parquet(reference_release / "selection.parquet")
-    per_language = pl.read_parquet(reference_release / "selection_summary.parquet")
+    selection = pl.read_parquet(reference_build / "selection.parquet")
+    per_language = pl.read_parquet(reference_build / "selection_summary.parquet")
     assert per_language.height == 36 and per_language["shortfall"].sum() == 0
     assert selection.height == 36 * 5 and selection["image_id"].n_unique() == selection.height
     assert set(selection["level"]) <= {"region", "country", "continent", "global"}
     assert sum(summary["distributions"]["selection_level"].values()) == selection.height
-    assert (reference_release / "selection_map.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (reference_build / "selection_map.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_demo_release_translates_english_captions(reference_release):
-    summary = json.load(open(reference_release / "summary.json"))
+def test_demo_release_translates_english_captions(reference_build):
+    summary = json.load(open(reference_build / "summary.json"))
     assert summary["stages"]["translate"]["rejected"] == {"empty_text": 1}
-    translations = pl.read_parquet(reference_release / "translations.parquet")
+    translations = pl.read_parquet(reference_build / "translations.parquet")
     assert translations.height == 12 * 3 and set(translations["target_language"]) == {"fr", "de", "ar"}
-    candidates = pl.read_parquet(reference_release / "candidates.parquet")
+    candidates = pl.read_parquet(reference_build / "candidates.parquet")
     assert candidates.filter(pl.col("status") == "ok")["lid_label"].null_count() == 0
     scored = candidates.filter(pl.col("lid_match"))
     assert scored.height > 0 and scored["qe_score"].null_count() == 0  # COMETKiwi ran on what passed LID
-    report = json.load(open(reference_release / "translation_report.json"))["targets"]
+    report = json.load(open(reference_build / "translation_report.json"))["targets"]
     kept = summary["distributions"]["translations kept per target"]
     assert kept == {t: r["rows_out"] for t, r in report.items()} and kept["ar"] > 0
-    assert (reference_release / "qe_histogram.png").read_bytes()[:4] == b"\x89PNG"
+    assert (reference_build / "qe_histogram.png").read_bytes()[:4] == b"\x89PNG"
 
 
-def test_demo_release_scores_captions_and_translations_against_images(reference_release):
-    summary = json.load(open(reference_release / "summary.json"))
-    scores = pl.read_parquet(reference_release / "clip_score" / "data" / "*.parquet")
-    kept = pl.read_parquet(reference_release / "translated.parquet")
+def test_demo_release_scores_captions_and_translations_against_images(reference_build):
+    summary = json.load(open(reference_build / "summary.json"))
+    scores = pl.read_parquet(reference_build / "clip_score" / "data" / "*.parquet")
+    kept = pl.read_parquet(reference_build / "translated.parquet")
     assert scores.height == summary["stages"]["pairs"]["rows_out"] == 41 + kept.height  # captions with a good id
     ok = scores.filter(pl.col("status") == "ok")
     assert ok.height == scores.height - 1 and ok["clip_score"].is_between(0, 2.5).all()
     assert set(scores.filter(pl.col("id").str.contains("@"))["language"]) == set(kept["target_language"])
 
 
-def test_qa_rows_are_translated_or_refused_with_a_reason(reference_release):
-    summary = json.load(open(reference_release / "summary.json"))
+def test_qa_rows_are_translated_or_refused_with_a_reason(reference_build):
+    summary = json.load(open(reference_build / "summary.json"))
     assert summary["stages"]["translate_qa"]["rows_in"] == 8  # 10 sample rows, 2 in excluded tasks
     assert sum(summary["stages"]["translate_qa"]["rejected"].values()) == 8 * 2  # every instance × fr, de
 
 
 def test_sigkill_mid_run_resumes_without_redoing_and_matches(reference_release, cli_env, tmp_path):
     out = tmp_path / "killed"
-    done_dir = out / "language_id" / "_done"
+    done_dir = out / "build" / "language_id" / "_done"
     proc = subprocess.Popen([os.path.join(BIN, "xmdata"), "demo", "--out", str(out), "--shards", SHARDS,
                              "--workers", "1"], env=cli_env, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -159,3 +169,51 @@ def test_select_images_strict_reports_shortfall_and_keeps_outputs(cli_env, tmp_p
     per_language = pl.read_parquet(out / "selection_summary.parquet")
     assert per_language["shortfall"].sum() == 36 * 10 - 300  # every one of the 300 images is used
     assert pl.read_parquet(out / "selection.parquet")["strategy"].unique().to_list() == ["optimal"]
+
+
+def test_demo_release_verifies_and_loads_with_datasets_and_polars(reference_release, cli_env, tmp_path):
+    import yaml
+
+    result = subprocess.run([os.path.join(BIN, "xmdata"), "release", "verify", str(reference_release)],
+                            env=cli_env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and "every file matches" in result.stdout, result.stderr
+    manifest = json.load(open(reference_release / "manifest.json"))["release"]
+    card = (reference_release / "README.md").read_text()
+    header = yaml.safe_load(card.split("---\n")[1])
+    assert header["license"] == "cc0-1.0" and {"en", "fr", "de", "ar"} <= set(header["language"])
+    assert {"translation", "image-to-text"} <= set(header["task_categories"])
+    os.environ["HF_HUB_OFFLINE"] = "1"  # local files only; before datasets reads its config
+    import datasets
+
+    for config in header["configs"]:
+        relative = config["data_files"][0]["path"]
+        rows = manifest["files"][relative]["rows"]
+        loaded = datasets.load_dataset("parquet", data_files={"test": str(reference_release / relative)},
+                                       cache_dir=str(tmp_path / "hf"))["test"]
+        assert loaded.num_rows == rows == pl.read_parquet(reference_release / relative).height, relative
+    for plot in ("plots/selection_map.png", "plots/qe_histogram.png"):
+        assert f"]({plot})" in card and plot in manifest["files"]
+    assert "## Translation acceptance and QE" in card and "| ar | 12 | 11 |" in card
+    models = {m["role"]: m for m in manifest["models"]}
+    assert models["translation.translator"]["ref"] == "tiny:m2m100" and len(models["translation.translator"]["sha256"]) == 64
+    assert manifest["packages"]["torch"] and manifest["config"]["text"].startswith("# The demo release")
+    assert manifest["inputs"]["language_id.input"]["path"] == os.path.join("..", "sample", "captions.jsonl")
+    assert not any(name.startswith("build") for name in manifest["files"])  # the work folder is not released
+
+
+def test_verify_catches_a_tampered_release(reference_release, cli_env, tmp_path):
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(reference_release, copy, ignore=shutil.ignore_patterns("build"))
+    verify = [os.path.join(BIN, "xmdata"), "release", "verify", str(copy)]
+    assert subprocess.run(verify, env=cli_env, capture_output=True, timeout=120).returncode == 0
+    target = copy / "data" / "translations.parquet"
+    data = bytearray(target.read_bytes())
+    data[len(data) // 2] ^= 0x01  # one bit, same size
+    target.write_bytes(bytes(data))
+    (copy / "rejects" / "geocode.parquet").unlink()
+    result = subprocess.run(verify, env=cli_env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1
+    assert "data/translations.parquet: sha256" in result.stderr and "rejects/geocode.parquet: missing" in result.stderr
+    assert "captions.parquet" not in result.stderr  # untouched files are not reported

@@ -23,6 +23,7 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
                    help="LocalCluster worker processes (default: one per core)")
     p.add_argument("--dask-address", default=None,
                    help="run on an existing Dask scheduler (tcp://host:port); env XMDATA_DASK_ADDRESS")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary table")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -33,6 +34,29 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="build the demo release from the shipped sample data, offline")
     demo.add_argument("--out", default="demo-release", help="release folder (default ./demo-release)")
     _add_run_options(demo)
+    demo.set_defaults(shards=None, config="demo", seed=None, work=None, release_command=None)
+
+    release = sub.add_parser("release", help="build a reproducible data release from a release.yaml; "
+                             "`xmdata release verify DIR` checks one")
+    release.add_argument("--config", help="release.yaml, or a packaged config by name (demo)")
+    release.add_argument("--out", help="release folder")
+    release.add_argument("--work", default=None, help="build folder: shards and records (default OUT/build)")
+    release.add_argument("--seed", type=int, default=None, help="override the config's seed")
+    _add_run_options(release)
+    release.set_defaults(shards=None)  # the config's
+    verify = release.add_subparsers(dest="release_command").add_parser(
+        "verify", help="check every file of a release against its manifest.json")
+    verify.add_argument("dir")
+
+    serve = sub.add_parser("serve", help="a Prefect server on 127.0.0.1 and a process serving the deployments "
+                           "of prefect.yaml; Ctrl-C stops both")
+    serve.add_argument("--host", default="127.0.0.1", help="server address (default 127.0.0.1: this machine only)")
+    serve.add_argument("--port", type=int, default=4200)
+    serve.add_argument("--prefect-yaml", default=None, help="deployments file (default: the project's prefect.yaml)")
+    serve.add_argument("--activate-schedules", action="store_true",
+                       help="turn on the schedules prefect.yaml declares (off by default)")
+    serve.add_argument("--api-url", default=None,
+                       help="serve against an existing Prefect server instead of starting one (or PREFECT_API_URL)")
 
     lid = sub.add_parser("identify-language", help="label every text of a table with its language")
     lid.add_argument("input", help="Parquet, CSV or JSONL with columns id, text")

@@ -11,30 +11,49 @@ from xmdata.schemas import CONTRACTS, ContractError
 from xmdata.schemas.readers import read_input
 
 
-def _run_flow(flow_fn, args, **params) -> dict:
+def _run_flow(flow_fn, args, summary_dir: str | None = None, **params) -> dict:
     from xmdata.runtime.execution import DASK_ADDRESS_ENV, dask_task_runner
+    from xmdata.runtime.progress import PROGRESS_ENV
 
     if (args.dask_address or os.environ.get(DASK_ADDRESS_ENV)) and not os.environ.get("PREFECT_API_URL"):
         raise ContractError("--dask-address needs PREFECT_API_URL: set it to a Prefect server that this "
                             "run and every worker of that cluster can reach (see README, Prefect and Dask)")
     args.out = os.path.abspath(args.out)  # workers of an external cluster have another cwd
     os.makedirs(args.out, exist_ok=True)
+    os.environ[PROGRESS_ENV] = "0" if args.quiet else "1"
     started = time.perf_counter()
-    with prefect_api(log_path=os.path.join(args.out, "prefect-server.log")):
+    os.makedirs(summary_dir or args.out, exist_ok=True)
+    with prefect_api(log_path=os.path.join(summary_dir or args.out, "prefect-server.log")):
         runner = dask_task_runner(args.dask_address, args.workers)
         summary = flow_fn.with_options(task_runner=runner)(out=args.out, shards=args.shards, **params)
-    print(open(os.path.join(args.out, "summary.md"), encoding="utf-8").read())
-    for stage, counts in summary["run"].items():
-        print(f"{stage}: {counts['shards_run']} shard(s) run, {counts['shards_skipped']} skipped "
-              f"(already finished) of {counts['shards_total']}")
+    if not args.quiet:
+        print(open(os.path.join(summary_dir or args.out, "summary.md"), encoding="utf-8").read())
+        for stage, counts in summary["run"].items():
+            print(f"{stage}: {counts['shards_run']} shard(s) run, {counts['shards_skipped']} skipped "
+                  f"(already finished) of {counts['shards_total']}")
     print(f"done in {time.perf_counter() - started:.1f} s -> {args.out}")
     return summary
 
 
-def demo(args) -> int:
-    from xmdata.flows.demo import demo_flow
+def release(args) -> int:
+    """`xmdata demo` is the release of the packaged demo config."""
+    if args.release_command == "verify":
+        from xmdata.tasks.release_manifest import verify_release
 
-    _run_flow(demo_flow, args)
+        problems = verify_release(args.dir)
+        for line in problems:
+            print(f"{args.dir}: {line}", file=sys.stderr)
+        print(f"{args.dir}: {'differs from its manifest' if problems else 'every file matches its manifest'}")
+        return 1 if problems else 0
+    if not args.config or not args.out:
+        raise ContractError("xmdata release needs --config FILE and --out DIR (or: xmdata release verify DIR)")
+    from xmdata.flows.release import release_flow
+    from xmdata.flows.release_config import load_release_config
+
+    load_release_config(args.config)  # a broken config stops here, before any server starts
+    work = os.path.abspath(args.work or os.path.join(args.out, "build"))
+    result = _run_flow(release_flow, args, summary_dir=work, config=args.config, seed=args.seed, work=work)
+    print(f"release {result['release']}: {result['files']} files, release_sha256 {result['release_sha256']}")
     return 0
 
 
@@ -128,6 +147,12 @@ def evaluate(args) -> int:
 
 from xmdata.commands_translate import select_translations, translate, translate_qa  # noqa: E402
 
-COMMANDS = {"demo": demo, "identify-language": identify_language, "select-images": select_images,
+def serve(args) -> int:
+    from xmdata.serve import serve_deployments
+
+    return serve_deployments(args)
+
+
+COMMANDS = {"demo": release, "release": release, "serve": serve, "identify-language": identify_language, "select-images": select_images,
             "translate": translate, "select-translations": select_translations, "translate-qa": translate_qa,
             "score": score, "evaluate": evaluate, "validate": validate, "models": models}

@@ -5,10 +5,12 @@ import os
 
 from prefect import task
 from prefect.cache_policies import NONE
+from prefect.futures import as_completed
 from prefect_dask import DaskTaskRunner
 
 from .atomic import sha256_file
 from .process import StageReport, process_shard
+from .progress import ShardProgress
 from .records import finished_record
 from .shards import ShardPaths, remove_shards_beyond, shard_index
 from .stage import Stage
@@ -56,8 +58,14 @@ def run_stage(stage: Stage, input_paths: list[str], root: str) -> StageReport:
         else:
             futures[index] = shard_task.with_options(
                 task_run_name=f"{stage.name}-{index:05d}").submit(stage, path, root, index)
-    for index, future in futures.items():
-        records[index] = future.result()
+    progress = ShardProgress(stage.name, len(input_paths), len(records))
+    try:
+        index_of = {id(future): index for index, future in futures.items()}
+        for future in as_completed(list(futures.values())):
+            records[index_of[id(future)]] = record = future.result()
+            progress.shard_done(record)
+    finally:
+        progress.close()
     ordered = [records[i] for i in sorted(records)]
     return StageReport(stage.name, ordered, shards_run=len(futures),
                        shards_skipped=len(input_paths) - len(futures),

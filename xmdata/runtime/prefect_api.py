@@ -37,11 +37,12 @@ def start_prefect_server(host: str = "127.0.0.1", port: int | None = None, log_p
     port = port or free_port()
     prefect = os.path.join(os.path.dirname(sys.executable), "prefect")
     log = open(log_path, "ab") if log_path else subprocess.DEVNULL
-    env = {**os.environ, "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+    url = f"http://{host}:{port}/api"
+    # The UI is told where the API is separately; without this it calls port 4200 whatever --port says.
+    env = {**os.environ, "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_UI_API_URL": url}
     env.pop("PREFECT_API_URL", None)
     proc = subprocess.Popen([prefect, "server", "start", "--host", host, "--port", str(port)],
                             stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    url = f"http://{host}:{port}/api"
     deadline = time.monotonic() + timeout
     while not _healthy(url):
         if proc.poll() is not None or time.monotonic() > deadline:

@@ -1,0 +1,148 @@
+"""Release pieces on tiny data: config validation, row order, manifest and verify, card header,
+progress bar, prefect.yaml. The demo release itself is built in test_demo_build (slow)."""
+import json
+import os
+import random
+import subprocess
+import sys
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from xmdata.flows.release_config import load_release_config
+from xmdata.schemas import ContractError
+from xmdata.tasks.release_files import sorted_by_values
+from xmdata.tasks.release_manifest import verify_release, write_manifest
+
+BIN = os.path.dirname(sys.executable)
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def write_config(tmp_path, text):
+    (tmp_path / "captions.jsonl").write_text('{"id": "a", "text": "hello"}\n')
+    path = tmp_path / "release.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+def test_packaged_demo_config_loads_with_inputs_relative_to_it():
+    config, text, sha = load_release_config("demo")
+    assert config.language_id.input.endswith(os.path.join("data", "sample", "captions.jsonl"))
+    assert config.translation.translator.model == "tiny:m2m100" and config.translation.targets == ["fr", "de", "ar"]
+    assert len(sha) == 64 and "name: xmdata-demo" in text
+
+
+def test_config_errors_are_refused_before_anything_runs(tmp_path):
+    with pytest.raises(ContractError, match="transltion"):  # a misspelt section is not ignored
+        load_release_config(write_config(tmp_path, "name: x\ntransltion: {input: captions.jsonl}\n"))
+    with pytest.raises(ContractError, match="input not found: language_id.input"):
+        load_release_config(write_config(tmp_path, "name: x\nlanguage_id: {input: nowhere.jsonl}\n"))
+    with pytest.raises(ContractError, match="strategy"):
+        load_release_config(write_config(
+            tmp_path, "name: x\nimage_selection: {input: captions.jsonl, strategy: best}\n"))
+    with pytest.raises(ContractError, match="no such file"):
+        load_release_config(str(tmp_path / "missing.yaml"))
+    config, _, _ = load_release_config(write_config(tmp_path, "name: x\nlanguage_id: {input: captions.jsonl}\n"))
+    assert config.language_id.input == str(tmp_path / "captions.jsonl")
+
+
+def test_rows_are_ordered_by_value_whatever_order_they_came_in():
+    rows = [{"id": f"r{i % 7}", "target": random.Random(i).choice(["fr", "de", None]), "score": i * 0.5}
+            for i in range(40)]
+    shuffled = rows[:]
+    random.Random(1).shuffle(shuffled)
+    a, b = sorted_by_values(pa.Table.from_pylist(rows)), sorted_by_values(pa.Table.from_pylist(shuffled))
+    assert a.equals(b) and a.column("id").to_pylist() == sorted(r["id"] for r in rows)
+    empty = pa.table({"id": pa.array([], pa.string())})
+    assert sorted_by_values(empty).num_rows == 0
+
+
+def make_release(root):
+    pq.write_table(pa.table({"id": ["a", "b"], "x": [1, 2]}), root / "data.parquet")
+    (root / "plots").mkdir()
+    (root / "plots" / "p.png").write_bytes(b"\x89PNG fake")
+    (root / "build").mkdir()
+    (root / "build" / "shard.parquet").write_bytes(b"work in progress")
+    return write_manifest(str(root), {"name": "t", "work_folder": "build"}, {"build"})
+
+
+def test_manifest_hashes_facts_not_the_build_time_and_verify_finds_every_difference(tmp_path):
+    manifest = make_release(tmp_path)
+    body = manifest["release"]
+    assert body["files"]["data.parquet"]["rows"] == 2 and "build/shard.parquet" not in body["files"]
+    assert write_manifest(str(tmp_path), {"name": "t", "work_folder": "build"}, {"build"})["release_sha256"] \
+        == manifest["release_sha256"]  # built_at is outside the hashed part
+    assert verify_release(str(tmp_path)) == []
+    (tmp_path / "build" / "shard.parquet").write_bytes(b"changed")  # the build folder is not released
+    assert verify_release(str(tmp_path)) == []
+    (tmp_path / "plots" / "p.png").write_bytes(b"\x89PNG faKe")
+    (tmp_path / "data.parquet").write_bytes(b"not parquet at all")
+    (tmp_path / "extra.txt").write_text("x")
+    problems = verify_release(str(tmp_path))
+    assert problems == ["extra.txt: not in the manifest", "data.parquet: bytes 18 != "
+                        f"{body['files']['data.parquet']['bytes']} in the manifest",
+                        "plots/p.png: sha256 " + problems[2].split("sha256 ")[1]]
+    stored = json.loads((tmp_path / "manifest.json").read_text())
+    stored["release"]["name"] = "edited"
+    (tmp_path / "manifest.json").write_text(json.dumps(stored))
+    assert "release_sha256 does not match" in verify_release(str(tmp_path))[0]
+
+
+def test_cli_verify_exit_codes(tmp_path):
+    make_release(tmp_path)
+    xmdata = os.path.join(BIN, "xmdata")
+    ok = subprocess.run([xmdata, "release", "verify", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0 and "every file matches" in ok.stdout
+    os.unlink(tmp_path / "data.parquet")
+    bad = subprocess.run([xmdata, "release", "verify", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 1 and "data.parquet: missing" in bad.stderr
+    usage = subprocess.run([xmdata, "release", "--out", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert usage.returncode == 2 and "--config" in usage.stderr
+
+
+def test_card_header_is_huggingface_yaml_with_a_config_per_table():
+    from xmdata.tasks.release_card import header
+
+    config, _, _ = load_release_config("demo")
+    text = header(config, {"captions": "c", "translations": "t"}, ["ar", "en"], 1500)
+    meta = yaml.safe_load(text.split("---\n")[1])
+    assert meta["license"] == "cc0-1.0" and meta["language"] == ["ar", "en"] and meta["size_categories"] == ["1K<n<10K"]
+    assert meta["configs"][1] == {"config_name": "translations",
+                                  "data_files": [{"split": "test", "path": "data/translations.parquet"}]}
+    assert meta["task_categories"] == ["image-to-text", "text-to-image", "translation"]
+
+
+def test_progress_bar_shows_shards_and_rows_per_second_unless_quiet(monkeypatch, capsys):
+    from xmdata.runtime.progress import PROGRESS_ENV, ShardProgress
+
+    monkeypatch.setenv(PROGRESS_ENV, "1")
+    progress = ShardProgress("language_id", total=4, already_done=1)
+    for _ in range(3):
+        progress.shard_done({"rows_in": 10})
+    progress.close()
+    err = capsys.readouterr().err
+    assert "4/4" in err and "rows/s" in err and "language_id" in err
+    monkeypatch.setenv(PROGRESS_ENV, "0")
+    quiet = ShardProgress("language_id", total=4, already_done=0)
+    quiet.shard_done({"rows_in": 10})
+    quiet.close()
+    assert capsys.readouterr().err == ""
+
+
+def test_prefect_yaml_declares_every_flow_and_an_inactive_nightly_release():
+    from xmdata.serve import load_deployments
+
+    spec = yaml.safe_load(open(os.path.join(ROOT, "prefect.yaml")))
+    entrypoints = {d["entrypoint"].rsplit(".", 1)[0] for d in spec["deployments"]}
+    assert entrypoints == {f"xmdata.flows.{m}" for m in
+                           ("release", "language_id", "select_images", "translate", "translate_qa", "score", "evaluate")}
+    by_name = {d.name: d for d in load_deployments(os.path.join(ROOT, "prefect.yaml"), activate_schedules=False)}
+    release = by_name["demo-release"]
+    assert [(s.schedule.cron, s.active) for s in release.schedules] == [("0 3 * * *", False)]
+    assert release.entrypoint == "xmdata.flows.release.release_flow"
+    properties = release._parameter_openapi_schema.properties
+    assert properties["shards"]["description"].startswith("override the config") and properties["config"]["default"] == "demo"
+    active = {d.name: d for d in load_deployments(os.path.join(ROOT, "prefect.yaml"), activate_schedules=True)}
+    assert [s.active for s in active["demo-release"].schedules] == [True]

@@ -1,0 +1,69 @@
+"""`xmdata serve`: what a local user needs to run builds from the Prefect UI — a Prefect server on
+127.0.0.1 (unless one is named) and one process serving every deployment of prefect.yaml. Ctrl-C
+(or SIGTERM) stops the serving process, then the server it started."""
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import tempfile
+
+import yaml
+
+from xmdata.runtime.prefect_api import start_prefect_server, stop_process_group
+
+PROJECT_YAML = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "prefect.yaml")
+
+
+def load_deployments(path: str, activate_schedules: bool) -> list:
+    """prefect.yaml's deployments as RunnerDeployments; every flow runs its shards on Dask (a
+    LocalCluster, or XMDATA_DASK_ADDRESS's scheduler when set)."""
+    from prefect.flows import load_flow_from_entrypoint
+    from prefect.schedules import Cron
+
+    from xmdata.runtime.execution import dask_task_runner
+
+    spec = yaml.safe_load(open(path, encoding="utf-8"))
+    deployments = []
+    for entry in spec.get("deployments") or []:
+        flow = load_flow_from_entrypoint(entry["entrypoint"], use_placeholder_flow=False)
+        schedules = [Cron(s["cron"], timezone=s.get("timezone"), active=activate_schedules or s.get("active", True))
+                     for s in entry.get("schedules") or []]
+        deployment = flow.with_options(task_runner=dask_task_runner()).to_deployment(
+            name=entry["name"], description=entry.get("description"), tags=entry.get("tags"),
+            parameters=entry.get("parameters") or {}, schedules=schedules or None)
+        deployment.entrypoint = entry["entrypoint"]  # the module path: a file path breaks relative imports
+        deployments.append(deployment)
+    return deployments
+
+
+def _interrupt(*_):
+    raise KeyboardInterrupt
+
+
+def serve_deployments(args) -> int:
+    path = os.path.abspath(args.prefect_yaml or ("prefect.yaml" if os.path.exists("prefect.yaml") else PROJECT_YAML))
+    api_url = args.api_url or os.environ.get("PREFECT_API_URL")
+    server = None
+    if not api_url:
+        log = os.path.join(tempfile.mkdtemp(prefix="xmdata-serve-"), "prefect-server.log")
+        print(f"starting a Prefect server on {args.host}:{args.port} (log: {log})…", flush=True)
+        server, api_url = start_prefect_server(args.host, args.port, log_path=log)
+    os.environ["PREFECT_API_URL"] = api_url  # read by Prefect here and by every run it starts
+    signal.signal(signal.SIGTERM, _interrupt)  # a service manager's stop is a Ctrl-C too
+    try:
+        from prefect import serve
+        from prefect.settings import PREFECT_API_URL, temporary_settings
+
+        with temporary_settings(updates={PREFECT_API_URL: api_url}):
+            deployments = load_deployments(path, args.activate_schedules)
+            ui = api_url[:-len("/api")] if api_url.endswith("/api") else api_url
+            print(f"serving {len(deployments)} deployments from {path}; UI: {ui} — Ctrl-C stops", flush=True)
+            serve(*deployments, print_starting_message=False)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if server is not None:
+            stop_process_group(server)
+        print("stopped", file=sys.stderr, flush=True)
+    return 0
