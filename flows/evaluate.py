@@ -24,7 +24,14 @@ def _key(*parts: str) -> str:
 @flow(name="evaluate")
 def evaluate_flow(metric: Metric, input_path: str, out: str, options: dict | None = None) -> dict:
     """Run METRIC over INPUT_PATH with OPTIONS (the CLI's options by their long names with underscores,
-    e.g. {"score_column": "clip_score", "qe_column": "qe_score"}) and write its files under OUT."""
+    e.g. {"score_column": "clip_score", "qe_column": "qe_score"}) and write its files under OUT.
+
+    Args:
+        metric: which evaluation of the papers to run
+        input_path: the table to evaluate (Parquet, CSV, JSONL)
+        out: output folder for METRIC.json, .md and plots
+        options: the CLI's options of that metric by long name, underscores for dashes
+    """
     out = os.path.abspath(out)
     report = run_metric(metric, evaluate_options(metric, input_path, out, options))
     paths = write_report(report, out)

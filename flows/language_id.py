@@ -27,6 +27,13 @@ def label_languages(input_path: str, out: str, shards: int, lid_model: str) -> t
 @flow(name="identify-language")
 def identify_language_flow(input_path: str, out: str, shards: int = 8,
                            lid_model: str = "lid.176") -> dict:
-    """Label every text of INPUT with its language (fastText lid.176 by default)."""
+    """Label every text of INPUT with its language (fastText lid.176 by default).
+
+    Args:
+        input_path: captions table (Parquet, CSV, JSONL) with id and text
+        out: output folder (shards, rejects, summary)
+        shards: number of shards, one Prefect task each
+        lid_model: 'lid.176' (bundled) or a fastText model path
+    """
     reports, distributions = label_languages(input_path, out, shards, lid_model)
     return finish_build(out, reports, distributions, f"Language ID of {input_path}")

@@ -83,7 +83,24 @@ def score_flow(input_path: str, out: str, clip_model: str, pretrained: str | Non
                autocast: Literal["bfloat16", "float16", "none"] = "bfloat16",
                max_image_pixels: int = DEFAULT_MAX_PIXELS) -> dict:
     """Score every image–text pair of INPUT_PATH with open_clip; image paths are relative to IMAGE_ROOT
-    (default: the input file's folder)."""
+    (default: the input file's folder).
+
+    Args:
+        input_path: pairs: id, text, image_path or image_bytes [, language, references]
+        out: output folder
+        clip_model: open_clip model name or a local model folder
+        pretrained: pretrained tag or checkpoint path (needed with a model name)
+        image_root: folder the image paths are under (default: the input's folder)
+        shards: number of shards, one Prefect task each
+        references_column: list-of-strings column of references: adds RefCLIPScore
+        embeddings: also write image and text embeddings, in this dtype
+        batch_size: pairs per forward (default: 32 on CPU, more on a large GPU)
+        weight: w of CLIPScore = w * max(cos, 0)
+        prefix: text put before every caption
+        device: cpu or cuda
+        autocast: autocast dtype on CUDA
+        max_image_pixels: refuse images with more pixels
+    """
     model = clip_model_spec(clip_model, pretrained, device, autocast)
     started = time.perf_counter()
     reports, distributions = score_pairs(

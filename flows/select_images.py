@@ -66,7 +66,19 @@ def select_images_flow(input_path: str, out: str, shards: int = 8, languages: st
                        per_language: int = 100, strategy: Literal["greedy", "optimal"] = "greedy",
                        within: Literal["random", "spread"] = "random", seed: int = 0,
                        strict: bool = False) -> dict:
-    """Pick PER_LANGUAGE images per language of the LANGUAGES area file (default: the 36 of XM3600)."""
+    """Pick PER_LANGUAGE images per language of the LANGUAGES area file (default: the 36 of XM3600).
+
+    Args:
+        input_path: images table with id, latitude, longitude, or a folder of photos with EXIF GPS
+        out: output folder
+        shards: number of shards for geocoding
+        languages: language-area file (default: the 36 Crossmodal-3600 languages)
+        per_language: K images per language
+        strategy: greedy (rising pool size, as the paper) or optimal (min-cost flow)
+        within: inside a level, seeded random or spread over subdivisions and grid cells
+        seed: seed of every random choice
+        strict: fail when a language gets fewer than K images
+    """
     reports, distributions, summary = select_geo_diverse(
         input_path, out, shards, languages, per_language, strategy, within, seed)
     result = finish_build(out, reports, distributions, f"Image selection from {input_path}")

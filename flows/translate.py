@@ -79,7 +79,18 @@ def translate_texts(source: str | pa.Table, out: str, shards: int, columns: list
 def translate_flow(input_path: str, out: str, columns: list[str], targets: list[str], source: str = "en",
                    translator: TranslatorOptions = TranslatorOptions(),
                    filters: FilterOptions = FilterOptions(), shards: int = 8) -> dict:
-    """Translate COLUMNS of INPUT into every target: beam candidates, language ID, COMETKiwi, selection."""
+    """Translate COLUMNS of INPUT into every target: beam candidates, language ID, COMETKiwi, selection.
+
+    Args:
+        input_path: table with id and the text columns (strings or lists of strings)
+        out: output folder
+        columns: the columns to translate
+        targets: target language codes of the translator (fr, de, zh …)
+        source: source language code
+        translator: M2M100 or MADLAD-400, beams and candidates
+        filters: language ID and COMETKiwi thresholds and models
+        shards: number of shards, one Prefect task each
+    """
     reports, distributions, selection = translate_texts(input_path, out, shards, columns, source, targets,
                                                         translator, filters)
     publish_report(selection)

@@ -97,7 +97,19 @@ def publish_qa_report(report: dict) -> None:
 def translate_qa_flow(input_path: str, out: str, targets: list[str], translator: TranslatorOptions = QA_TRANSLATOR,
                       filters: FilterOptions | None = None, exclude_tasks: list[str] = list(DEFAULT_EXCLUDED_TASKS),
                       per_task: int | None = DEFAULT_PER_TASK, source: str = "en", shards: int = 8) -> dict:
-    """Translate MMEB-style instances of INPUT into every target with Question/Answer packing."""
+    """Translate MMEB-style instances of INPUT into every target with Question/Answer packing.
+
+    Args:
+        input_path: MMEB-style table: id, task, query, positive [, negative, image]
+        out: output folder
+        targets: target language codes
+        translator: MADLAD-400 (default) or M2M100, beams and candidates
+        filters: set to score candidates with language ID and COMETKiwi
+        exclude_tasks: tasks left out (the six the method excludes by default)
+        per_task: keep at most this many instances per task, in input order
+        source: source language code
+        shards: number of shards, one Prefect task each
+    """
     reports, distributions, report = translate_qa_rows(input_path, out, shards, targets, translator, filters,
                                                        exclude_tasks, per_task, source)
     publish_qa_report(report)

@@ -78,11 +78,14 @@ def build_card(release: str, config, tables: dict[str, str], summary: dict) -> s
         languages |= set(section.targets) if section else set()
     if (p := data.get("images_per_language")) is not None:
         languages |= set(p["language"])
-    parts = [header(config, tables, sorted(languages), max((d.height for d in data.values()), default=0)),
+    # datasets.load_dataset cannot read a Parquet file without rows, so an empty table is published
+    # (a zero is a fact) but not declared as a config.
+    loadable = {n: d for n, d in tables.items() if data[n].height}
+    parts = [header(config, loadable, sorted(languages), max((d.height for d in data.values()), default=0)),
              f"# {config.name}\n\n{config.description}\n\nBuilt by xmdata from its release config (seed "
              f"{config.seed}); `manifest.json` holds the sha256 and row count of every file, the config, package "
              f"versions, models and the code's commit. Check a copy with `xmdata release verify DIR`.\n",
-             "## Tables\n\n" + _table([{"config": n, "file": f"data/{n}.parquet", "rows": data[n].height,
+             "## Tables\n\n" + _table([{"config": n, "file": f"data/{n}.parquet", "rows": data[n].height or "0 (not a config)",
                                         "what": d} for n, d in tables.items()])]
     if data.get("captions") is not None:
         parts.append(caption_section(data["captions"]))

@@ -191,6 +191,9 @@ def test_demo_release_verifies_and_loads_with_datasets_and_polars(reference_rele
         loaded = datasets.load_dataset("parquet", data_files={"test": str(reference_release / relative)},
                                        cache_dir=str(tmp_path / "hf"))["test"]
         assert loaded.num_rows == rows == pl.read_parquet(reference_release / relative).height, relative
+    empty = [name for name, entry in manifest["files"].items() if entry.get("rows") == 0]
+    assert "data/qa_parallel.parquet" in empty  # the tiny MADLAD's QA output is all refused
+    assert not {c["data_files"][0]["path"] for c in header["configs"]} & set(empty)  # datasets cannot load those
     for plot in ("plots/selection_map.png", "plots/qe_histogram.png"):
         assert f"]({plot})" in card and plot in manifest["files"]
     assert "## Translation acceptance and QE" in card and "| ar | 12 | 11 |" in card
