@@ -39,7 +39,8 @@ def release_flow(config: str = "demo", out: str = "releases/demo", shards: int |
     out = os.path.abspath(out)
     work = os.path.abspath(work or os.path.join(out, "build"))
     remove_stray_temp_files(out)  # what a killed run left half-written, build folder included
-    build = build_release_data(resolve_tiny_models(parsed), work)
+    resolved = resolve_tiny_models(parsed)
+    build = build_release_data(resolved, work)
     summary = finish_build(work, build.reports, build.distributions, f"Build of release {parsed.name}",
                            extra_markdown="".join(build.markdown))
     tables = gather_tables(work, out)
@@ -51,7 +52,7 @@ def release_flow(config: str = "demo", out: str = "releases/demo", shards: int |
     _remove_stale(out, set(written), skip)
     card = build_card(out, parsed, tables, summary)
     write_text_atomic(card, os.path.join(out, "README.md"))
-    facts = release_facts(config, parsed, text, text_sha, overrides, summary, None if skip == set() else inside)
+    facts = release_facts(config, parsed, resolved, text, text_sha, overrides, summary, None if skip == set() else inside)
     manifest = write_manifest(out, facts, skip)
     _publish(out, manifest, card)
     return {"release": out, "release_sha256": manifest["release_sha256"], "run": summary["run"],

@@ -18,6 +18,9 @@ from xmdata.schemas import ContractError
 
 from .translation_options import FilterOptions, TranslatorOptions
 
+# The fields of each section that name an input file (made absolute, checked, fingerprinted).
+INPUT_FIELDS = {"language_id": ["input"], "image_selection": ["input", "languages"], "translation": ["input"],
+                "qa_translation": ["input"], "scoring": ["input", "images"]}
 PACKAGED = {"demo": os.path.join(DATA_DIR, "releases", "demo.yaml")}
 TINY = "tiny:"
 
@@ -105,14 +108,12 @@ def _absolute_inputs(config: ReleaseConfig, base: str) -> ReleaseConfig:
         return os.path.normpath(os.path.join(base, os.path.expanduser(p)))
 
     data = config.model_dump()
-    for section, keys in {"language_id": ["input", "lid_model"], "image_selection": ["input", "languages"],
-                          "translation": ["input"], "qa_translation": ["input"], "scoring": ["input", "images"]}.items():
+    for section, keys in {**INPUT_FIELDS, "language_id": ["input", "lid_model"]}.items():
         for key in keys:
             if data.get(section):
                 data[section][key] = absolute(data[section][key])
-    missing = [f"{s}.{k}: {data[s][k]}" for s, keys in {"language_id": ["input"], "image_selection": ["input"],
-               "translation": ["input"], "qa_translation": ["input"], "scoring": ["input", "images"]}.items()
-               for k in keys if data.get(s) and not os.path.exists(data[s][k])]
+    missing = [f"{s}.{k}: {data[s][k]}" for s, keys in INPUT_FIELDS.items()
+               for k in keys if data.get(s) and data[s][k] and not os.path.exists(data[s][k])]
     if missing:
         raise ContractError("release config: input not found: " + "; ".join(missing))
     return ReleaseConfig.model_validate(data)

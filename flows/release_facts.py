@@ -10,16 +10,13 @@ from xmdata import __version__
 from xmdata.runtime.atomic import sha256_file
 from xmdata.tasks.release_manifest import canonical_sha256, git_state, model_fingerprint, package_versions
 
-from .release_build import resolve_tiny_models
-from .release_config import ReleaseConfig, config_path
+from .release_config import INPUT_FIELDS, ReleaseConfig, config_path
 
-INPUTS = {"language_id": ["input"], "image_selection": ["input", "languages"], "translation": ["input"],
-          "qa_translation": ["input"], "scoring": ["input", "images"]}
 
 
 def input_facts(config: ReleaseConfig, base: str) -> dict:
     facts = {}
-    for section, keys in INPUTS.items():
+    for section, keys in INPUT_FIELDS.items():
         for key in keys:
             path = (getattr(config, section).model_dump().get(key) if getattr(config, section) else None)
             if path and os.path.isfile(path):
@@ -28,10 +25,10 @@ def input_facts(config: ReleaseConfig, base: str) -> dict:
     return facts
 
 
-def model_facts(config: ReleaseConfig) -> list[dict]:
+def model_facts(config: ReleaseConfig, resolved: ReleaseConfig) -> list[dict]:
     """Every model the config names, as written (tiny:m2m100, org/name@revision, ./path) and
-    fingerprinted: local files by sha256, hub ids by revision (unpinned shows as null)."""
-    resolved = resolve_tiny_models(config)
+    fingerprinted through RESOLVED (tiny models as local folders): local files by sha256, hub ids by
+    revision (unpinned shows as null)."""
     found = []
     if config.language_id:
         found.append(("language_id.lid_model", config.language_id.lid_model, resolved.language_id.lid_model,
@@ -60,15 +57,15 @@ def _local(path: str) -> str:
     return path
 
 
-def release_facts(config_arg: str, config: ReleaseConfig, text: str, text_sha: str, overrides: dict,
-                  summary: dict, work_folder: str | None) -> dict:
+def release_facts(config_arg: str, config: ReleaseConfig, resolved: ReleaseConfig, text: str, text_sha: str,
+                  overrides: dict, summary: dict, work_folder: str | None) -> dict:
     base = os.path.dirname(config_path(config_arg))
     return {
         "name": config.name, "version": config.version, "license": config.license,
         "config": {"file": os.path.basename(config_path(config_arg)), "sha256": text_sha, "text": text,
                    "overrides": overrides, "effective_sha256": canonical_sha256({"text": text, "overrides": overrides})},
         "inputs": input_facts(config, base),
-        "models": model_facts(config),
+        "models": model_facts(config, resolved),
         "packages": package_versions(),
         "python": platform.python_version(),
         "xmdata": {"version": __version__, **git_state()},
