@@ -8,6 +8,7 @@ import time
 
 import polars as pl
 import pytest
+from shard_records import finished_shards
 
 pytestmark = pytest.mark.slow
 BIN = os.path.dirname(sys.executable)
@@ -59,7 +60,7 @@ def test_demo_release_has_data_rejects_records_and_summary(reference_build):
     assert by_id["cap-008"] == "fr" and by_id["cap-010"] == "de" and by_id["cap-021"] == "bn"
     rejects = pl.read_parquet(reference_build / "language_id" / "rejects" / "*.parquet")
     assert rejects.select("stage", "reason", "row_id").rows() == [("language_id", "empty_text", "cap-empty")]
-    assert len(os.listdir(reference_build / "language_id" / "_done")) == int(SHARDS)
+    assert finished_shards(reference_build / "language_id" / "_done") == int(SHARDS)
 
 
 def test_demo_release_has_a_geo_diverse_selection(reference_build):
@@ -112,12 +113,12 @@ def test_sigkill_mid_run_resumes_without_redoing_and_matches(reference_release, 
                              "--workers", "1"], env=cli_env, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 600
-    while not (done_dir.exists() and len(os.listdir(done_dir)) >= 3):
+    while finished_shards(done_dir) < 3:
         assert proc.poll() is None and time.monotonic() < deadline, "demo ended before it could be killed"
         time.sleep(0.01)
     os.killpg(proc.pid, signal.SIGKILL)  # the CLI, its Dask workers, everything in the session
     proc.wait()
-    finished = len(os.listdir(done_dir))
+    finished = finished_shards(done_dir)
     assert 0 < finished < int(SHARDS)
 
     run = run_demo(out, cli_env, "--workers", "1")
@@ -125,6 +126,7 @@ def test_sigkill_mid_run_resumes_without_redoing_and_matches(reference_release, 
     assert run["language_id"]["shards_run"] == int(SHARDS) - finished
     assert run["captions"]["shards_skipped"] == int(SHARDS)
     assert release_files(out) == release_files(reference_release)
+    assert not list(out.rglob(".tmp-*.part"))  # what the kill left half-written was cleared
 
 
 def test_existing_scheduler_and_two_workers_give_the_same_release(reference_release, cli_env, tmp_path):

@@ -9,6 +9,7 @@ import time
 
 import polars as pl
 import pytest
+from shard_records import finished_shards
 
 pytestmark = pytest.mark.slow
 BIN = os.path.dirname(sys.executable)
@@ -99,10 +100,10 @@ def test_killed_worker_on_an_external_cluster_gives_the_same_scores(local_run, p
             while victim is None:  # a worker busy with a shard, once the first shard is finished
                 assert run.poll() is None and time.monotonic() < deadline, "the run ended before a kill"
                 busy = [w for w, keys in client.processing().items() if keys]
-                if busy and done.exists() and os.listdir(done):
+                if busy and finished_shards(done):
                     victim = busy[0]
                 time.sleep(0.02)
-            finished_at_kill = len(os.listdir(done))
+            finished_at_kill = finished_shards(done)
             os.killpg(os.getpgid(pids[victim]), signal.SIGKILL)  # the worker and its nanny
             stdout, stderr = run.communicate(timeout=600)
             assert run.returncode == 0, stderr[-3000:]
