@@ -100,3 +100,14 @@ def test_positive_shard_and_worker_counts_only(capsys):
             main(["demo", *bad])
         assert exit_info.value.code == 2
     assert "must be at least 1" in capsys.readouterr().err
+
+
+def test_a_named_prefect_api_is_used_as_is_and_the_environment_restored(monkeypatch):
+    from prefect.settings import PREFECT_API_URL
+
+    from xmdata.runtime.prefect_api import prefect_api
+
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:1/api")
+    with prefect_api(url="http://127.0.0.1:2/api") as url:  # no server is started for a named API
+        assert url == os.environ["PREFECT_API_URL"] == PREFECT_API_URL.value() == "http://127.0.0.1:2/api"
+    assert os.environ["PREFECT_API_URL"] == "http://127.0.0.1:1/api"

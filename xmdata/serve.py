@@ -10,7 +10,7 @@ import tempfile
 
 import yaml
 
-from xmdata.runtime.prefect_api import start_prefect_server, stop_process_group
+from xmdata.runtime.prefect_api import prefect_api
 
 PROJECT_YAML = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "prefect.yaml")
 
@@ -43,27 +43,22 @@ def _interrupt(*_):
 
 def serve_deployments(args) -> int:
     path = os.path.abspath(args.prefect_yaml or ("prefect.yaml" if os.path.exists("prefect.yaml") else PROJECT_YAML))
-    api_url = args.api_url or os.environ.get("PREFECT_API_URL")
-    server = None
-    if not api_url:
+    named = args.api_url or os.environ.get("PREFECT_API_URL")
+    log = None
+    if not named:
         log = os.path.join(tempfile.mkdtemp(prefix="xmdata-serve-"), "prefect-server.log")
         print(f"starting a Prefect server on {args.host}:{args.port} (log: {log})…", flush=True)
-        server, api_url = start_prefect_server(args.host, args.port, log_path=log)
-    os.environ["PREFECT_API_URL"] = api_url  # read by Prefect here and by every run it starts
     signal.signal(signal.SIGTERM, _interrupt)  # a service manager's stop is a Ctrl-C too
     try:
-        from prefect import serve
-        from prefect.settings import PREFECT_API_URL, temporary_settings
+        with prefect_api(log_path=log, host=args.host, port=args.port, url=named) as api_url:
+            from prefect import serve
 
-        with temporary_settings(updates={PREFECT_API_URL: api_url}):
             deployments = load_deployments(path, args.activate_schedules)
             ui = api_url[:-len("/api")] if api_url.endswith("/api") else api_url
             print(f"serving {len(deployments)} deployments from {path}; UI: {ui} — Ctrl-C stops", flush=True)
             serve(*deployments, print_starting_message=False)
     except KeyboardInterrupt:
-        pass
+        pass  # prefect_api has stopped the server it started
     finally:
-        if server is not None:
-            stop_process_group(server)
         print("stopped", file=sys.stderr, flush=True)
     return 0

@@ -44,12 +44,15 @@ def start_prefect_server(host: str = "127.0.0.1", port: int | None = None, log_p
     proc = subprocess.Popen([prefect, "server", "start", "--host", host, "--port", str(port)],
                             stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     deadline = time.monotonic() + timeout
-    while not _healthy(url):
-        if proc.poll() is not None or time.monotonic() > deadline:
-            stop_process_group(proc)
-            raise RuntimeError(f"Prefect server did not start on {url}" +
-                               (f"; see {log_path}" if log_path else ""))
-        time.sleep(0.3)
+    try:
+        while not _healthy(url):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"Prefect server did not start on {url}" +
+                                   (f"; see {log_path}" if log_path else ""))
+            time.sleep(0.3)
+    except BaseException:  # a failed start, or Ctrl-C / SIGTERM while waiting: leave no server behind
+        stop_process_group(proc)
+        raise
     return proc, url
 
 
@@ -67,23 +70,29 @@ def stop_process_group(proc: subprocess.Popen, grace: float = 10.0) -> None:
 
 
 @contextlib.contextmanager
-def prefect_api(log_path: str | None = None):
-    """Yield the API URL of this run: PREFECT_API_URL if set, else a server started for the run."""
-    existing = os.environ.get("PREFECT_API_URL")
-    if existing:
-        yield existing
-        return
-    proc, url = start_prefect_server(log_path=log_path)
-    os.environ["PREFECT_API_URL"] = url  # read by Prefect here and inherited by Dask workers
+def prefect_api(log_path: str | None = None, host: str = "127.0.0.1", port: int | None = None,
+                url: str | None = None):
+    """Yield the API URL of this run: `url` or PREFECT_API_URL if set, else a server started on
+    host:port for the run's lifetime and stopped after it (also on Ctrl-C)."""
+    url = url or os.environ.get("PREFECT_API_URL")
+    server = None
+    if not url:
+        server, url = start_prefect_server(host, port, log_path=log_path)
+    previous = os.environ.get("PREFECT_API_URL")
+    os.environ["PREFECT_API_URL"] = url  # read by Prefect here and inherited by Dask workers and runs
     try:
         from prefect.settings import PREFECT_API_URL, temporary_settings
 
         with temporary_settings(updates={PREFECT_API_URL: url}):
             yield url
     finally:
-        _flush_api_logs()
-        os.environ.pop("PREFECT_API_URL", None)
-        stop_process_group(proc)
+        if server is not None:
+            _flush_api_logs()
+            stop_process_group(server)
+        if previous is None:
+            os.environ.pop("PREFECT_API_URL", None)
+        else:
+            os.environ["PREFECT_API_URL"] = previous
 
 
 def _flush_api_logs() -> None:
