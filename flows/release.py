@@ -13,7 +13,6 @@ from xmdata.flows.release_build import build_release_data, resolve_tiny_models
 from xmdata.flows.release_config import load_release_config
 from xmdata.flows.release_facts import release_facts
 from xmdata.runtime.atomic import remove_stray_temp_files, write_text_atomic
-from xmdata.runtime.execution import dask_task_runner
 from xmdata.tasks.release_card import build_card
 from xmdata.tasks.release_files import copy_files, gather_rejects, gather_tables
 from xmdata.tasks.release_manifest import release_files, write_manifest
@@ -21,7 +20,7 @@ from xmdata.tasks.release_manifest import release_files, write_manifest
 PUBLISHED_FOLDERS = ("data", "rejects", "plots", "reports")
 
 
-@flow(name="release", task_runner=dask_task_runner())
+@flow(name="release")
 def release_flow(config: str = "demo", out: str = "releases/demo", shards: int | None = None,
                  seed: int | None = None, work: str | None = None) -> dict:
     """Build the release a config describes into OUT, resumably, and write its card and manifest.

@@ -24,7 +24,7 @@ def find_violations(table: pa.Table, contract: TableContract, source: str) -> li
     for field in contract.schema:
         if field.name not in table.column_names:
             continue
-        target = pl.from_arrow(pa.array([], type=field.type)).dtype
+        target = pl.from_arrow(pa.nulls(0, type=field.type)).dtype
         column = df[field.name]
         try:
             converted = column.cast(target, strict=False)
@@ -50,7 +50,7 @@ def conform(table: pa.Table, contract: TableContract, source: str) -> pa.Table:
     df = pl.from_arrow(table)
     columns = []
     for field in contract.schema:
-        target = pl.from_arrow(pa.array([], type=field.type)).dtype
+        target = pl.from_arrow(pa.nulls(0, type=field.type)).dtype
         if field.name in df.columns:
             columns.append(df[field.name].cast(target, strict=False).alias(field.name))
         else:

@@ -12,6 +12,7 @@ from xmdata.models.base import ModelSpec
 from xmdata.models.registry import get_model
 from xmdata.runtime.stage import Stage
 
+from .language_id import LIGHT_ROWS
 from .rejects import no_rejects
 
 LID_STAGE, QE_STAGE = "candidate_lid", "candidate_qe"
@@ -57,7 +58,7 @@ def estimate_candidate_quality(table: pa.Table, params: dict) -> tuple[pa.Table,
 
 def candidate_lid_stage(model: ModelSpec, accepted_labels: dict[str, list[str]]) -> Stage:
     return Stage(LID_STAGE, version="1", fn=identify_candidate_language,
-                 params={"model": model.to_dict(), "accepted_labels": accepted_labels})
+                 params={"model": model.to_dict(), "accepted_labels": accepted_labels}, inline_rows=LIGHT_ROWS)
 
 
 def candidate_qe_stage(model: ModelSpec) -> Stage:

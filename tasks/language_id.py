@@ -10,6 +10,8 @@ from xmdata.runtime.stage import Stage
 from .rejects import blank_mask, split_by_mask
 
 STAGE = "language_id"
+# fastText labels ~70k short texts per second per core: below this, shipping shards costs more.
+LIGHT_ROWS = 20_000
 
 
 def identify_language(table: pa.Table, params: dict) -> tuple[pa.Table, pa.Table]:
@@ -25,4 +27,4 @@ def identify_language(table: pa.Table, params: dict) -> tuple[pa.Table, pa.Table
 
 def language_id_stage(model: ModelSpec, text_column: str = "text") -> Stage:
     return Stage(STAGE, version="1", fn=identify_language,
-                 params={"model": model.to_dict(), "text_column": text_column})
+                 params={"model": model.to_dict(), "text_column": text_column}, inline_rows=LIGHT_ROWS)

@@ -12,6 +12,8 @@ os.environ.setdefault("PREFECT_HOME", os.path.join(_STATE, "prefect"))
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("DASK_TEMPORARY_DIRECTORY", os.path.join(_STATE, "dask"))
 os.environ.setdefault("XMDATA_CACHE", os.path.join(_STATE, "cache"))  # the demo's tiny models, built once
+os.environ.setdefault("XMDATA_IDLE_MINUTES", "15")  # a service a crashed test run left stops by itself
+os.environ.pop("PREFECT_API_URL", None)  # the service's server, never a developer's
 
 
 @pytest.fixture(scope="session")
@@ -24,21 +26,44 @@ def tiny_models(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def prefect_server():
-    """One Prefect server for the whole test run, as the CLI would start for one build."""
-    from xmdata.runtime.prefect_api import start_prefect_server, stop_process_group
+def service():
+    """The xmdata service (Prefect server + warm Dask cluster) for the whole test run, started as
+    the first CLI command would start it, and stopped at the end."""
+    from xmdata.runtime.service import ensure_service, stop_service
 
-    proc, url = start_prefect_server(log_path=os.path.join(_STATE, "prefect-server.log"))
-    os.environ["PREFECT_API_URL"] = url  # inherited by every CLI run and Dask worker we start
-    yield url
-    os.environ.pop("PREFECT_API_URL", None)
-    stop_process_group(proc)
+    state = ensure_service(quiet=True)
+    yield state
+    stop_service()
 
 
 @pytest.fixture(scope="session")
-def cli_env(prefect_server):
-    """Environment for running `xmdata` as a user would, against the shared test server."""
-    return {**os.environ, "PREFECT_API_URL": prefect_server}
+def prefect_server(service):
+    """The service's Prefect API, for tests that run flows in this process."""
+    os.environ["PREFECT_API_URL"] = service["prefect_api_url"]
+    yield service["prefect_api_url"]
+    os.environ.pop("PREFECT_API_URL", None)
+
+
+@pytest.fixture(scope="session")
+def cluster_env(service):
+    """Environment for running `xmdata` as a user would: the CLI finds the service by itself."""
+    return {k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", "XMDATA_EXECUTOR")}
+
+
+@pytest.fixture(scope="session")
+def cli_env(cluster_env):
+    """The same, for tests that do not test the cluster: every stage runs in the CLI's process."""
+    return {**cluster_env, "XMDATA_EXECUTOR": "inprocess"}
+
+
+@pytest.fixture(scope="session")
+def demo_release(tmp_path_factory, cli_env):
+    """The demo release, built once per test run (in-process; the cluster tests compare with it)."""
+    from demo_runs import run_demo
+
+    out = tmp_path_factory.mktemp("demo")
+    run_demo(out, cli_env)
+    return out
 
 
 def pytest_collection_modifyitems(config, items):

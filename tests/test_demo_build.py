@@ -3,46 +3,20 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import polars as pl
+import psutil
 import pytest
+from demo_runs import BIN, SHARDS, release_files, run_demo
 from shard_records import finished_shards
 
 pytestmark = pytest.mark.slow
-BIN = os.path.dirname(sys.executable)
-SHARDS = "16"
-VOLATILE = {"run.json", "prefect-server.log"}  # how a run went, not what it made
-
-
-def run_demo(out, env, *extra):
-    result = subprocess.run([os.path.join(BIN, "xmdata"), "demo", "--out", str(out), "--shards", SHARDS,
-                             *extra], env=env, capture_output=True, text=True, timeout=900)
-    assert result.returncode == 0, result.stderr[-3000:]
-    return json.load(open(os.path.join(out, "build", "run.json")))
-
-
-def release_files(root):
-    """Every file of a release folder and its build folder, by content; manifest.json without the
-    one line that may differ (built_at)."""
-    files = {}
-    for folder, _, names in os.walk(root):
-        for name in names:
-            rel = os.path.relpath(os.path.join(folder, name), root)
-            if name not in VOLATILE:
-                files[rel] = open(os.path.join(folder, name), "rb").read()
-    manifest = json.loads(files.pop("manifest.json"))
-    assert manifest.pop("built_at")
-    files["manifest.json"] = manifest
-    return files
 
 
 @pytest.fixture(scope="module")
-def reference_release(tmp_path_factory, cli_env):
-    out = tmp_path_factory.mktemp("reference")
-    run_demo(out, cli_env, "--workers", "2")
-    return out
+def reference_release(demo_release):
+    return demo_release
 
 
 @pytest.fixture(scope="module")
@@ -106,47 +80,54 @@ def test_qa_rows_are_translated_or_refused_with_a_reason(reference_build):
     assert sum(summary["stages"]["translate_qa"]["rejected"].values()) == 8 * 2  # every instance × fr, de
 
 
-def test_sigkill_mid_run_resumes_without_redoing_and_matches(reference_release, cli_env, tmp_path):
+def test_sigkill_mid_run_resumes_without_redoing_and_matches(reference_release, cluster_env, tmp_path):
+    """SIGKILL of the CLI alone (not its process group): its LocalCluster's workers must go with it,
+    and the rerun, on a cluster, finishes only what is missing, byte for byte as the in-process build."""
     out = tmp_path / "killed"
     done_dir = out / "build" / "language_id" / "_done"
-    proc = subprocess.Popen([os.path.join(BIN, "xmdata"), "demo", "--out", str(out), "--shards", SHARDS,
-                             "--workers", "1"], env=cli_env, start_new_session=True,
+    command = [os.path.join(BIN, "xmdata"), "demo", "--out", str(out), "--shards", SHARDS, "--workers", "1",
+               "--executor", "dask"]
+    proc = subprocess.Popen(command, env=cluster_env, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 600
     while finished_shards(done_dir) < 3:
         assert proc.poll() is None and time.monotonic() < deadline, "demo ended before it could be killed"
         time.sleep(0.01)
-    os.killpg(proc.pid, signal.SIGKILL)  # the CLI, its Dask workers, everything in the session
+    children = psutil.Process(proc.pid).children(recursive=True)
+    os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     finished = finished_shards(done_dir)
-    assert 0 < finished < int(SHARDS)
+    assert 0 < finished < int(SHARDS) and children  # its worker (and the worker's nanny process)
+    gone, alive = psutil.wait_procs(children, timeout=30)
+    assert not alive, f"left running after kill -9 of the command: {alive}"
 
-    run = run_demo(out, cli_env, "--workers", "1")
+    run = run_demo(out, cluster_env, "--workers", "1", "--executor", "dask")
     assert run["language_id"]["shards_skipped"] == finished
     assert run["language_id"]["shards_run"] == int(SHARDS) - finished
+    assert run["language_id"]["where"] == "cluster"
     assert run["captions"]["shards_skipped"] == int(SHARDS)
     assert release_files(out) == release_files(reference_release)
     assert not list(out.rglob(".tmp-*.part"))  # what the kill left half-written was cleared
 
 
-def test_existing_scheduler_and_two_workers_give_the_same_release(reference_release, cli_env, tmp_path):
+def test_existing_scheduler_and_two_workers_give_the_same_release(reference_release, cluster_env, tmp_path):
     from distributed import Client
     from xmdata.runtime.prefect_api import free_port, stop_process_group
 
     address = f"tcp://127.0.0.1:{free_port()}"
     dask = os.path.join(BIN, "dask")
     procs = [subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", address.rsplit(":", 1)[1],
-                               "--no-dashboard"], env=cli_env, start_new_session=True,
+                               "--no-dashboard"], env=cluster_env, start_new_session=True,
                               stderr=subprocess.DEVNULL)]
     try:
         time.sleep(1)
         procs += [subprocess.Popen([dask, "worker", address, "--nthreads", "1", "--no-dashboard",
                                     "--host", "127.0.0.1", "--local-directory", str(tmp_path / f"w{i}")],
-                                   env=cli_env, start_new_session=True, stderr=subprocess.DEVNULL)
+                                   env=cluster_env, start_new_session=True, stderr=subprocess.DEVNULL)
                   for i in range(2)]
         with Client(address, timeout=60) as client:
             client.wait_for_workers(2, timeout=120)
-            run_demo(tmp_path / "remote", cli_env, "--dask-address", address)
+            run_demo(tmp_path / "remote", cluster_env, "--dask-address", address)
             loads = client.run(lambda: (lambda r: (r.load_count, len(r._loaded)))(
                 __import__("xmdata.models.registry").models.registry))
         assert release_files(tmp_path / "remote") == release_files(reference_release)

@@ -6,8 +6,10 @@ import os
 import sys
 
 from xmdata.cli_translate import add_translation_commands
+from xmdata.runtime.session import EXECUTORS
 
 EXIT_BAD_INPUT = 2
+EXIT_SHARDS_FAILED = 1
 
 
 def positive_int(text: str) -> int:
@@ -20,9 +22,13 @@ def positive_int(text: str) -> int:
 def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shards", type=positive_int, default=8, help="number of shards (default 8)")
     p.add_argument("--workers", type=positive_int, default=None,
-                   help="LocalCluster worker processes (default: one per core)")
+                   help="a LocalCluster of N worker processes for this command alone "
+                        "(default: the xmdata service's warm cluster, one worker per core)")
     p.add_argument("--dask-address", default=None,
-                   help="run on an existing Dask scheduler (tcp://host:port); env XMDATA_DASK_ADDRESS")
+                   help="run every stage on an existing Dask scheduler (tcp://host:port); env XMDATA_DASK_ADDRESS")
+    p.add_argument("--executor", choices=EXECUTORS, default=None,
+                   help="auto (default): small stages in this process, the rest on the cluster; "
+                        "inprocess: everything here; dask: everything on the cluster. Env XMDATA_EXECUTOR")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary table")
 
 
@@ -47,6 +53,12 @@ def build_parser() -> argparse.ArgumentParser:
     verify = release.add_subparsers(dest="release_command").add_parser(
         "verify", help="check every file of a release against its manifest.json")
     verify.add_argument("dir")
+
+    up = sub.add_parser("up", help="start the xmdata service in the background: a Prefect server and a "
+                        "warm Dask cluster on 127.0.0.1 that every later command reuses")
+    up.add_argument("--workers", type=positive_int, default=None, help="worker processes (default: one per core)")
+    sub.add_parser("down", help="stop the xmdata service: workers, scheduler and Prefect server")
+    sub.add_parser("status", help="is the xmdata service up; its URLs, workers and loaded models")
 
     serve = sub.add_parser("serve", help="a Prefect server on 127.0.0.1 and a process serving the deployments "
                            "of prefect.yaml; Ctrl-C stops both")
@@ -120,6 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     from xmdata.commands import COMMANDS  # heavy imports start here, after argument parsing
     from xmdata.models.base import ModelError
+    from xmdata.runtime.execution import ShardsFailed
+    from xmdata.runtime.service import ServiceError
     from xmdata.schemas import ContractError
 
     try:
@@ -127,6 +141,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ContractError, ModelError) as exc:
         print(f"xmdata: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except (ShardsFailed, ServiceError) as exc:
+        print(f"xmdata: error: {exc}", file=sys.stderr)
+        return EXIT_SHARDS_FAILED
 
 
 if __name__ == "__main__":

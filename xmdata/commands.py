@@ -6,26 +6,21 @@ import os
 import sys
 import time
 
-from xmdata.runtime.prefect_api import prefect_api
 from xmdata.schemas import CONTRACTS, ContractError
 from xmdata.schemas.readers import read_input
 
 
 def _run_flow(flow_fn, args, summary_dir: str | None = None, **params) -> dict:
-    from xmdata.runtime.execution import DASK_ADDRESS_ENV, dask_task_runner
     from xmdata.runtime.progress import PROGRESS_ENV
+    from xmdata.runtime.run_setup import run_environment
 
-    if (args.dask_address or os.environ.get(DASK_ADDRESS_ENV)) and not os.environ.get("PREFECT_API_URL"):
-        raise ContractError("--dask-address needs PREFECT_API_URL: set it to a Prefect server that this "
-                            "run and every worker of that cluster can reach (see README, Prefect and Dask)")
     args.out = os.path.abspath(args.out)  # workers of an external cluster have another cwd
     os.makedirs(args.out, exist_ok=True)
     os.environ[PROGRESS_ENV] = "0" if args.quiet else "1"
     started = time.perf_counter()
     os.makedirs(summary_dir or args.out, exist_ok=True)
-    with prefect_api(log_path=os.path.join(summary_dir or args.out, "prefect-server.log")):
-        runner = dask_task_runner(args.dask_address, args.workers)
-        summary = flow_fn.with_options(task_runner=runner)(out=args.out, shards=args.shards, **params)
+    with run_environment(args.executor, args.dask_address, args.workers, summary_dir or args.out, args.quiet):
+        summary = flow_fn(out=args.out, shards=args.shards, **params)
     if not args.quiet:
         print(open(os.path.join(summary_dir or args.out, "summary.md"), encoding="utf-8").read())
         for stage, counts in summary["run"].items():
@@ -153,6 +148,13 @@ def serve(args) -> int:
     return serve_deployments(args)
 
 
-COMMANDS = {"demo": release, "release": release, "serve": serve, "identify-language": identify_language, "select-images": select_images,
+def service(args) -> int:
+    """`xmdata up` / `down` / `status`: the background Prefect server and warm Dask cluster."""
+    from xmdata.runtime.service_status import service_command
+
+    return service_command(args)
+
+
+COMMANDS = {"up": service, "down": service, "status": service, "demo": release, "release": release, "serve": serve, "identify-language": identify_language, "select-images": select_images,
             "translate": translate, "select-translations": select_translations, "translate-qa": translate_qa,
             "score": score, "evaluate": evaluate, "validate": validate, "models": models}

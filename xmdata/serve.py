@@ -16,12 +16,11 @@ PROJECT_YAML = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__fi
 
 
 def load_deployments(path: str, activate_schedules: bool) -> list:
-    """prefect.yaml's deployments as RunnerDeployments; every flow runs its shards on Dask (a
-    LocalCluster, or XMDATA_DASK_ADDRESS's scheduler when set)."""
+    """prefect.yaml's deployments as RunnerDeployments. A run's shards go where a CLI run's would
+    (`runtime/session.py`): XMDATA_DASK_ADDRESS's scheduler, the xmdata service's warm cluster if it
+    is up, or this process and, for big stages, a LocalCluster started for the run."""
     from prefect.flows import load_flow_from_entrypoint
     from prefect.schedules import Cron
-
-    from xmdata.runtime.execution import dask_task_runner
 
     spec = yaml.safe_load(open(path, encoding="utf-8"))
     deployments = []
@@ -29,7 +28,7 @@ def load_deployments(path: str, activate_schedules: bool) -> list:
         flow = load_flow_from_entrypoint(entry["entrypoint"], use_placeholder_flow=False)
         schedules = [Cron(s["cron"], timezone=s.get("timezone"), active=activate_schedules or s.get("active", True))
                      for s in entry.get("schedules") or []]
-        deployment = flow.with_options(task_runner=dask_task_runner()).to_deployment(
+        deployment = flow.to_deployment(
             name=entry["name"], description=entry.get("description"), tags=entry.get("tags"),
             parameters=entry.get("parameters") or {}, schedules=schedules or None)
         deployment.entrypoint = entry["entrypoint"]  # the module path: a file path breaks relative imports

@@ -1,72 +1,84 @@
-"""Where shards run: one Prefect task per shard, on a Dask cluster (local by default, or by address)."""
+"""Running a stage over its shards: skip the finished, execute the rest, account for every one.
+
+Prefect tracks stages, Dask (or this process) executes shards: a stage is one Prefect task run
+with a live progress artifact and a per-shard table, while its shards go straight to the executor
+the session picks (`session.py`). A Prefect task run per shard cost ~0.2 CPU-s and Prefect is
+known to stall past ~1,000 task runs in a flow; a Dask task costs about a millisecond.
+"""
 from __future__ import annotations
 
-import os
+import time
 
-from prefect import task
-from prefect.cache_policies import NONE
-from prefect.futures import as_completed
-from prefect_dask import DaskTaskRunner
+import pyarrow.parquet as pq
 
 from .atomic import sha256_file
-from .process import StageReport, process_shard
+from .process import StageReport
 from .progress import ShardProgress
 from .records import finished_record
+from .session import current_session
 from .shards import ShardPaths, remove_shards_beyond, shard_index
 from .stage import Stage
-
-DASK_ADDRESS_ENV = "XMDATA_DASK_ADDRESS"
-
-
-def dask_task_runner(dask_address: str | None = None, n_workers: int | None = None) -> DaskTaskRunner:
-    """An existing scheduler when an address is given (flag or env), else a LocalCluster.
-
-    One thread per worker process: a worker holds one copy of each model and runs one shard at a
-    time, so processes, not threads, give the parallelism (and the GIL stays out of the way).
-    """
-    address = dask_address or os.environ.get(DASK_ADDRESS_ENV)
-    if address:
-        return DaskTaskRunner(address=address)
-    cores = max(1, os.cpu_count() or 1)
-    workers = n_workers or cores
-    # Each worker's torch/BLAS gets its share of the cores, not all of them (no oversubscription).
-    threads = str(max(1, cores // workers))
-    return DaskTaskRunner(
-        cluster_class="distributed.LocalCluster",
-        cluster_kwargs={"n_workers": workers, "threads_per_worker": 1, "processes": True,
-                        "dashboard_address": ":0",
-                        "env": {"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}},
-    )
+from .stage_tracking import StageTracker, in_flow, tracked
 
 
-# Our completion records do the resuming; Prefect's own input cache would hash whole tables.
-@task(name="shard", cache_policy=NONE)
-def shard_task(stage: Stage, input_path: str, root: str, index: int) -> dict:
-    return process_shard(stage, input_path, root, index)
+class ShardsFailed(RuntimeError):
+    """Some shards of a stage could not finish; the others did, and a rerun runs only these."""
+
+    def __init__(self, stage: str, failed: dict[int, str]):
+        self.stage, self.failed = stage, failed
+        listed = "; ".join(f"shard-{i:05d}: {reason}" for i, reason in sorted(failed.items())[:10])
+        more = f" (and {len(failed) - 10} more)" if len(failed) > 10 else ""
+        super().__init__(f"stage {stage}: {len(failed)} shard(s) failed — {listed}{more}. "
+                         f"Finished shards are kept; run the same command again to finish these.")
 
 
 def run_stage(stage: Stage, input_paths: list[str], root: str) -> StageReport:
-    """Submit every unfinished shard to the flow's task runner; skip (and count) finished ones."""
+    """Every shard of `input_paths` through `stage`, as one Prefect task run when inside a flow."""
+    if in_flow():
+        return tracked(stage.name)(_run_stage)(stage, input_paths, root)
+    return _run_stage(stage, input_paths, root)
+
+
+def _run_stage(stage: Stage, input_paths: list[str], root: str) -> StageReport:
+    started = time.perf_counter()
     remove_shards_beyond(root, stage.name, len(input_paths))
     records: dict[int, dict] = {}
-    futures = {}
+    pending: list[tuple[int, str]] = []
     for path in input_paths:
         index = shard_index(path)
         done = finished_record(stage, ShardPaths(root, stage.name, index), sha256_file(path))
         if done is not None:
             records[index] = done
         else:
-            futures[index] = shard_task.with_options(
-                task_run_name=f"{stage.name}-{index:05d}").submit(stage, path, root, index)
+            pending.append((index, path))
+    rows = sum(pq.read_metadata(path).num_rows for _, path in pending)
+    executor = current_session().executor_for(stage, rows, len(pending))
+    tracker = StageTracker(stage.name, len(input_paths), len(records), executor.where)
     progress = ShardProgress(stage.name, len(input_paths), len(records))
+    failed: dict[int, str] = {}
+    ran, load_s, work_s = 0, 0.0, 0.0
     try:
-        index_of = {id(future): index for index, future in futures.items()}
-        for future in as_completed(list(futures.values())):
-            records[index_of[id(future)]] = record = future.result()
-            progress.shard_done(record)
+        for index, outcome, error in executor.run(stage, pending, root):
+            if error is not None:
+                failed[index] = error
+                tracker.shard_failed(index, error)
+                continue
+            # A shard a lost worker finished comes back from its rerun as already done: it was still
+            # run by this command, once.
+            records[index] = outcome["record"]
+            ran += 1
+            load_s += outcome["load_s"]
+            work_s += outcome["seconds"] - outcome["load_s"]
+            progress.shard_done(outcome["record"])
+            tracker.shard_done(index, outcome)
     finally:
         progress.close()
-    ordered = [records[i] for i in sorted(records)]
-    return StageReport(stage.name, ordered, shards_run=len(futures),
-                       shards_skipped=len(input_paths) - len(futures),
-                       data_paths=[ShardPaths(root, stage.name, i).data for i in sorted(records)])
+    timing = {"where": executor.where, "seconds": round(time.perf_counter() - started, 3),
+              "model_load_s": round(load_s, 3), "work_s": round(work_s, 3)}
+    tracker.finish(timing)
+    if failed:
+        raise ShardsFailed(stage.name, failed)
+    ordered = sorted(records)
+    return StageReport(stage.name, [records[i] for i in ordered], shards_run=ran,
+                       shards_skipped=len(input_paths) - len(pending),
+                       data_paths=[ShardPaths(root, stage.name, i).data for i in ordered], timing=timing)

@@ -1,13 +1,11 @@
-"""One Prefect API for the whole run.
-
-Without a server, Prefect starts a temporary one in every process that runs a task — with Dask,
-one per worker (measured: 31 s instead of 7 s for a trivial map). So a run either uses the
-server PREFECT_API_URL names, or starts one on 127.0.0.1 (SQLite under PREFECT_HOME) for its
-lifetime and hands its URL to every worker through the environment.
+"""One Prefect API for the whole run: the server PREFECT_API_URL names, the xmdata service's, or
+one started on 127.0.0.1 (SQLite under PREFECT_HOME) for the run's lifetime. A server started here
+dies with the process that started it, even one killed with SIGKILL (Linux parent-death signal).
 """
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import signal
 import socket
@@ -23,7 +21,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _healthy(url: str) -> bool:
+def healthy(url: str) -> bool:
     try:
         with urllib.request.urlopen(f"{url}/health", timeout=2) as r:
             return r.status == 200
@@ -31,9 +29,15 @@ def _healthy(url: str) -> bool:
         return False
 
 
-def start_prefect_server(host: str = "127.0.0.1", port: int | None = None, log_path: str | None = None,
-                         timeout: float = 120.0) -> tuple[subprocess.Popen, str]:
-    """Start `prefect server start` and wait until its API answers; returns (process, api_url)."""
+def _die_with_parent() -> None:
+    """In the child, before exec: SIGTERM when the parent dies, however it dies (Linux only)."""
+    with contextlib.suppress(Exception):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def launch_prefect_server(host: str = "127.0.0.1", port: int | None = None,
+                          log_path: str | None = None) -> tuple[subprocess.Popen, str]:
+    """Start `prefect server start` without waiting; returns (process, api_url)."""
     port = port or free_port()
     prefect = os.path.join(os.path.dirname(sys.executable), "prefect")
     log = open(log_path, "ab") if log_path else subprocess.DEVNULL
@@ -42,10 +46,24 @@ def start_prefect_server(host: str = "127.0.0.1", port: int | None = None, log_p
     env = {**os.environ, "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_UI_API_URL": url}
     env.pop("PREFECT_API_URL", None)
     proc = subprocess.Popen([prefect, "server", "start", "--host", host, "--port", str(port)],
-                            stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+                            stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+                            preexec_fn=_die_with_parent)
+    return proc, url
+
+
+def start_prefect_server(host: str = "127.0.0.1", port: int | None = None, log_path: str | None = None,
+                         timeout: float = 120.0) -> tuple[subprocess.Popen, str]:
+    """Start `prefect server start` and wait until its API answers; returns (process, api_url)."""
+    proc, url = launch_prefect_server(host, port, log_path)
+    wait_until_healthy(proc, url, log_path, timeout)
+    return proc, url
+
+
+def wait_until_healthy(proc: subprocess.Popen, url: str, log_path: str | None = None,
+                       timeout: float = 120.0) -> None:
     deadline = time.monotonic() + timeout
     try:
-        while not _healthy(url):
+        while not healthy(url):
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"Prefect server did not start on {url}" +
                                    (f"; see {log_path}" if log_path else ""))
@@ -53,7 +71,6 @@ def start_prefect_server(host: str = "127.0.0.1", port: int | None = None, log_p
     except BaseException:  # a failed start, or Ctrl-C / SIGTERM while waiting: leave no server behind
         stop_process_group(proc)
         raise
-    return proc, url
 
 
 def stop_process_group(proc: subprocess.Popen, grace: float = 10.0) -> None:

@@ -1,13 +1,14 @@
 """Running one stage over one shard, the unit of work, and over all shards of an input."""
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .atomic import sha256_file, write_json_atomic, write_parquet_atomic
-from .records import make_record
+from .records import finished_record, make_record
 from .shards import ShardPaths
 from .stage import Stage
 
@@ -19,6 +20,23 @@ def process_shard(stage: Stage, input_path: str, root: str, index: int) -> dict:
     table = pq.read_table(input_path)
     kept, rejects = stage.fn(table, stage.params)
     return write_shard(stage, paths, input_sha, table.num_rows, kept, rejects)
+
+
+def run_shard_job(stage: Stage, input_path: str, root: str, index: int) -> dict:
+    """What an executor runs for one shard: its record, and how the time went.
+
+    A shard whose completion record already matches is returned as it is, not recomputed: Dask
+    reruns a task whose worker died after finishing it, and that must cost a hash, not the work.
+    Model loads (their imports included) are timed apart from the work (`models.registry`).
+    """
+    from xmdata.models import registry  # light: backends are imported only when a model loads
+
+    started, loads_before = time.perf_counter(), registry.load_seconds
+    done = finished_record(stage, ShardPaths(root, stage.name, index), sha256_file(input_path))
+    record = done if done is not None else process_shard(stage, input_path, root, index)
+    seconds = time.perf_counter() - started
+    load_s = registry.load_seconds - loads_before
+    return {"record": record, "recomputed": done is None, "seconds": seconds, "load_s": load_s}
 
 
 def write_shard(stage: Stage, paths: ShardPaths, input_sha: str, rows_in: int, kept: pa.Table,
@@ -57,6 +75,8 @@ class StageReport:
                 total[reason] = total.get(reason, 0) + n
         return dict(sorted(total.items()))
 
+    timing: dict = field(default_factory=dict)  # where it ran, seconds, model loads apart from work
+
     def run_counts(self) -> dict:
         return {"shards_total": len(self.records), "shards_run": self.shards_run,
-                "shards_skipped": self.shards_skipped}
+                "shards_skipped": self.shards_skipped, **self.timing}

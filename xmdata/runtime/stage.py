@@ -17,12 +17,15 @@ class Stage:
     """Name, version and params decide whether a finished shard is still valid.
 
     Bump ``version`` when a change to ``fn`` changes its output: finished shards are then redone.
+    ``inline_rows``: up to this many pending rows the stage runs in the calling process even when a
+    warm cluster is at hand (light stages: shipping the work costs more than doing it).
     """
 
     name: str
     version: str
     fn: StageFn
     params: dict = field(default_factory=dict)
+    inline_rows: int = 0
 
     @property
     def code_version(self) -> str:

@@ -1,0 +1,55 @@
+"""CPU-seconds summed over every process a run involves: this process, the commands it ran and
+waited for, and the xmdata service's tree (its scheduler, its Prefect server, its workers).
+
+A process that started during the measurement counts whole; one that existed before counts
+from the snapshot. Wall time is measured beside it.
+"""
+from __future__ import annotations
+
+import resource
+import time
+
+import psutil
+
+
+def _own_cpu() -> float:
+    self_, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return self_.ru_utime + self_.ru_stime + children.ru_utime + children.ru_stime
+
+
+def _tree_cpu() -> dict[int, float]:
+    """Per pid CPU of the service's processes (read from its state file, if it is up)."""
+    from xmdata.runtime.service import read_state
+
+    state = read_state()
+    if not state:
+        return {}
+    try:
+        root = psutil.Process(state["pid"])
+        procs = [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return {}
+    cpu = {}
+    for proc in procs:
+        try:
+            t = proc.cpu_times()
+            cpu[proc.pid] = t.user + t.system
+        except psutil.NoSuchProcess:
+            pass
+    return cpu
+
+
+class CpuMeter:
+    """`with CpuMeter() as m: ...` then m.cpu_s (all processes) and m.wall_s."""
+
+    def __enter__(self):
+        self.wall0, self.own0, self.tree0 = time.perf_counter(), _own_cpu(), _tree_cpu()
+        return self
+
+    def __exit__(self, *exc):
+        self.wall_s = time.perf_counter() - self.wall0
+        tree = _tree_cpu()
+        self.service_s = sum(cpu - self.tree0.get(pid, 0.0) for pid, cpu in tree.items())
+        self.own_s = _own_cpu() - self.own0
+        self.cpu_s = self.own_s + self.service_s
+        return False

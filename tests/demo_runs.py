@@ -1,0 +1,33 @@
+"""Running the demo through the CLI as a user would, and reading a release folder by content."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+BIN = os.path.dirname(sys.executable)
+SHARDS = "16"
+VOLATILE = {"run.json", "prefect-server.log"}  # how a run went, not what it made
+
+
+def run_demo(out, env, *extra):
+    result = subprocess.run([os.path.join(BIN, "xmdata"), "demo", "--out", str(out), "--shards", SHARDS,
+                             *extra], env=env, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.load(open(os.path.join(out, "build", "run.json")))
+
+
+def release_files(root):
+    """Every file of a release folder and its build folder, by content; manifest.json without the
+    one line that may differ (built_at)."""
+    files = {}
+    for folder, _, names in os.walk(root):
+        for name in names:
+            rel = os.path.relpath(os.path.join(folder, name), root)
+            if name not in VOLATILE:
+                files[rel] = open(os.path.join(folder, name), "rb").read()
+    manifest = json.loads(files.pop("manifest.json"))
+    assert manifest.pop("built_at")
+    files["manifest.json"] = manifest
+    return files

@@ -1,0 +1,152 @@
+"""Execution: where a stage runs, what its workers import, and what happens when workers die."""
+import os
+import sys
+
+import cloudpickle
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from xmdata.runtime.execution import ShardsFailed, run_stage
+from xmdata.runtime.process import run_shard_job
+from xmdata.runtime.session import ExecutionSession, execution_session
+from xmdata.runtime.stage import Stage
+
+HEAVY = ("torch", "transformers", "comet", "open_clip", "lightning")
+
+
+def write_shards(root, n, rows=3):
+    paths = []
+    for i in range(n):
+        path = os.path.join(root, "input", f"shard-{i:05d}.parquet")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        pq.write_table(pa.table({"id": [f"s{i}-{j}" for j in range(rows)], "text": ["bonjour"] * rows}), path)
+        paths.append(path)
+    return paths
+
+
+def counted(table, params):
+    """Records each call per shard; kills its worker process on the victim shard while `poison` exists."""
+    from xmdata.tasks.rejects import no_rejects
+
+    shard = table.column("id")[0].as_py().split("-")[0]
+    with open(os.path.join(params["marks"], shard), "a") as f:
+        f.write("call\n")
+    if shard == params["victim"] and os.path.exists(params["poison"]):
+        if params["once"]:
+            os.unlink(params["poison"])
+        os._exit(1)
+    return table, no_rejects()
+
+
+def counting_stage(tmp_path, victim="s2", once=True):
+    marks = tmp_path / "marks"
+    marks.mkdir(exist_ok=True)
+    (tmp_path / "poison").write_text("")
+    return Stage("counted", "1", counted, {"marks": str(marks), "victim": victim,
+                                          "poison": str(tmp_path / "poison"), "once": once})
+
+
+def calls(tmp_path):
+    return {p.name: len(p.read_text().splitlines()) for p in (tmp_path / "marks").iterdir()}
+
+
+class Light:
+    inline_rows = 100
+
+
+@pytest.mark.parametrize("executor, address, service, rows, shards, where", [
+    ("auto", None, "tcp://warm", 50, 4, "in-process"),     # under the stage's inline_rows
+    ("auto", None, "tcp://warm", 5_000, 4, "cluster"),     # a warm cluster is at hand
+    ("auto", None, None, 1_500, 4, "in-process"),           # small, and no cluster to start for it
+    ("auto", None, None, 50_000, 4, "cluster"),             # big enough to start one
+    ("auto", None, "tcp://warm", 50_000, 1, "in-process"),  # one shard: nothing to spread
+    ("auto", "tcp://given", None, 10, 4, "cluster"),        # a scheduler the user named: everything there
+    ("inprocess", "tcp://given", None, 50_000, 4, "in-process"),
+    ("dask", None, None, 10, 4, "cluster"),
+])
+def test_each_stage_runs_where_its_size_says(executor, address, service, rows, shards, where):
+    session = ExecutionSession(executor, address, service_address=service)
+    session._client = object()  # no cluster is started or reached to decide
+    assert session.executor_for(Light(), rows, shards).where == where
+
+
+def test_a_finished_shard_is_returned_not_recomputed(tmp_path):
+    stage = counting_stage(tmp_path, victim="none")
+    path = write_shards(tmp_path, 1)[0]
+    first = run_shard_job(stage, path, str(tmp_path / "out"), 0)
+    again = run_shard_job(stage, path, str(tmp_path / "out"), 0)  # as Dask does after a worker loss
+    assert first["recomputed"] and not again["recomputed"] and again["record"] == first["record"]
+    assert calls(tmp_path) == {"s0": 1}
+
+
+def test_in_process_failures_are_recorded_per_shard_and_a_rerun_finishes_them(tmp_path):
+    from xmdata.tasks.rejects import no_rejects
+
+    def flaky(table, params):
+        if table.column("id")[0].as_py().startswith("s1-") and not os.path.exists(tmp_path / "fixed"):
+            raise RuntimeError("disk full")
+        return table, no_rejects()
+
+    stage, paths, out = Stage("flaky", "1", flaky), write_shards(tmp_path, 3), str(tmp_path / "out")
+    with execution_session("inprocess"):
+        with pytest.raises(ShardsFailed, match=r"shard-00001: RuntimeError: disk full") as failure:
+            run_stage(stage, paths, out)
+        assert failure.value.failed.keys() == {1}
+        assert sorted(os.listdir(tmp_path / "out" / "flaky" / "_done")) == ["shard-00000.json", "shard-00002.json"]
+        (tmp_path / "fixed").write_text("")
+        report = run_stage(stage, paths, out)
+    assert (report.shards_run, report.shards_skipped) == (1, 2)
+
+
+def test_shard_failures_exit_1_naming_the_shards(monkeypatch, capsys):
+    from xmdata import cli, commands
+
+    def failing(args):
+        raise ShardsFailed("translate", {3: "KilledWorker", 7: "MemoryError: "})
+
+    monkeypatch.setitem(commands.COMMANDS, "validate", failing)
+    assert cli.main(["validate", "x.csv"]) == 1
+    err = capsys.readouterr().err
+    assert "shard-00003: KilledWorker" in err and "shard-00007" in err and "run the same command again" in err
+
+
+@pytest.fixture(scope="module")
+def local_cluster():
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers need not import the tests
+    with execution_session("dask", workers=2) as session:
+        yield session
+
+
+@pytest.mark.slow
+def test_workers_import_only_their_stage_and_time_model_loads_apart(local_cluster, tmp_path):
+    from xmdata.models.base import ModelSpec
+    from xmdata.tasks.language_id import language_id_stage
+
+    report = run_stage(language_id_stage(ModelSpec("fasttext", "lid.176")), write_shards(tmp_path, 4),
+                       str(tmp_path / "out"))
+    assert report.rows_out == 12 and report.timing["where"] == "cluster"
+    assert report.timing["model_load_s"] > 0 and report.timing["work_s"] > 0
+    imported = local_cluster.client().run(lambda: sorted(m for m in HEAVY if m in sys.modules))
+    assert imported and all(mods == [] for mods in imported.values()), imported
+
+
+@pytest.mark.slow
+def test_a_killed_worker_has_its_shard_rerun_and_no_other_shard_recomputed(local_cluster, tmp_path):
+    report = run_stage(counting_stage(tmp_path, victim="s2", once=True), write_shards(tmp_path, 6),
+                       str(tmp_path / "out"))
+    assert report.shards_run == 6 and report.rows_out == 18
+    assert calls(tmp_path) == {"s0": 1, "s1": 1, "s2": 2, "s3": 1, "s4": 1, "s5": 1}
+
+
+@pytest.mark.slow
+def test_a_shard_that_keeps_killing_workers_fails_while_the_others_finish(local_cluster, tmp_path):
+    stage, paths, out = counting_stage(tmp_path, victim="s1", once=False), write_shards(tmp_path, 4), str(tmp_path / "out")
+    with pytest.raises(ShardsFailed, match="shard-00001: the workers running it died repeatedly") as failure:
+        run_stage(stage, paths, out)
+    assert failure.value.failed.keys() == {1}
+    assert {k: v for k, v in calls(tmp_path).items() if k != "s1"} == {"s0": 1, "s2": 1, "s3": 1}
+    os.unlink(tmp_path / "poison")  # whatever killed it is fixed: the rerun runs that shard alone
+    report = run_stage(stage, paths, out)
+    assert (report.shards_run, report.shards_skipped) == (1, 3)
+    assert {k: v for k, v in calls(tmp_path).items() if k != "s1"} == {"s0": 1, "s2": 1, "s3": 1}

@@ -1,0 +1,72 @@
+"""The service process (`python -m xmdata.runtime.service_main`, started by `ensure_service`).
+
+It owns a Prefect server (a child that dies with it) and a LocalCluster (scheduler in this process,
+worker processes that exit when it goes), writes the state file once both answer, and on SIGTERM
+or after the idle time closes the workers, then the scheduler, then the server, and removes the
+state file.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import signal
+import time
+
+from .cluster import bind_host, close_local_cluster, default_workers, start_local_cluster
+from .prefect_api import launch_prefect_server, stop_process_group, wait_until_healthy
+from .service import DEFAULT_IDLE_MINUTES, IDLE_ENV, paths, write_state
+
+CHECK_EVERY_S = 0.2  # also how fast a SIGTERM is noticed
+_stop = False
+
+
+def _request_stop(*_):
+    global _stop
+    _stop = True
+
+
+def idle_for(scheduler, own_clients: int) -> float:
+    """Seconds since the last command touched the service, 0 while a client or a task is active."""
+    if scheduler.tasks or len(scheduler.clients) > own_clients:
+        return 0.0
+    try:
+        return time.time() - os.stat(paths()["used"]).st_mtime
+    except FileNotFoundError:
+        return 0.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--workers", type=int, default=None)
+    parser.add_argument("--fingerprint", required=True)
+    args = parser.parse_args()
+    signal.signal(signal.SIGTERM, _request_stop)
+    signal.signal(signal.SIGINT, _request_stop)
+    idle_minutes = float(os.environ.get(IDLE_ENV, DEFAULT_IDLE_MINUTES))
+    host = bind_host()
+    server, api_url = launch_prefect_server(host, log_path=paths()["log"])  # starts while the cluster does
+    cluster = client = None
+    try:
+        cluster, client = start_local_cluster(args.workers or default_workers())
+        wait_until_healthy(server, api_url, paths()["log"], timeout=240)
+        own_clients = len(cluster.scheduler.clients)
+        write_state({"pid": os.getpid(), "prefect_api_url": api_url, "ui_url": api_url[:-len("/api")],
+                     "dask_address": cluster.scheduler_address, "workers": len(cluster.workers),
+                     "fingerprint": args.fingerprint, "idle_minutes": idle_minutes, "log": paths()["log"],
+                     "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")})
+        print(f"service up: {api_url}, {cluster.scheduler_address}", flush=True)
+        while not _stop and idle_for(cluster.scheduler, own_clients) < idle_minutes * 60:
+            time.sleep(CHECK_EVERY_S)
+        print("service stopping: " + ("asked to" if _stop else f"{idle_minutes:g} min unused"), flush=True)
+    finally:
+        if os.path.exists(paths()["state"]):
+            os.unlink(paths()["state"])
+        if cluster is not None:
+            close_local_cluster(cluster, client)
+        stop_process_group(server)
+        print("service stopped", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,104 @@
+"""Where a run's stages execute: chosen per stage, by size, from what is at hand.
+
+- `--executor inprocess`: every shard in this process (tests that do not test the cluster).
+- `--executor dask`, `--dask-address` or XMDATA_DASK_ADDRESS: every shard on a cluster.
+- `auto` (default): a stage whose pending rows fit under its `inline_rows` runs in this process,
+  where nothing needs starting or shipping; so does any stage of at most SMALL_ROWS rows when no
+  warm cluster is at hand. Everything else goes to a warm cluster — an address, or the xmdata
+  service (`xmdata up`) — or, failing both, a LocalCluster started for this run and closed after it.
+"""
+from __future__ import annotations
+
+import atexit
+import contextlib
+import contextvars
+import os
+from dataclasses import dataclass, field
+
+from .cluster import close_local_cluster, connect, start_local_cluster
+
+EXECUTOR_ENV = "XMDATA_EXECUTOR"
+DASK_ADDRESS_ENV = "XMDATA_DASK_ADDRESS"
+EXECUTORS = ("auto", "inprocess", "dask")
+SMALL_ROWS = 2_000  # below this, starting a cluster costs more than two processes save
+
+
+@dataclass
+class ExecutionSession:
+    executor: str = "auto"
+    address: str | None = None  # an existing scheduler: every stage runs there
+    workers: int | None = None  # LocalCluster size when one must be started
+    service_address: str | None = None  # the xmdata service's warm cluster, if up
+    _client: object = None
+    _cluster: object = None
+    used: set = field(default_factory=set)
+
+    def __post_init__(self):
+        if self.executor not in EXECUTORS:
+            raise ValueError(f"executor {self.executor!r}: choose from {', '.join(EXECUTORS)}")
+
+    @property
+    def warm_address(self) -> str | None:
+        return self.address or self.service_address
+
+    def executor_for(self, stage, pending_rows: int, pending_shards: int):
+        from .executors import DaskExecutor, InProcessExecutor  # pyarrow: not for `xmdata --help`
+
+        if self.executor == "inprocess" or pending_shards == 0:
+            return InProcessExecutor()
+        if self.executor == "auto" and not self.address:
+            small = pending_shards == 1 or pending_rows <= stage.inline_rows or (
+                pending_rows <= SMALL_ROWS and not self.warm_address)
+            if small:
+                return InProcessExecutor()
+        return DaskExecutor(self.client())
+
+    def client(self):
+        if self._client is None:
+            if self.warm_address:
+                self._client = connect(self.warm_address)
+            else:
+                self._cluster, self._client = start_local_cluster(self.workers)
+        return self._client
+
+    def close(self) -> None:
+        if self._cluster is not None:
+            close_local_cluster(self._cluster, self._client)
+        elif self._client is not None:
+            self._client.close()
+        self._client = self._cluster = None
+
+
+_current: contextvars.ContextVar[ExecutionSession | None] = contextvars.ContextVar("xmdata_session",
+                                                                                   default=None)
+_default: ExecutionSession | None = None
+
+
+@contextlib.contextmanager
+def execution_session(executor: str | None = None, address: str | None = None,
+                      workers: int | None = None, service_address: str | None = None):
+    session = ExecutionSession(executor or os.environ.get(EXECUTOR_ENV, "auto"),
+                               address or os.environ.get(DASK_ADDRESS_ENV), workers, service_address)
+    token = _current.set(session)
+    try:
+        yield session
+    finally:
+        _current.reset(token)
+        session.close()
+
+
+def current_session() -> ExecutionSession:
+    """The run's session; a flow started elsewhere (a deployment run) gets one from the environment
+    and the service, kept for the process's life."""
+    global _default
+    session = _current.get()
+    if session is not None:
+        return session
+    if _default is None:
+        from .service import running_service
+
+        service = running_service()
+        _default = ExecutionSession(os.environ.get(EXECUTOR_ENV, "auto"), os.environ.get(DASK_ADDRESS_ENV),
+                                    service_address=service and service["dask_address"])
+        atexit.register(_default.close)
+    return _default
