@@ -7,7 +7,6 @@ import os
 import shutil
 import sys
 
-import cloudpickle
 from prefect import flow
 
 from bench.cpu_meter import CpuMeter
@@ -15,6 +14,7 @@ from bench.orchestration import shout, trivial_shards
 from xmdata.runtime.execution import run_stage
 from xmdata.runtime.process import process_shard
 from xmdata.runtime.run_setup import run_environment
+from xmdata.runtime.session import current_session
 from xmdata.runtime.stage import Stage
 
 FLOW_SHARDS = (1, 8, 64, 100, 1000, 10_000)
@@ -25,26 +25,32 @@ STAGE = Stage("shout", "1", shout)
 
 
 @flow(name="bench-orchestration")
-def trivial_flow(shard_paths: list[str], out: str) -> dict:
-    report = run_stage(STAGE, shard_paths, out)
+def trivial_flow(input_dir: str, shards: int, out: str) -> dict:
+    """The first `shards` shards of `input_dir` (a list of 10,000 paths is over Prefect's size limit
+    for flow parameters: flows take folders, not shard lists)."""
+    paths = [os.path.join(input_dir, f"shard-{i:05d}.parquet") for i in range(shards)]
+    report = run_stage(STAGE, paths, out)
     return {"rows_out": report.rows_out, "shards_run": report.shards_run}
 
 
-def trivial_figures(root: str) -> dict:
-    # The service's workers cannot import `bench` (it is no installed package): ship it by value.
-    cloudpickle.register_pickle_by_value(sys.modules[shout.__module__])
+def trivial_figures(root: str, figures: dict) -> dict:
     stage = STAGE
     paths = trivial_shards(root, max(FLOW_SHARDS))
-    figures = {}
     with CpuMeter() as loop:
         for i, path in enumerate(paths[:LOOP_SHARDS]):
             process_shard(stage, path, os.path.join(root, "loop"), i)
     figures["trivial loop"] = {"shards": LOOP_SHARDS, "cpu_s": loop.cpu_s, "wall_s": loop.wall_s}
     with run_environment(executor="dask", quiet=True):
+        # `bench` is no installed package: the service's scheduler and workers (which unpickle the
+        # stage function by reference) import it from this checkout.
+        checkout = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        client = current_session().client()
+        client.run(lambda: sys.path.insert(0, checkout))
+        client.run_on_scheduler(lambda: sys.path.insert(0, checkout))
         for n in FLOW_SHARDS:
             out = os.path.join(root, f"flow-{n}")
             with CpuMeter() as meter:
-                result = trivial_flow(paths[:n], out)
+                result = trivial_flow(os.path.dirname(paths[0]), n, out)
             assert result["shards_run"] == n and result["rows_out"] == n * 100, result
             figures[f"trivial flow {n}"] = {"shards": n, "cpu_s": meter.cpu_s, "wall_s": meter.wall_s,
                                             "loop_wall_per_shard": loop.wall_s / LOOP_SHARDS}

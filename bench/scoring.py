@@ -2,7 +2,7 @@
 pre-decoded tensors; same machine, same run, same batch size and torch threads. Goal ≥ 0.90.
 
 Flow figure (pairs/s): one `score` flow call on a warm Dask LocalCluster of one worker holding
-every core — reading the pairs, ingest into shards, one Prefect task per shard, JPEG decoding from
+every core — reading the pairs, ingest into shards, one Dask task per shard, JPEG decoding from
 disk in the loader's threads, the model's preprocess, encoding, scores, Parquet, records, summary.
 Bare figure: encode_image/encode_text alone on that same worker (same process, threads and model),
 on pixels decoded and texts tokenised beforehand (not timed), once before and once after the flow.
@@ -53,11 +53,11 @@ def decode_ms(spec, root: Path, paths: list[str]) -> float:
     return 1000 * (time.perf_counter() - started) / len(paths[:64])
 
 
-def flow_pairs_per_second(runner, model_dir: str, pairs: str, root: Path, out: Path, shards: int) -> float:
+def flow_pairs_per_second(model_dir: str, pairs: str, root: Path, out: Path, shards: int) -> float:
     from xmdata.flows.score import score_flow
 
     started = time.perf_counter()
-    result = score_flow.with_options(task_runner=runner)(
+    result = score_flow(
         input_path=pairs, out=str(out), clip_model=model_dir, image_root=str(root), shards=shards,
         batch_size=BATCH)
     seconds = time.perf_counter() - started
@@ -70,25 +70,25 @@ def measure_case(model_dir: str, root: Path, paths: list[str], shards: int, core
     drifting on a shared machine does not favour either side). Bare runs on the worker itself: the
     same process, threads and model instance as the flow's shards."""
     from distributed import Client, LocalCluster
-    from prefect_dask import DaskTaskRunner
 
     from xmdata.flows.score import clip_model_spec
+    from xmdata.runtime.session import execution_session
 
     spec, n = clip_model_spec(model_dir, None), len(paths)
     pairs = write_pairs(root / f"pairs-{n}.parquet", paths)
     texts = pq.read_table(pairs).column("text").to_pylist()
     started = time.perf_counter()
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0",
-                      env={"OMP_NUM_THREADS": cores, "MKL_NUM_THREADS": cores}) as cluster, Client(cluster) as client:
-        runner = DaskTaskRunner(address=cluster.scheduler_address)
+                      env={"OMP_NUM_THREADS": cores, "MKL_NUM_THREADS": cores}) as cluster, Client(cluster) as client, \
+            execution_session(address=cluster.scheduler_address):  # every shard on that one worker
         warm = write_pairs(root / "warm.parquet", paths[:8])
-        flow_pairs_per_second(runner, model_dir, warm, root, root / f"warm-{n}", 1)
+        flow_pairs_per_second(model_dir, warm, root, root / f"warm-{n}", 1)
         warm_s = time.perf_counter() - started
         on_worker = lambda fn, *args: client.submit(fn, *args, pure=False).result()  # noqa: E731
         bare = [on_worker(bare_pairs_per_second, spec, root, paths, texts)]
         # The same 8 pairs again, warm: what a flow call costs besides its pairs' model time.
-        fixed_s = 8 / flow_pairs_per_second(runner, model_dir, warm, root, root / f"fixed-{n}", 1)
-        flow = flow_pairs_per_second(runner, model_dir, pairs, root, root / f"out-{n}", shards)
+        fixed_s = 8 / flow_pairs_per_second(model_dir, warm, root, root / f"fixed-{n}", 1)
+        flow = flow_pairs_per_second(model_dir, pairs, root, root / f"out-{n}", shards)
         bare.append(on_worker(bare_pairs_per_second, spec, root, paths, texts))
         loader_ms = on_worker(decode_ms, spec, root, paths)
     mean_bare = sum(bare) / 2

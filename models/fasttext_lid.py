@@ -25,8 +25,9 @@ def bundled_lid176_path() -> str:
 
 def normalise_for_lid(text: str) -> str:
     """fastText refuses newlines and reads control characters as noise: fold all whitespace."""
-    cleaned = "".join(ch if ch.isprintable() or ch.isspace() else " " for ch in text)
-    return _WHITESPACE.sub(" ", cleaned).strip()
+    if not text.isprintable():  # rare: the per-character pass costs more than fastText itself
+        text = "".join(ch if ch.isprintable() or ch.isspace() else " " for ch in text)
+    return _WHITESPACE.sub(" ", text).strip()
 
 
 class FastTextLanguageIdentifier:

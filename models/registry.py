@@ -83,7 +83,7 @@ def _release_beyond(limit: float, keep) -> None:
     for key in list(_loaded):
         if sum(sizes.values()) <= limit:
             break
-        if key != keep:
+        if key != keep and sizes[key] > 0:  # releasing what holds no weights frees nothing
             released.append((key[0], key[1].name_or_path))
             del _loaded[key], sizes[key]
     if released:

@@ -1,8 +1,8 @@
 """Execution: where a stage runs, what its workers import, and what happens when workers die."""
+import json
 import os
 import sys
 
-import cloudpickle
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -113,7 +113,6 @@ def test_shard_failures_exit_1_naming_the_shards(monkeypatch, capsys):
 
 @pytest.fixture(scope="module")
 def local_cluster():
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers need not import the tests
     with execution_session("dask", workers=2) as session:
         yield session
 
@@ -150,3 +149,46 @@ def test_a_shard_that_keeps_killing_workers_fails_while_the_others_finish(local_
     report = run_stage(stage, paths, out)
     assert (report.shards_run, report.shards_skipped) == (1, 3)
     assert {k: v for k, v in calls(tmp_path).items() if k != "s1"} == {"s0": 1, "s2": 1, "s3": 1}
+
+
+def test_the_least_recently_used_model_is_released_past_the_memory_limit(tiny_models, monkeypatch):
+    from xmdata.models import registry
+
+    monkeypatch.setattr(registry, "_loaded", registry.OrderedDict())
+    monkeypatch.setattr(registry, "released", [])
+    sizes = sorted(registry.model_bytes(registry.get_model("translator", tiny_models[b])) for b in ("m2m100", "madlad"))
+    monkeypatch.setenv(registry.MEMORY_ENV, str((sizes[1] + sizes[0] / 2) / 1e9))  # room for one of the two
+    registry.get_model("translator", tiny_models["m2m100"])  # used again: now the most recent
+    registry.get_model("language_identifier", tiny_models["fasttext"])  # a load: the limit is applied
+    held = [m["model"] for m in registry.loaded_models()]
+    assert sizes[0] > 0 and held == [tiny_models["m2m100"].name_or_path, tiny_models["fasttext"].name_or_path]
+    assert registry.released == [("translator", tiny_models["madlad"].name_or_path)]
+
+
+@pytest.mark.slow
+def test_the_ui_sees_one_task_run_per_stage_with_progress_and_a_shard_table(prefect_server, tmp_path):
+    import asyncio
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    from xmdata.data import sample_path
+    from xmdata.flows.language_id import identify_language_flow
+
+    with execution_session("inprocess"):
+        state = identify_language_flow(sample_path("captions.jsonl"), str(tmp_path / "out"), shards=16,
+                                       return_state=True)
+    flow_run_id = state.state_details.flow_run_id
+
+    async def read():
+        async with get_client() as client:
+            runs = await client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
+            artifacts = await client.read_artifacts()
+            return runs, artifacts
+
+    task_runs, artifacts = asyncio.run(read())
+    assert [r.name for r in task_runs] == ["language_id"]  # one per stage, none per shard
+    mine = {a.key: a for a in artifacts if a.flow_run_id == flow_run_id}
+    assert mine["language-id-progress"].data == 100.0
+    table = json.loads(mine["language-id-shards"].data)
+    assert len(table) == 16 and {row["status"] for row in table} == {"ran"}

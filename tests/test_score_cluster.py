@@ -1,5 +1,5 @@
 """Scoring on a real cluster: an external `dask scheduler` and two `dask worker` processes on
-127.0.0.1, one killed while it runs a shard; the scores must equal a LocalCluster run's."""
+127.0.0.1, one killed while it runs a shard; the scores must equal an in-process run's, byte for byte."""
 import json
 import os
 import signal
@@ -54,7 +54,7 @@ def stage_files(out):
 @pytest.fixture(scope="module")
 def local_run(pairs_file, tiny_models, cli_env, tmp_path_factory):
     out = tmp_path_factory.mktemp("local")
-    result = subprocess.run(score_command(pairs_file, tiny_models, out, "--workers", "1"), env=cli_env,
+    result = subprocess.run(score_command(pairs_file, tiny_models, out), env=cli_env,  # in-process
                             capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "scoring: 1200 of 1203 pairs scored" in result.stdout
@@ -73,7 +73,7 @@ def test_local_cluster_scores_every_pair_and_refuses_the_bad_ones(local_run):
 
 
 def test_killed_worker_on_an_external_cluster_gives_the_same_scores(local_run, pairs_file, tiny_models,
-                                                                   cli_env, tmp_path):
+                                                                   cluster_env, tmp_path):
     from distributed import Client
 
     from xmdata.runtime.prefect_api import free_port, stop_process_group
@@ -82,19 +82,19 @@ def test_killed_worker_on_an_external_cluster_gives_the_same_scores(local_run, p
     address = f"tcp://127.0.0.1:{port}"
     dask = os.path.join(BIN, "dask")
     procs = [subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
-                              env=cli_env, start_new_session=True, stderr=subprocess.DEVNULL)]
+                              env=cluster_env, start_new_session=True, stderr=subprocess.DEVNULL)]
     out = tmp_path / "remote"
     try:
         time.sleep(1)
         procs += [subprocess.Popen([dask, "worker", address, "--nthreads", "1", "--no-dashboard", "--host",
                                     "127.0.0.1", "--local-directory", str(tmp_path / f"w{i}")],
-                                   env=cli_env, start_new_session=True, stderr=subprocess.DEVNULL)
+                                   env=cluster_env, start_new_session=True, stderr=subprocess.DEVNULL)
                   for i in range(2)]
         with Client(address, timeout=60) as client:
             client.wait_for_workers(2, timeout=120)
             pids = client.run(os.getpid)
             run = subprocess.Popen(score_command(pairs_file, tiny_models, out, "--dask-address", address),
-                                   env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                   env=cluster_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             done = out / "clip_score" / "_done"
             victim, deadline = None, time.monotonic() + 600
             while victim is None:  # a worker busy with a shard, once the first shard is finished
