@@ -13,12 +13,14 @@ from PIL import Image
 from xmdata.cli import main
 from xmdata.schemas import CAPTIONS, IMAGES
 from xmdata.schemas.readers import read_input
-from xmdata.tasks.qa_input import read_qa_input, select_instances
+from xmdata.tasks.qa_input import passthrough_columns, read_qa_input, select_instances
+from xmdata.tasks.qa_outputs import parallel_table
 from xmdata.tasks.score_input import pairs_from_captions, read_score_input
 
 XM3600_LINES = [
     {"image/key": "000411001ff7dd4f", "image/locale": "bn",
-     "en": {"caption": ["A dog on a road.", "A brown dog."], "caption/tokenized": ["a dog on a road .", "a brown dog ."]},
+     "en": {"caption": ["A dog on a road.", "A brown dog."], "caption/tokenized": ["A dog on a road .", "A brown dog ."],
+            "caption/tokenized/lowercase": ["a dog on a road .", "a brown dog ."]},
      "fr": {"caption": ["Un chien sur une route."], "caption/tokenized": ["un chien sur une route ."]}},
     {"image/key": "00124c8fd2bd4a4b", "image/locale": "fr",
      "en": {"caption": ["Two cups of coffee.", ""], "caption/tokenized": ["two cups of coffee .", ""]}},
@@ -35,6 +37,10 @@ def test_xm3600_captions_and_images_reach_scoring_and_caption_stats(tmp_path, ca
     (src / "images").mkdir(parents=True)
     write_jsonl(src / "captions.jsonl", XM3600_LINES)
     Image.new("RGB", (8, 8), "red").save(src / "images" / "000411001ff7dd4f.jpg")  # the other is not downloaded
+    (src / "image_attributions.csv").write_text(  # the XM3600 image list (web-data), Open Images columns
+        "ImageID,Subset,OriginalURL,OriginalLandingURL,License,AuthorProfileURL,Author,Title\n"
+        "000411001ff7dd4f,test,https://farm.staticflickr.com/1_o.jpg,https://flickr.com/p/1,"
+        "https://creativecommons.org/licenses/by/2.0/,https://flickr.com/u/1,Ann,Road\n")
     out = tmp_path / "out"
     assert main(["import", "xm3600", str(src), "--images", str(src / "images"), "--out", str(out)]) == 0
     captions = read_input(str(out / "captions.parquet"), CAPTIONS)
@@ -43,15 +49,21 @@ def test_xm3600_captions_and_images_reach_scoring_and_caption_stats(tmp_path, ca
     assert captions.column("caption_index").to_pylist() == [0, 1, 0, 0]
     assert captions.column("caption_tokenized").to_pylist()[2] == "un chien sur une route ."
     assert captions.column("image_locale").to_pylist() == ["bn", "bn", "bn", "fr"]
+    assert captions.column("caption_tokenized_lowercase").to_pylist()[0] == "a dog on a road ."
+    image = read_input(str(out / "images.parquet"), IMAGES).to_pylist()[0]
+    assert (image["subset"], image["author"], image["license"]) == ("test", "Ann", "https://creativecommons.org/licenses/by/2.0/")
     report = json.loads((out / "import_report.json").read_text())
     assert report["rows_read"] == 2 and report["written"] == {"captions": 4, "images": 1}
     assert report["refused"] == {"empty_caption": 1, "image_file_missing": 1}
-    assert "image/locale" in report["layout"]
+    assert "image/locale" in report["layout"] and "image_attributions.csv" in report["layout"]
     rejects = pq.read_table(out / "rejects.parquet").to_pylist()
     assert {r["row_id"] for r in rejects} == {"00124c8fd2bd4a4b/en/1", "00124c8fd2bd4a4b"}
     # the score stage's input: captions joined to the downloaded image
     pairs = read_score_input(pairs_from_captions(captions, read_input(str(out / "images.parquet"), IMAGES)))
     assert pairs.column("image_path").to_pylist() == ["000411001ff7dd4f.jpg"] * 3 + [None]
+    # images inside OUT: paths become relative to OUT, the score stage's default image root
+    assert main(["import", "xm3600", str(src), "--images", str(src / "images"), "--out", str(src)]) == 0
+    assert read_input(str(src / "images.parquet"), IMAGES).column("path").to_pylist() == ["images/000411001ff7dd4f.jpg"]
     from xmdata.tasks.eval_runner import run_metric
     from xmdata.tasks.eval_args import evaluate_options
 
@@ -160,6 +172,16 @@ def test_mmeb_train_parquet_json_and_datasets_save_keep_every_image_path(tmp_pat
     assert json.loads((out / "import_report.json").read_text())["refused"] == {"empty_query": 1}
     kept, stats = select_instances(instances, per_task=None)  # the QA translation's own input step
     assert kept.num_rows == 3 and "pos_image_path" in kept.column_names and stats["OK-VQA"]["selected"] == 1
+    # what the QA translation writes keeps the columns it did not use, joined by id
+    translated = pl.DataFrame({"id": ["VisualNews_t2i/original/0"] * 2, "task": ["VisualNews_t2i"] * 2,
+                               "part": ["positive", "query"], "source_text": ["p", "q"], "target_language": ["fr"] * 2,
+                               "candidate": ["p fr", "q fr"], "image": [None, None], "flattened_newlines": [0, 0],
+                               "beam_rank": [0, 0], "lid_label": [None, None], "lid_prob": [None, None],
+                               "qe_score": [None, None]})
+    parallel = parallel_table(translated, "en", passthrough_columns(kept)).to_pylist()
+    assert [(r["target_text"], r["pos_image_path"], r["neg_image_path"]) for r in parallel] == [
+        ("p fr", "VisualNews_t2i/pos/1.jpg", "VisualNews_t2i/neg/1.jpg"), ("q fr", "VisualNews_t2i/pos/1.jpg",
+                                                                          "VisualNews_t2i/neg/1.jpg")]
 
 
 def test_mmeb_train_subset_without_its_columns_is_refused(tmp_path, capsys):

@@ -23,9 +23,11 @@ def import_dataset(fmt: str, source: str, out: str, options: ImportOptions | Non
         raise ContractError(f"unknown import format {fmt!r}; known: {', '.join(FORMATS)}")
     if not os.path.exists(source):
         raise ContractError(f"{fmt}: {source}: no such file or folder")
-    imported = adapter(fmt)(source, options or ImportOptions())
-    tables = {name: conform(table, contract, source=f"{fmt} {name}") if contract else table
-              for name, (table, contract) in imported.tables.items()}
+    options = options or ImportOptions()
+    imported = adapter(fmt)(source, options)
+    root = image_root(options.images, out)
+    tables = {name: conform(rebase_paths(table, options.images, root), contract, source=f"{fmt} {name}")
+              if contract else table for name, (table, contract) in imported.tables.items()}
     rejects = imported.all_rejects()
     os.makedirs(out, exist_ok=True)
     for name, table in tables.items():
@@ -36,7 +38,8 @@ def import_dataset(fmt: str, source: str, out: str, options: ImportOptions | Non
         "rows_read": imported.rows_read,
         "written": {name: table.num_rows for name, table in tables.items()},
         "refused": dict(sorted(Counter(rejects.column("reason").to_pylist()).items())),
-        "options": {k: v for k, v in (options or ImportOptions()).model_dump().items() if v not in (None, False)},
+        "options": {k: v for k, v in options.model_dump().items() if v not in (None, False)},
+        "image_root": None if root is None else os.path.relpath(root, out),
         **imported.notes,
     }
     write_json_atomic(report, os.path.join(out, "import_report.json"))
@@ -57,5 +60,22 @@ def report_markdown(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def empty_like(schema: pa.Schema) -> pa.Table:
-    return schema.empty_table()
+def image_root(images: str | None, out: str) -> str | None:
+    """Where image paths are relative to: OUT when the images folder lies inside it (then `score`
+    and a release's scoring find them with no option), else the images folder itself."""
+    if not images:
+        return None
+    inside = not os.path.relpath(os.path.abspath(images), os.path.abspath(out)).startswith("..")
+    return os.path.abspath(out if inside else images)
+
+
+def rebase_paths(table: pa.Table, images: str | None, root: str | None) -> pa.Table:
+    """Image paths (relative to --images as adapters write them) made relative to the image root."""
+    if not images or root == os.path.abspath(images):
+        return table
+    prefix = os.path.relpath(os.path.abspath(images), root)
+    for column in ("path", "image_path"):
+        if column in table.column_names:
+            values = [None if p is None else os.path.join(prefix, p) for p in table.column(column).to_pylist()]
+            table = table.set_column(table.column_names.index(column), column, pa.array(values, pa.string()))
+    return table
