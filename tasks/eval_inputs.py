@@ -22,8 +22,8 @@ def read_table(path: str | None, option: str = "INPUT") -> pa.Table:
     if not path:
         raise ContractError(f"{option} is required")
     run = read_score_run(path) if os.path.isdir(path) else None
-    table = apply_active_map(run, path) if run is not None else read_any(path)
-    table, left_out = scored_rows(table, path)
+    table, reasons = (apply_active_map(run[0], path), run[1]) if run is not None else (read_any(path), None)
+    table, left_out = scored_rows(table, path, reasons)
     if left_out and (record := LEFT_OUT.get()) is not None:
         record[where(path)] = left_out
     return table

@@ -33,7 +33,7 @@ def run_metric(metric: str, options: dict) -> Report:
     if left_out:  # rows of a score run that the score stage refused: out of the metric, never silently
         report.result["left_out"] = left_out
         report.markdown += "\nLeft out (refused by the score stage): " + "; ".join(
-            f"`{name}`: " + ", ".join(f"{k} {v}" for k, v in counts.items() if k != "by_message")
+            f"`{name}`: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in counts.items())
             for name, counts in left_out.items()) + "\n"
     # Every option in the result, files by name only: the same data elsewhere gives the same bytes.
     report.result["options"] = {k: where(v) if k in PATH_OPTIONS and v else v for k, v in sorted(options.items())

@@ -1,7 +1,8 @@
 """`score` output as an evaluation input: the run folder or its scores table is read directly, pairs
 the score stage refused (status rejected) are left out and counted, and pairs an importer tied to one
 item (`item_id`, and `score_as` naming the metric's column, e.g. caption_score / foil_score) are put
-back on one row per item. An item with any refused pair is left out whole: half an item has no answer."""
+back on one row per item. An item with any refused pair is left out whole: half an item has no answer.
+A run folder's rejects give the refused pairs' reasons."""
 from __future__ import annotations
 
 import glob
@@ -14,28 +15,37 @@ import pyarrow.parquet as pq
 
 from xmdata.schemas.contract import ContractError
 
-SCORE_RUN_DATA = os.path.join("clip_score", "data")
+SCORE_RUN = "clip_score"
 PER_PAIR = {"id", "text", "image_path", "status", "error_message", "clip_score", "ref_clip_score",
             "text_truncated", "refs_truncated", "score_as", "image_embedding", "text_embedding", "refs"}
 
 
-def read_score_run(folder: str) -> pa.Table | None:
-    """A `score` run folder's scores (every shard, in shard order), or None when it is no such folder."""
-    shards = sorted(glob.glob(os.path.join(folder, SCORE_RUN_DATA, "shard-*.parquet")))
+def read_score_run(folder: str) -> tuple[pa.Table, dict] | None:
+    """A `score` run folder's scores (every shard, in shard order) and its refused pairs by reason,
+    or None when it is no such folder."""
+    def gather(kind: str) -> list[pa.Table]:
+        return [pq.read_table(p) for p in sorted(glob.glob(os.path.join(folder, SCORE_RUN, kind, "shard-*.parquet")))]
+
+    shards = gather("data")
     if not shards:
         return None
-    return pa.concat_tables([pq.read_table(p) for p in shards], promote_options="permissive")
+    reasons = Counter(r for t in gather("rejects") for r in t.column("reason").to_pylist())
+    return pa.concat_tables(shards, promote_options="permissive"), dict(sorted(reasons.items()))
 
 
-def scored_rows(table: pa.Table, source: str) -> tuple[pa.Table, dict]:
+def scored_rows(table: pa.Table, source: str, reasons: dict | None = None) -> tuple[pa.Table, dict]:
     """(rows a metric can use, what was left out and why). Tables that are no score output pass as they are."""
     left_out: dict = {}
     if "status" in table.column_names and "clip_score" in table.column_names:
         refused = pc.fill_null(pc.not_equal(table.column("status"), "ok"), True)
         if pc.any(refused).as_py():
-            messages = table.filter(refused).column("error_message").to_pylist()
             left_out["rejected_pairs"] = int(pc.sum(refused).as_py())
-            left_out["by_message"] = dict(Counter(str(m).split(":")[0] for m in messages).most_common())
+            if reasons:
+                left_out["by_reason"] = reasons
+            if "item_id" in table.column_names:  # half an item has no answer: all of its pairs go
+                items = pc.unique(table.filter(refused).column("item_id"))
+                left_out["items_with_a_rejected_pair"] = len(items)
+                refused = pc.or_(refused, pc.is_in(table.column("item_id"), items))
             table = table.filter(pc.invert(refused))
     if {"item_id", "score_as", "clip_score"} <= set(table.column_names):
         table, incomplete = items_from_pairs(table, source)
@@ -58,7 +68,7 @@ def items_from_pairs(table: pa.Table, source: str) -> tuple[pa.Table, int]:
         pairs = item["_pairs"]
         scores = {p["score_as"]: p["clip_score"] for p in pairs}
         if set(scores) != set(roles) or len(pairs) != len(roles):
-            incomplete += 1  # a pair was refused by the score stage, or the item repeats a role
+            incomplete += 1  # the input lacks one of the item's pairs, or repeats one
             continue
         shared = {c: pairs[0][c] for c in keep if c != "score_as" and all(p[c] == pairs[0][c] for p in pairs)}
         out.append({"id": item_id, **shared, **scores})

@@ -162,7 +162,7 @@ def test_valse_caption_and_foil_pairs_evaluated_from_score_output_with_a_refused
     report = evaluate("valse", scored, tmp_path)
     assert report.result["per_language"]["en"]["n"] == 1 and report.result["per_language"]["en"]["accuracy"] == 1.0
     left_out = report.result["left_out"]["scored-valse.parquet"]
-    assert left_out["rejected_pairs"] == 1 and left_out["incomplete_items"] == 1
+    assert left_out == {"rejected_pairs": 1, "items_with_a_rejected_pair": 1}
     assert "Left out" in report.markdown
 
 
