@@ -7,6 +7,7 @@ import json
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401  (pa.compute)
 import pyarrow.parquet as pq
 import pytest
 
@@ -92,11 +93,14 @@ def test_composite_correctness_csv_one_pair_per_candidate(tmp_path):
              ";".join(["h2", "http://x/Flickr8k/1001773457_577c3a7d70.jpg", "two dogs", "a cat", "dogs", "5", "x", "4"]),
              "summary;;", ""]
     (tmp_path / "8k_correctness.csv").write_text("\n".join(lines))
+    (tmp_path / "8k_throughness.csv").write_text("\n".join(lines[:2]).replace(";5;4;1", ";2;3;4"))
     pairs, report, _ = imported(tmp_path, "composite", tmp_path)
     assert pairs.num_rows == 5 and report["refused"] == {"malformed_row": 1, "rating_not_a_number": 1}
     first = pairs.to_pylist()[0]
     assert (first["id"], first["image_path"], first["rating"]) == ("8k/1000268201_693b08cb0e.jpg#1",
                                                                    "flickr8k/1000268201_693b08cb0e.jpg", 5.0)
+    assert pairs.column("thoroughness").to_pylist() == [2.0, 3.0, 4.0, None, None]
+    assert "8k_throughness.csv" in report["layout"]
 
 
 def _pascal_files(folder):
@@ -180,9 +184,16 @@ def test_xvnli_hypotheses_per_language_into_evaluation(tmp_path):
              for label in ("contradiction", "neutral", "entailment")]
     lines.append({**lines[0], "gold_label": "-", "pairID": "759822302.jpg#2r2c"})
     (folder / "test.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in lines))
-    pairs, report, _ = imported(tmp_path, "xvnli", tmp_path / "annotations")
-    assert report["refused"] == {"no_gold_label": 1} and set(pairs.column("language").to_pylist()) == {"fr"}
+    (folder / "train_1.jsonl").write_text(json.dumps(lines[0]) + "\n")  # few-shot training file: not read
+    machine = tmp_path / "annotations_machine-translate" / "fr"  # the same pairs, machine-translated
+    machine.mkdir(parents=True)
+    (machine / "test.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in lines[:3]))
+    pairs, report, _ = imported(tmp_path, "xvnli", tmp_path)
+    assert report["rows_read"] == 7 and report["refused"] == {"no_gold_label": 1}
+    assert set(pairs.column("language").to_pylist()) == {"fr"} and pairs.num_rows == 6
     assert pairs.column("image_path").to_pylist()[0] == "759822302.jpg"
+    assert pairs.column("id").to_pylist()[0] == "annotations/fr/test.jsonl:759822302.jpg#2r1c"
+    pairs = pairs.filter(pa.compute.equal(pairs.column("source_file"), "annotations/fr/test.jsonl"))
     scores = dict(zip(pairs.column("id").to_pylist(), [0.1, 0.5, 0.9]))
     result = evaluate("xvnli", as_score_output(pairs, scores), tmp_path).result
     assert result["per_language"]["fr"]["task3"]["accuracy"] == 1.0
@@ -196,7 +207,8 @@ def test_marvl_left_and_right_images_put_back_on_one_row(tmp_path):
     (tmp_path / "marvl-zh.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in lines))
     pairs, _, _ = imported(tmp_path, "marvl", tmp_path)
     assert pairs.num_rows == 8 and pairs.column("image_path").to_pylist()[0] == "zh/images/82-铅笔/82-0.jpg"
-    scores = {i: (0.9 if int(i.split("-")[1].split("#")[0]) % 2 == 0 else 0.1) for i in pairs.column("id").to_pylist()}
+    assert pairs.column("id").to_pylist()[:2] == ["marvl-zh.jsonl:zh-0#left", "marvl-zh.jsonl:zh-0#right"]
+    scores = {i: (0.9 if int(i.rsplit("-", 1)[1].split("#")[0]) % 2 == 0 else 0.1) for i in pairs.column("id").to_pylist()}
     result = evaluate("marvl", as_score_output(pairs, scores), tmp_path).result
     assert result["per_language"]["zh"]["task1"]["accuracy"] == 1.0
 

@@ -2,7 +2,9 @@
 `30k_correctness.csv`, `coco_correctness.csv`, ';'-separated with a header; per row the image
 (`Input.image_url`), its candidate captions (`Input.text1`…) and their correctness ratings 1-5
 (`Answer.Q1Answer`…): 3 candidates for Flickr8K, 4 for Flickr30K and COCO. One pair per candidate,
-rated as the paper does. The published files end with malformed rows: they are refused, counted."""
+rated as the paper does. The thoroughness files next to them (`8k_throughness.csv`, as published, or
+`…_thoroughness.csv`), same layout, add a `thoroughness` column joined by image and caption. The
+published files end with malformed rows: they are refused, counted."""
 from __future__ import annotations
 
 import csv
@@ -63,11 +65,26 @@ def read_file(path: str, language: str) -> tuple[list[dict], list, int]:
     return pairs, rejects, len(lines) - 1
 
 
+def thoroughness_of(path: str) -> tuple[dict, str | None]:
+    """(image url, caption) -> thoroughness rating from the sibling thoroughness file, if there is one."""
+    corpus = os.path.basename(path).split("_")[0]
+    for name in (f"{corpus}_throughness.csv", f"{corpus}_thoroughness.csv"):
+        sibling = os.path.join(os.path.dirname(path), name)
+        if os.path.isfile(sibling):
+            pairs, _, _ = read_file(sibling, "")  # its malformed rows are the correctness file's too
+            return {(p["image_url"], p["text"]): p["rating"] for p in pairs}, name
+    return {}, None
+
+
 def read_composite(source: str, options: ImportOptions) -> Imported:
-    pairs, rejects, read = [], [], 0
+    pairs, rejects, read, names = [], [], 0, []
     for path in correctness_files(source):
         file_pairs, file_rejects, rows = read_file(path, options.language or "en")
+        thoroughness, sibling = thoroughness_of(path)
+        for pair in file_pairs:
+            pair["thoroughness"] = thoroughness.get((pair["image_url"], pair["text"]))
         pairs, rejects, read = pairs + file_pairs, rejects + file_rejects, read + rows
-    names = ", ".join(os.path.basename(p) for p in correctness_files(source))
+        names += [os.path.basename(path)] + ([sibling] if sibling else [])
+    names = ", ".join(names)
     return Imported({"pairs": (rows_table(pairs, SCORE_INPUT.schema), SCORE_INPUT)},
                     f"AMT correctness results ({names})", read, rejects)
