@@ -76,3 +76,16 @@ def test_map_reaches_the_inputs_a_flow_reads(cli_env, tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     labels = pl.read_parquet(out / "language_id" / "data" / "shard-00000.parquet").sort("id")
     assert labels["lid_label"].to_list() == ["en", "fr"]
+
+
+def test_release_config_columns_mapping_reaches_its_inputs(cli_env, tmp_path):
+    (tmp_path / "captions.csv").write_text("caption_id,caption,lang,image\na,The weather is lovely today.,en,i1\n")
+    (tmp_path / "release.yaml").write_text("name: mapped\nshards: 1\n"
+                                           "columns: {caption_id: id, caption: text, lang: language, image: image_id}\n"
+                                           "language_id: {input: captions.csv}\n")
+    result = subprocess.run([os.path.join(BIN, "xmdata"), "release", "--config", str(tmp_path / "release.yaml"),
+                             "--out", str(tmp_path / "release"), "--workers", "1", "--quiet"],
+                            env=cli_env, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    labelled = pl.read_parquet(tmp_path / "release" / "data" / "captions.parquet")
+    assert labelled["id"].to_list() == ["a"] and labelled["lid_label"].to_list() == ["en"]
