@@ -42,7 +42,7 @@ def scored_rows(table: pa.Table, source: str, reasons: dict | None = None) -> tu
             left_out["rejected_pairs"] = int(pc.sum(refused).as_py())
             if reasons:
                 left_out["by_reason"] = reasons
-            if "item_id" in table.column_names:  # half an item has no answer: all of its pairs go
+            if {"item_id", "score_as"} <= set(table.column_names):  # half an item has no answer: all of it goes
                 items = pc.unique(table.filter(refused).column("item_id"))
                 left_out["items_with_a_rejected_pair"] = len(items)
                 refused = pc.or_(refused, pc.is_in(table.column("item_id"), items))
@@ -59,19 +59,18 @@ def items_from_pairs(table: pa.Table, source: str) -> tuple[pa.Table, int]:
     keep = [c for c in table.column_names if c not in PER_PAIR or c == "score_as"]
     rows = table.select(keep + ["clip_score"]).to_pylist()
     roles = sorted(set(table.column("score_as").to_pylist()))
-    items: dict[str, dict] = {}
+    items: dict[str, list[dict]] = {}
     for row in rows:
-        item = items.setdefault(row["item_id"], {"_pairs": []})
-        item["_pairs"].append(row)
-    out, incomplete = [], 0
-    for item_id, item in items.items():
-        pairs = item["_pairs"]
-        scores = {p["score_as"]: p["clip_score"] for p in pairs}
-        if set(scores) != set(roles) or len(pairs) != len(roles):
-            incomplete += 1  # the input lacks one of the item's pairs, or repeats one
-            continue
-        shared = {c: pairs[0][c] for c in keep if c != "score_as" and all(p[c] == pairs[0][c] for p in pairs)}
-        out.append({"id": item_id, **shared, **scores})
-    if not out:
+        items.setdefault(row["item_id"], []).append(row)
+    complete = {k: pairs for k, pairs in items.items()
+                if sorted(p["score_as"] for p in pairs) == roles}  # else a pair is missing or repeated
+    if not complete:
         raise ContractError(f"{source}: no item has a scored pair for each of {', '.join(roles)}")
-    return pa.Table.from_pylist(out), incomplete
+    # Item columns: those its pairs agree on, in every item (a pair's own text or image is no item fact).
+    shared = [c for c in keep if c != "score_as" and all(p[c] == pairs[0][c] for pairs in complete.values()
+                                                         for p in pairs)]
+    out = [{"id": item_id, **{c: pairs[0][c] for c in shared}, **{p["score_as"]: p["clip_score"] for p in pairs}}
+           for item_id, pairs in complete.items()]
+    types = {c: table.schema.field(c).type for c in shared}
+    return pa.Table.from_pylist(out, schema=pa.schema([pa.field("id", pa.string()), *types.items(),
+                                                       *((r, pa.float64()) for r in roles)])), len(items) - len(complete)

@@ -17,13 +17,14 @@ from xmdata.tasks.qa_input import passthrough_columns, read_qa_input, select_ins
 from xmdata.tasks.qa_outputs import parallel_table
 from xmdata.tasks.score_input import pairs_from_captions, read_score_input
 
-XM3600_LINES = [
+XM3600_LINES = [  # the second image's key repeats in a third line: its captions' ids repeat
     {"image/key": "000411001ff7dd4f", "image/locale": "bn",
      "en": {"caption": ["A dog on a road.", "A brown dog."], "caption/tokenized": ["A dog on a road .", "A brown dog ."],
             "caption/tokenized/lowercase": ["a dog on a road .", "a brown dog ."]},
      "fr": {"caption": ["Un chien sur une route."], "caption/tokenized": ["un chien sur une route ."]}},
     {"image/key": "00124c8fd2bd4a4b", "image/locale": "fr",
      "en": {"caption": ["Two cups of coffee.", ""], "caption/tokenized": ["two cups of coffee .", ""]}},
+    {"image/key": "00124c8fd2bd4a4b", "en": {"caption": ["Two cups."], "caption/tokenized": ["two cups ."]}},
 ]
 
 
@@ -53,11 +54,11 @@ def test_xm3600_captions_and_images_reach_scoring_and_caption_stats(tmp_path, ca
     image = read_input(str(out / "images.parquet"), IMAGES).to_pylist()[0]
     assert (image["subset"], image["author"], image["license"]) == ("test", "Ann", "https://creativecommons.org/licenses/by/2.0/")
     report = json.loads((out / "import_report.json").read_text())
-    assert report["rows_read"] == 2 and report["written"] == {"captions": 4, "images": 1}
-    assert report["refused"] == {"empty_caption": 1, "image_file_missing": 1}
+    assert report["rows_read"] == 3 and report["written"] == {"captions": 4, "images": 1}
+    assert report["refused"] == {"duplicate_id": 1, "empty_caption": 1, "image_file_missing": 2}
     assert "image/locale" in report["layout"] and "image_attributions.csv" in report["layout"]
     rejects = pq.read_table(out / "rejects.parquet").to_pylist()
-    assert {r["row_id"] for r in rejects} == {"00124c8fd2bd4a4b/en/1", "00124c8fd2bd4a4b"}
+    assert {r["row_id"] for r in rejects} == {"00124c8fd2bd4a4b/en/1", "00124c8fd2bd4a4b", "00124c8fd2bd4a4b/en/0"}
     # the score stage's input: captions joined to the downloaded image
     pairs = read_score_input(pairs_from_captions(captions, read_input(str(out / "images.parquet"), IMAGES)))
     assert pairs.column("image_path").to_pylist() == ["000411001ff7dd4f.jpg"] * 3 + [None]

@@ -168,6 +168,8 @@ def test_valse_caption_and_foil_pairs_evaluated_from_score_output_with_a_refused
     left_out = report.result["left_out"]["scored-valse.parquet"]
     assert left_out == {"rejected_pairs": 1, "items_with_a_rejected_pair": 1}
     assert "Left out" in report.markdown
+    lacking = as_score_output(pairs, scores).slice(0, 3)  # an item whose foil pair is not in the table at all
+    assert evaluate("valse", lacking, tmp_path).result["left_out"]["scored-valse.parquet"] == {"incomplete_items": 1}
 
 
 def test_valse_file_that_is_a_list_is_refused(tmp_path, capsys):

@@ -32,8 +32,8 @@ def captions_by_id(annotations: str, options: ImportOptions, fmt: str) -> dict[s
     return {caption_id: text for _, (caption_id, text) in rows}
 
 
-def _pairs(fmt: str, source: str, expected: str, options: ImportOptions, rating_of) -> Imported:
-    path = _locate(source, expected.split(":")[0])
+def _pairs(fmt: str, source: str, file_name: str, expected: str, options: ImportOptions, rating_of) -> Imported:
+    path = _locate(source, file_name)
     rows = tab_rows(path, fmt, expected, 5)  # the layout of the whole file is checked first
     texts = captions_by_id(path, options, fmt)
     by_image: dict[str, list[str]] = {}
@@ -79,10 +79,11 @@ def _crowdflower_rating(values: list[str]):
 
 
 def read_expert(source: str, options: ImportOptions) -> Imported:
-    return _pairs("flickr8k-expert", source, "ExpertAnnotations.txt: image TAB caption id TAB 3 ratings (1-4)",
-                  options, _expert_rating)
+    return _pairs("flickr8k-expert", source, "ExpertAnnotations.txt",
+                  "image TAB caption id TAB 3 ratings (1-4), no header", options, _expert_rating)
 
 
 def read_crowdflower(source: str, options: ImportOptions) -> Imported:
-    return _pairs("flickr8k-cf", source, "CrowdFlowerAnnotations.txt: image TAB caption id TAB percent yes "
-                  "TAB yes votes TAB no votes", options, _crowdflower_rating)
+    return _pairs("flickr8k-cf", source, "CrowdFlowerAnnotations.txt",
+                  "image TAB caption id TAB percent yes TAB yes votes TAB no votes, no header", options,
+                  _crowdflower_rating)

@@ -55,9 +55,11 @@ def read_mmeb_train(source: str, options: ImportOptions) -> Imported:
                 if _blank(record["pos_text"]) and _blank(record["pos_image_path"]):
                     rejects.append(reject(FORMAT, "empty_positive", [row_id]))
                     continue
-                rows.append({"id": row_id, "task": subset, "query": record["qry"], "positive": record["pos_text"],
-                             "negative": record.get("neg_text"), "image": record["qry_image_path"],
-                             "subset": subset, "split": split, **record})
+                ours = {"id": row_id, "task": subset, "query": record["qry"], "positive": record["pos_text"],
+                        "negative": record.get("neg_text"), "image": record["qry_image_path"], "subset": subset,
+                        "split": split}
+                # every source column is kept; one that shares a name with ours as source_<name>
+                rows.append({**{(f"source_{k}" if k in ours else k): v for k, v in record.items()}, **ours})
     table = rows_table(rows, QA_INPUT.schema)
     return Imported({"qa_input": (table, QA_INPUT)}, ", ".join(sorted(layouts)) or "empty", read, rejects,
                     notes={"subsets": sorted({r["task"] for r in rows})})

@@ -67,13 +67,16 @@ def read_pascal50s(source: str, options: ImportOptions) -> Imported:
             raise layout_error(FORMAT, pair_path, "(image, caption A, caption B) pairs and (reference, A, B, "
                                "choice) triplets", i + 1, repr(fields))
         image, a, b = (str(f) for f in fields)
-        chosen = [str(t[1] if int(t[3]) == 1 else t[2]) for t in judged]
+        if any(t[3] not in (1, 2) for t in judged) or int(categories[i]) not in CATEGORIES:
+            raise layout_error(FORMAT, consensus_path, "choices 1 (A) or 2 (B) and categories 1-4", i + 1,
+                               repr([t[3] for t in judged][:8] + [categories[i]]))
+        chosen = [str(t[1] if t[3] == 1 else t[2]) for t in judged]
         votes_a, votes_b = chosen.count(a), chosen.count(b)
         if votes_a + votes_b != len(judged):  # a triplet about other captions: the files disagree
             rejects.append(reject(FORMAT, "votes_for_other_captions", [pair_id], [f"{a} | {b}"]))
             continue
         common = {"image_path": image, "image_id": image, "language": options.language or "en", "item_id": pair_id,
-                  "category": CATEGORIES.get(int(categories[i]), str(categories[i])), "votes_a": votes_a,
+                  "category": CATEGORIES[int(categories[i])], "votes_a": votes_a,
                   "votes_b": votes_b, "refs": [str(t[0]) for t in judged]}
         rows += [{"id": f"{pair_id}#a", "text": a, "score_as": "score_a", **common},
                  {"id": f"{pair_id}#b", "text": b, "score_as": "score_b", **common}]

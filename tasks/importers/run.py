@@ -13,6 +13,8 @@ from xmdata.runtime.atomic import write_json_atomic, write_parquet_atomic, write
 from xmdata.schemas.contract import ContractError
 from xmdata.schemas.validate import conform
 
+from ..rejects import concat_rejects
+from ..rows import reject_bad_ids
 from .formats import FORMATS, adapter
 from .options import ImportOptions
 
@@ -26,9 +28,15 @@ def import_dataset(fmt: str, source: str, out: str, options: ImportOptions | Non
     options = options or ImportOptions()
     imported = adapter(fmt)(source, options)
     root = image_root(options.images, out)
-    tables = {name: conform(rebase_paths(table, options.images, root), contract, source=f"{fmt} {name}")
-              if contract else table for name, (table, contract) in imported.tables.items()}
-    rejects = imported.all_rejects()
+    tables, id_rejects = {}, []
+    for name, (table, contract) in imported.tables.items():
+        if contract is not None:
+            table = conform(rebase_paths(table, options.images, root), contract, source=f"{fmt} {name}")
+            if contract.id_column in table.column_names:  # an empty or repeated id would clash downstream
+                table, refused = reject_bad_ids(table, f"import_{fmt.replace('-', '_')}", contract.id_column)
+                id_rejects.append(refused)
+        tables[name] = table
+    rejects = concat_rejects([imported.all_rejects(), *id_rejects])
     os.makedirs(out, exist_ok=True)
     for name, table in tables.items():
         write_parquet_atomic(table, os.path.join(out, f"{name}.parquet"))
