@@ -36,8 +36,10 @@ def active_column_map() -> dict[str, str]:
 
 @contextmanager
 def column_mapping(mapping: dict[str, str] | str | None):
-    """Apply `mapping` to every input read inside the block (nested blocks replace it)."""
+    """Apply `mapping` to every input read inside the block. A nested block adds to the outer mapping
+    (its own entries win): `xmdata release --map …` and the config's `columns:` both apply."""
     mapping = parse_column_map(mapping) if isinstance(mapping, str) or mapping is None else dict(mapping)
+    mapping = {**active_column_map(), **mapping}
     before = os.environ.get(COLUMN_MAP_ENV)
     os.environ[COLUMN_MAP_ENV] = json.dumps(mapping, sort_keys=True)
     try:

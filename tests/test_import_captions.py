@@ -230,3 +230,26 @@ def test_release_config_columns_mapping_is_typed():
     assert config.columns == {"ImageID": "id"}
     with pytest.raises(Exception):
         ReleaseConfig.model_validate({"name": "x", "columns": ["ImageID"]})
+
+
+def test_nested_column_mappings_add_up():
+    from xmdata.schemas.column_map import active_column_map, column_mapping
+
+    with column_mapping("A=a"):
+        with column_mapping({"B": "b", "A": "x"}):
+            assert active_column_map() == {"A": "x", "B": "b"}
+        assert active_column_map() == {"A": "a"}
+    assert active_column_map() == {}
+
+
+def test_hf_reads_what_datasets_save_to_disk_writes(tmp_path):
+    datasets = pytest.importorskip("datasets")
+    dd = datasets.DatasetDict({"train": datasets.Dataset.from_dict({"id": ["a", "b"], "text": ["x", "y"]}),
+                               "test": datasets.Dataset.from_dict({"id": ["c"], "text": ["z"]})})
+    dd.save_to_disk(str(tmp_path / "saved"))
+    out = tmp_path / "out"
+    assert main(["import", "hf", str(tmp_path / "saved"), "--table", "captions", "--out", str(out)]) == 0
+    captions = read_input(str(out / "captions.parquet"), CAPTIONS)
+    assert sorted(zip(captions.column("id").to_pylist(), captions.column("split").to_pylist())) == [
+        ("a", "train"), ("b", "train"), ("c", "test")]
+    assert json.loads((out / "import_report.json").read_text())["layout"] == "datasets save_to_disk (DatasetDict)"

@@ -138,7 +138,7 @@ def _add_map_option(sub) -> None:
         if name in ("serve", "models"):
             continue
         leaves = [command]
-        for action in command._actions:
+        for action in command._actions:  # argparse has no public way to list a parser's sub-commands
             if isinstance(action, argparse._SubParsersAction) and action.required:
                 leaves = list(action.choices.values())
         for leaf in leaves:
