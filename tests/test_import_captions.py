@@ -103,9 +103,15 @@ def test_openimages_subsets_coordinates_and_exif_reach_geocoding(tmp_path):
     (src / "test-images-with-rotation.csv").write_text(OPENIMAGES_HEADER + openimages_row("00ffee0011223344", "test"))
     coords = tmp_path / "gps.csv"  # the user's own column names, mapped
     coords.write_text("image,lat,lon\n0001eeaf4aed83f9,48.8566,2.3522\n00ffee0011223344,north,2\n")
+    photos = tmp_path / "photos"  # downloaded images: one with EXIF GPS (Sydney), one without
+    photos.mkdir()
+    exif = Image.Exif()
+    exif[0x8825] = {1: "S", 2: (33.0, 52.0, 12.0), 3: "E", 4: (151.0, 12.0, 36.0)}
+    Image.new("RGB", (4, 4)).save(photos / "000a1249af2bc5f0.jpg", exif=exif)
+    Image.new("RGB", (4, 4)).save(photos / "0001eeaf4aed83f9.jpg")
     out = tmp_path / "out"
     assert main(["import", "openimages", str(src), "--subsets", "validation,test", "--coordinates", str(coords),
-                 "--map", "image=ImageID,lat=Latitude,lon=Longitude", "--out", str(out)]) == 0
+                 "--images", str(photos), "--map", "image=ImageID,lat=Latitude,lon=Longitude", "--out", str(out)]) == 0
     images = read_input(str(out / "images.parquet"), IMAGES)
     rows = {r["id"]: r for r in images.to_pylist()}
     assert set(rows) == {"0001eeaf4aed83f9", "000a1249af2bc5f0"}
@@ -115,11 +121,12 @@ def test_openimages_subsets_coordinates_and_exif_reach_geocoding(tmp_path):
     assert paris["license"].startswith("https://creativecommons.org") and paris["rotation"] == "0.0"
     report = json.loads((out / "import_report.json").read_text())
     assert report["filtered_by_subset"] == 1 and report["refused"] == {"bad_coordinates": 1}
-    assert report["gps_from"] == {"coordinates": 1, "exif": 0, "none": 1} and "Rotation" in report["layout"]
+    assert report["gps_from"] == {"coordinates": 1, "exif": 1, "none": 0} and "Rotation" in report["layout"]
+    assert rows["000a1249af2bc5f0"]["gps_source"] == "exif" and rows["000a1249af2bc5f0"]["latitude"] < -33
     from xmdata.tasks.geocode import geocode
 
     placed, no_gps = geocode(images)
-    assert placed.column("country").to_pylist() == ["FR"] and no_gps.column("reason").to_pylist() == ["no_gps"]
+    assert sorted(placed.column("country").to_pylist()) == ["AU", "FR"] and no_gps.num_rows == 0
 
 
 def test_openimages_old_layout_and_missing_column(tmp_path, capsys):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import glob
 import math
+from collections import Counter
 import os
 import re
 
@@ -80,7 +81,7 @@ def read_openimages(source: str, options: ImportOptions) -> Imported:
     subsets = [s.strip() for s in (options.subsets or "").split(",") if s.strip()]
     if subsets:
         table = table.filter(pc.is_in(table.column("Subset"), pa.array(subsets)))
-    rows, rejects, sources = [], [], {"coordinates": 0, "exif": 0, "none": 0}
+    rows, rejects, sources, exif_failures = [], [], {"coordinates": 0, "exif": 0, "none": 0}, Counter()
     for record in table.to_pylist():
         image_id = record["ImageID"]
         row = {RENAMES.get(k, snake(k)): v for k, v in record.items()}
@@ -95,6 +96,8 @@ def read_openimages(source: str, options: ImportOptions) -> Imported:
             lat, lon, reason = read_exif_gps(os.path.join(options.images, row["path"]))
             if reason is None:
                 row.update(latitude=lat, longitude=lon, gps_source="exif")
+            else:  # kept without GPS (select-images refuses it there, by reason); counted here
+                exif_failures[reason.split(":")[0]] += 1
         sources[row["gps_source"] or "none"] += 1
         rows.append(row)
     out = rows_table(rows, IMAGES.schema)
@@ -102,4 +105,5 @@ def read_openimages(source: str, options: ImportOptions) -> Imported:
     layout = (f"{len(files)} metadata CSV(s), " + ("V4+ layout with Rotation" if has_rotation
                                                      else "layout without Rotation (images.csv, V2/V3)"))
     return Imported({"images": (out, IMAGES)}, layout, rows_read, rejects,
-                    notes={"filtered_by_subset": rows_read - table.num_rows, "gps_from": sources})
+                    notes={"filtered_by_subset": rows_read - table.num_rows, "gps_from": sources,
+                           "exif_without_gps": dict(sorted(exif_failures.items()))})
