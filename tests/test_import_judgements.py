@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute  # noqa: F401  (pa.compute)
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -195,7 +195,7 @@ def test_xvnli_hypotheses_per_language_into_evaluation(tmp_path):
     assert set(pairs.column("language").to_pylist()) == {"fr"} and pairs.num_rows == 6
     assert pairs.column("image_path").to_pylist()[0] == "759822302.jpg"
     assert pairs.column("id").to_pylist()[0] == "annotations/fr/test.jsonl:759822302.jpg#2r1c"
-    pairs = pairs.filter(pa.compute.equal(pairs.column("source_file"), "annotations/fr/test.jsonl"))
+    pairs = pairs.filter(pc.equal(pairs.column("source_file"), "annotations/fr/test.jsonl"))
     scores = dict(zip(pairs.column("id").to_pylist(), [0.1, 0.5, 0.9]))
     result = evaluate("xvnli", as_score_output(pairs, scores), tmp_path).result
     assert result["per_language"]["fr"]["task3"]["accuracy"] == 1.0
