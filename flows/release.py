@@ -13,6 +13,7 @@ from xmdata.flows.release_build import build_release_data, resolve_tiny_models
 from xmdata.flows.release_config import load_release_config
 from xmdata.flows.release_facts import release_facts
 from xmdata.runtime.atomic import remove_stray_temp_files, write_text_atomic
+from xmdata.schemas.column_map import column_mapping
 from xmdata.tasks.release_card import build_card
 from xmdata.tasks.release_files import copy_files, gather_rejects, gather_tables
 from xmdata.tasks.release_manifest import release_files, write_manifest
@@ -39,7 +40,8 @@ def release_flow(config: str = "demo", out: str = "releases/demo", shards: int |
     work = os.path.abspath(work or os.path.join(out, "build"))
     remove_stray_temp_files(out)  # what a killed run left half-written, build folder included
     resolved = resolve_tiny_models(parsed)
-    build = build_release_data(resolved, work)
+    with column_mapping(parsed.columns):  # the config's `columns:`, as --map on the commands
+        build = build_release_data(resolved, work)
     summary = finish_build(work, build.reports, build.distributions, f"Build of release {parsed.name}",
                            extra_markdown="".join(build.markdown))
     tables = gather_tables(work, out)

@@ -74,6 +74,8 @@ class ReleaseConfig(Strict):
     license: str = "cc-by-4.0"
     seed: int = 0
     shards: int = Field(8, ge=1)
+    columns: dict[str, str] = Field(default_factory=dict, description="column mapping applied to every input "
+                                    "before its contract check, as --map: {ImageID: id, Latitude: latitude}")
     language_id: LanguageIdConfig | None = None
     image_selection: ImageSelectionConfig | None = None
     translation: TranslationConfig | None = None

@@ -19,7 +19,8 @@ from xmdata.runtime.process import StageReport
 from xmdata.runtime.stage import Stage
 from xmdata.tasks.candidate_scores import estimate_candidate_quality, identify_candidate_language
 from xmdata.tasks.ingest import ingest
-from xmdata.tasks.qa_input import DEFAULT_EXCLUDED_TASKS, DEFAULT_PER_TASK, read_qa_input, select_instances
+from xmdata.tasks.qa_input import DEFAULT_EXCLUDED_TASKS, DEFAULT_PER_TASK, passthrough_columns, read_qa_input, \
+    select_instances
 from xmdata.tasks.qa_labels import resolve_labels
 from xmdata.tasks.qa_outputs import write_qa_outputs
 from xmdata.tasks.qa_translate import translate_qa_stage
@@ -76,7 +77,7 @@ def translate_qa_rows(source: str | pa.Table, out: str, shards: int, targets: li
                 "qe_model": filters.qe_spec().to_dict() if filters else None,
                 "min_lid_prob": filters.min_lid_prob if filters else 0.0, "min_qe": filters.min_qe if filters else None}
     write_json_atomic(settings, os.path.join(out, "translate_qa.json"))
-    report = write_qa_outputs(out, candidates, settings, selection)
+    report = write_qa_outputs(out, candidates, settings, selection, passthrough_columns(selected))
     derived = sorted(t for t, entry in labels.items() if entry["source"] != "data/qa_labels.json")
     distributions = {"QA instances kept per target": report["kept_per_target"],
                      "QA input rows left out": {

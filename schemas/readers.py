@@ -6,6 +6,7 @@ import os
 import polars as pl
 import pyarrow as pa
 
+from .column_map import apply_active_map
 from .contract import ContractError, TableContract
 from .validate import conform
 
@@ -22,7 +23,8 @@ READERS = {
 
 
 def read_any(path: str) -> pa.Table:
-    """The file as an Arrow table, or a ContractError naming the file and what went wrong."""
+    """The file as an Arrow table with the run's column mapping applied (schemas/column_map.py), or a
+    ContractError naming the file and what went wrong."""
     is_remote = "://" in path
     if not is_remote and not os.path.exists(path):
         raise ContractError(f"{path}: file not found")
@@ -30,10 +32,11 @@ def read_any(path: str) -> pa.Table:
     if suffix is None:
         raise ContractError(f"{path}: unknown format; expected one of {', '.join(sorted(READERS))}")
     try:
-        return READERS[suffix](path).to_arrow()
+        table = READERS[suffix](path).to_arrow()
     except Exception as exc:  # polars raises many kinds; the user needs the file and the cause
         first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise ContractError(f"{path}: cannot read as {suffix[1:]}: {first_line}") from exc
+    return apply_active_map(table, path)
 
 
 def read_input(path: str, contract: TableContract) -> pa.Table:

@@ -2,18 +2,31 @@
 from __future__ import annotations
 
 import os
+from contextvars import ContextVar
 
 import pyarrow as pa
 
+from xmdata.schemas.column_map import apply_active_map
 from xmdata.schemas.contract import ContractError
 from xmdata.schemas.readers import read_any
 
+from .eval_scored import read_score_run, scored_rows
+
+# What each input of the running metric left out (refused pairs of a score run); run_metric reports it.
+LEFT_OUT: ContextVar[dict | None] = ContextVar("left_out", default=None)
+
 
 def read_table(path: str | None, option: str = "INPUT") -> pa.Table:
-    """The table at `path` (Parquet, CSV, JSONL, JSON); ContractError when it is missing or unreadable."""
+    """The table at `path` (Parquet, CSV, JSONL, JSON, or a `score` run folder); rows the score stage
+    refused are left out and counted. ContractError when it is missing or unreadable."""
     if not path:
         raise ContractError(f"{option} is required")
-    return read_any(path)
+    run = read_score_run(path) if os.path.isdir(path) else None
+    table, reasons = (apply_active_map(run[0], path), run[1]) if run is not None else (read_any(path), None)
+    table, left_out = scored_rows(table, path, reasons)
+    if left_out and (record := LEFT_OUT.get()) is not None:
+        record[where(path)] = left_out
+    return table
 
 
 def auto_column(table: pa.Table, given: str | None, default: str) -> str | None:

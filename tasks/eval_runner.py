@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from .eval_inputs import where
+from .eval_inputs import LEFT_OUT, where
 from .eval_report import Report, write_report
 from .eval_runs_embeddings import run_backretrieval, run_mmmeb
 from .eval_runs_scores import run_correlation, run_marvl, run_pascal50s, run_valse, run_xvnli
@@ -24,7 +24,17 @@ def run_metric(metric: str, options: dict) -> Report:
     """Compute one metric from its options (the CLI's dests: input, out, *_column, seed, ...)."""
     if metric not in RUNNERS:
         raise ValueError(f"unknown metric {metric!r}; known: {', '.join(sorted(RUNNERS))}")
-    report = RUNNERS[metric](options)
+    token = LEFT_OUT.set({})
+    try:
+        report = RUNNERS[metric](options)
+        left_out = LEFT_OUT.get()
+    finally:
+        LEFT_OUT.reset(token)
+    if left_out:  # rows of a score run that the score stage refused: out of the metric, never silently
+        report.result["left_out"] = left_out
+        report.markdown += "\nLeft out (refused by the score stage): " + "; ".join(
+            f"`{name}`: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in counts.items())
+            for name, counts in left_out.items()) + "\n"
     # Every option in the result, files by name only: the same data elsewhere gives the same bytes.
     report.result["options"] = {k: where(v) if k in PATH_OPTIONS and v else v for k, v in sorted(options.items())
                                 if k not in ("out", "command", "metric", "verbose")}

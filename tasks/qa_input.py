@@ -17,8 +17,7 @@ from xmdata.schemas.validate import conform
 # The six MMEB train tasks the method leaves out: English text in the image, or Q:/A: formatting.
 DEFAULT_EXCLUDED_TASKS = ("ChartQA", "DocVQA", "HatefulMemes", "InfographicsVQA", "ScienceQA", "VisDial")
 DEFAULT_PER_TASK = 10_000
-ALIASES = {"qry": "query", "pos_text": "positive", "neg_text": "negative", "qry_image_path": "image",
-           "subset": "task"}
+ALIASES = {"qry": "query", "pos_text": "positive", "neg_text": "negative", "subset": "task"}
 
 
 def read_qa_input(source: str | pa.Table) -> pa.Table:
@@ -27,11 +26,21 @@ def read_qa_input(source: str | pa.Table) -> pa.Table:
     name = "input table" if isinstance(source, pa.Table) else source
     renames = {old: new for old, new in ALIASES.items() if old in raw.column_names and new not in raw.column_names}
     raw = raw.rename_columns([renames.get(c, c) for c in raw.column_names])
+    if "image" not in raw.column_names and "qry_image_path" in raw.column_names:
+        raw = raw.append_column("image", raw.column("qry_image_path"))  # copied: qry_image_path stays too
     if "id" not in raw.column_names and "task" in raw.column_names:
         frame = pl.from_arrow(raw).with_columns(
             (pl.col("task").cast(pl.Utf8) + "/" + pl.int_range(pl.len()).over("task").cast(pl.Utf8)).alias("id"))
         raw = frame.to_arrow()
-    return conform(raw, QA_INPUT, source=name).select(QA_INPUT.schema.names)
+    # Columns the translation does not use (MMEB's pos_image_path, neg_image_path, …) are kept: the
+    # outputs carry them (passthrough_columns), so a text-to-image instance keeps its images.
+    return conform(raw, QA_INPUT, source=name)
+
+
+def passthrough_columns(table: pa.Table) -> pa.Table | None:
+    """id and every input column the QA contract does not name, or None when there are none."""
+    extra = [c for c in table.column_names if c not in QA_INPUT.schema.names]
+    return table.select(["id", *extra]) if extra else None
 
 
 def select_instances(table: pa.Table, exclude_tasks: list[str] | tuple[str, ...] = DEFAULT_EXCLUDED_TASKS,

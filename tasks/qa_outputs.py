@@ -47,11 +47,18 @@ def select_candidates(candidates: pl.DataFrame, scored: bool, min_lid_prob: floa
     return kept, refused.select("id", "task", "target_language", "reason").sort("id", "target_language")
 
 
-def parallel_table(kept: pl.DataFrame, source_language: str) -> pa.Table:
+def parallel_table(kept: pl.DataFrame, source_language: str, passthrough: pa.Table | None = None) -> pa.Table:
+    """The parallel corpus; input columns the translation did not use follow, joined by id."""
     frame = kept.sort("id", "target_language", "part").with_columns(
         pl.lit(source_language).alias("source_language"), pl.col("candidate").alias("target_text"))
     schema = QA_PARALLEL.schema
-    return frame.select(schema.names).to_arrow().cast(schema)
+    table = frame.select(schema.names).to_arrow().cast(schema)
+    if passthrough is None:
+        return table
+    extra = pl.from_arrow(passthrough).unique("id", keep="first")
+    joined = pl.from_arrow(table).join(extra, on="id", how="left", maintain_order="left")
+    return joined.to_arrow().cast(pa.schema(list(schema) + [passthrough.schema.field(c) for c in extra.columns
+                                                             if c != "id"]))
 
 
 def count_outcomes(kept: pl.DataFrame, refused: pl.DataFrame) -> pl.DataFrame:
@@ -72,11 +79,14 @@ def counts_markdown(counts: pl.DataFrame, selection: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_qa_outputs(out: str, candidates: pa.Table, settings: dict, selection: dict) -> dict:
-    """Write the selection's files; returns the report (counts as rows, and the markdown)."""
+def write_qa_outputs(out: str, candidates: pa.Table, settings: dict, selection: dict,
+                     passthrough: pa.Table | None = None) -> dict:
+    """Write the selection's files; returns the report (counts as rows, and the markdown).
+    `passthrough`: id + input columns the translation did not use, carried into qa_parallel."""
     frame = pl.from_arrow(candidates)
     kept, refused = select_candidates(frame, settings["scored"], settings["min_lid_prob"], settings["min_qe"])
-    write_parquet_atomic(parallel_table(kept, settings["source_language"]), os.path.join(out, "qa_parallel.parquet"))
+    write_parquet_atomic(parallel_table(kept, settings["source_language"], passthrough),
+                         os.path.join(out, "qa_parallel.parquet"))
     groups = refused.group_by("reason", maintain_order=True)  # refused is sorted: stable bytes
     rejects = concat_rejects([make_rejects(STAGE, reason, g["id"].to_list(), [
         f"{k} -> {t}" for k, t in zip(g["task"], g["target_language"])]) for (reason,), g in groups])

@@ -121,7 +121,41 @@ def build_parser() -> argparse.ArgumentParser:
 
     from xmdata.tasks.eval_args import add_evaluate_parser  # argparse only: --help stays light
     add_evaluate_parser(sub)
+    _add_import_parser(sub)
+    _add_map_option(sub)
     return parser
+
+
+def _add_import_parser(sub) -> None:
+    from xmdata.tasks.importers.formats import FORMATS  # pure data
+    from xmdata.tasks.importers.options import ImportOptions
+
+    p = sub.add_parser("import", help="a public dataset's published layout -> the project's contract tables",
+                       description="\n".join(f"{name}: {text}" for name, (_, text) in FORMATS.items()),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("format", choices=list(FORMATS))
+    p.add_argument("source", help="the downloaded file or folder, in its published layout")
+    p.add_argument("--out", required=True, help="folder for <table>.parquet, rejects.parquet, import_report.json")
+    for name, field in ImportOptions.model_fields.items():
+        flag = "--" + name.replace("_", "-")
+        if field.annotation is bool:
+            p.add_argument(flag, action="store_true", help=field.description)
+        else:
+            p.add_argument(flag, default=None, help=field.description)
+
+
+def _add_map_option(sub) -> None:
+    """`--map OLD=NEW,…` on every command that reads a table (schemas/column_map.py)."""
+    for name, command in sub.choices.items():
+        if name in ("serve", "models", "up", "down", "status"):
+            continue
+        leaves = [command]
+        for action in command._actions:  # argparse has no public way to list a parser's sub-commands
+            if isinstance(action, argparse._SubParsersAction) and action.required:
+                leaves = list(action.choices.values())
+        for leaf in leaves:
+            leaf.add_argument("--map", default=None, metavar="OLD=NEW,…",
+                              help="rename input columns before the contract check, e.g. ImageID=id,Latitude=latitude")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -135,15 +169,20 @@ def main(argv: list[str] | None = None) -> int:
     from xmdata.runtime.execution import ShardsFailed
     from xmdata.runtime.service import ServiceError
     from xmdata.schemas import ContractError
+    from xmdata.schemas.column_map import column_mapping, unused_keys
 
     try:
-        return COMMANDS[args.command](args) or 0
+        with column_mapping(getattr(args, "map", None)) as mapping:
+            code = COMMANDS[args.command](args) or 0
     except (ContractError, ModelError) as exc:
         print(f"xmdata: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except (ShardsFailed, ServiceError) as exc:
         print(f"xmdata: error: {exc}", file=sys.stderr)
         return EXIT_SHARDS_FAILED
+    if unused := unused_keys(mapping):
+        print(f"xmdata: warning: --map: no input had a column named {', '.join(unused)}", file=sys.stderr)
+    return code
 
 
 if __name__ == "__main__":

@@ -142,6 +142,17 @@ def evaluate(args) -> int:
 
 from xmdata.commands_translate import select_translations, translate, translate_qa  # noqa: E402
 
+def import_dataset(args) -> int:
+    from xmdata.tasks.importers.options import ImportOptions
+    from xmdata.tasks.importers.run import import_dataset as run_import, report_markdown
+
+    options = ImportOptions(**{k: getattr(args, k) for k in ImportOptions.model_fields})
+    report = run_import(args.format, args.source, args.out, options)
+    print(report_markdown(report))
+    print(f"-> {os.path.abspath(args.out)}")
+    return 0
+
+
 def serve(args) -> int:
     from xmdata.serve import serve_deployments
 
@@ -157,4 +168,4 @@ def service(args) -> int:
 
 COMMANDS = {"up": service, "down": service, "status": service, "demo": release, "release": release, "serve": serve, "identify-language": identify_language, "select-images": select_images,
             "translate": translate, "select-translations": select_translations, "translate-qa": translate_qa,
-            "score": score, "evaluate": evaluate, "validate": validate, "models": models}
+            "score": score, "evaluate": evaluate, "import": import_dataset, "validate": validate, "models": models}

@@ -1,0 +1,98 @@
+"""What every adapter returns, and the layout checks they share: a file in the wrong layout is refused
+whole, naming the format expected and the first offending line, before anything is written."""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from xmdata.schemas.contract import ContractError, TableContract
+
+from ..rejects import concat_rejects, make_rejects
+
+
+@dataclass
+class Imported:
+    """Tables by output name with the contract each must meet (None: columns as they are), rows
+    refused, what was read (`layout` says which published layout or release) and counts."""
+
+    tables: dict[str, tuple[pa.Table, TableContract | None]]
+    layout: str
+    rows_read: int
+    rejects: list[pa.Table] = field(default_factory=list)
+    notes: dict = field(default_factory=dict)  # filtered rows and other facts for the report
+
+    def all_rejects(self) -> pa.Table:
+        return concat_rejects(self.rejects)
+
+
+def layout_error(fmt: str, path: str, expected: str, line_no: int | None = None, line: str | None = None,
+                 problem: str = "") -> ContractError:
+    where = f" line {line_no}" if line_no is not None else ""
+    shown = f": {line.rstrip()[:160]!r}" if line is not None else ""
+    detail = f" ({problem})" if problem else ""
+    return ContractError(f"{path}{where}: not the {fmt} layout{detail}; expected {expected}{shown}")
+
+
+def reject(fmt: str, reason: str, row_ids: list, values: list | None = None) -> pa.Table:
+    return make_rejects(f"import_{fmt.replace('-', '_')}", reason, row_ids, values)
+
+
+def require_file(path: str, fmt: str, what: str) -> str:
+    if not os.path.isfile(path):
+        raise ContractError(f"{fmt}: {what} {path}: file not found")
+    return path
+
+
+def json_lines(path: str, fmt: str, expected: str, required: tuple[str, ...]) -> list[tuple[int, dict]]:
+    """(line number, object) of a JSON Lines file whose every object has the required keys."""
+    records = []
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise layout_error(fmt, path, expected, number, line, f"not JSON: {exc.msg}") from exc
+            missing = [k for k in required if not isinstance(record, dict) or k not in record]
+            if missing:
+                raise layout_error(fmt, path, expected, number, line, f"no {', '.join(missing)}")
+            records.append((number, record))
+    if not records:
+        raise layout_error(fmt, path, expected, problem="the file has no records")
+    return records
+
+
+def tab_rows(path: str, fmt: str, expected: str, columns: int) -> list[tuple[int, list[str]]]:
+    """(line number, fields) of a headerless tab-separated file with exactly `columns` fields a line."""
+    rows = []
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            fields = line.rstrip("\r\n").split("\t")
+            if len(fields) != columns:
+                raise layout_error(fmt, path, expected, number, line,
+                                   f"{len(fields)} tab-separated field(s), not {columns}")
+            rows.append((number, fields))
+    if not rows:
+        raise layout_error(fmt, path, expected, problem="the file has no rows")
+    return rows
+
+
+def rows_table(rows: list[dict], schema: pa.Schema | None = None) -> pa.Table:
+    """Rows with possibly different keys as one table: every key a column (null where a row lacks it),
+    types from `schema` where it names the column, else inferred; all-null columns become strings."""
+    keys = list(dict.fromkeys([*(schema.names if schema is not None else []), *(k for r in rows for k in r)]))
+    arrays = []
+    for key in keys:
+        values = [r.get(key) for r in rows]
+        if schema is not None and key in schema.names:
+            arrays.append(pa.array(values, schema.field(key).type))
+        else:
+            array = pa.array(values)
+            arrays.append(array.cast(pa.string()) if pa.types.is_null(array.type) else array)
+    return pa.Table.from_arrays(arrays, names=keys)

@@ -1,0 +1,32 @@
+"""Every import format by name: the module and function of its adapter, and one line for --help.
+Pure data (no heavy imports), so the CLI lists formats without loading any adapter."""
+from __future__ import annotations
+
+import importlib
+
+FORMATS = {
+    "xm3600": ("xm3600:read_xm3600", "Crossmodal-3600 captions.jsonl -> captions (one row per image x "
+               "language x caption) and images"),
+    "openimages": ("openimages:read_openimages", "Open Images image metadata CSVs (+ coordinates table or "
+                   "EXIF) -> images"),
+    "mmeb-train": ("mmeb_train:read_mmeb_train", "MMEB-train, a folder per subset (Parquet, JSON/JSONL or a "
+                   "datasets save) -> qa_input"),
+    "flickr8k-expert": ("flickr8k:read_expert", "Flickr8K ExpertAnnotations.txt + Flickr8k.token.txt -> pairs "
+                        "with the mean of the three expert ratings"),
+    "flickr8k-cf": ("flickr8k:read_crowdflower", "Flickr8K CrowdFlowerAnnotations.txt + Flickr8k.token.txt -> "
+                    "pairs with the share of yes votes"),
+    "composite": ("composite:read_composite", "Composite *_correctness.csv (AMT, ';'-separated) -> pairs "
+                  "with their correctness rating"),
+    "pascal50s": ("pascal50s:read_pascal50s", "Pascal-50S pair_pascal.mat + consensus_pascal.mat -> pairs "
+                  "with votes per caption"),
+    "valse": ("valse:read_valse", "VALSE <piece>.json files -> caption and foil pairs"),
+    "xvnli": ("iglue:read_xvnli", "IGLUE XVNLI annotations/<lang>/test.jsonl -> hypothesis pairs"),
+    "marvl": ("iglue:read_marvl", "IGLUE MaRVL marvl-<lang>.jsonl -> left and right image pairs"),
+    "hf": ("hf:read_hf", "a local Hugging Face datasets folder (save_to_disk) or Parquet snapshot -> one table"),
+}
+
+
+def adapter(fmt: str):
+    """The adapter function of a format: (source, ImportOptions) -> Imported."""
+    module, _, function = FORMATS[fmt][0].partition(":")
+    return getattr(importlib.import_module(f"{__package__}.{module}"), function)

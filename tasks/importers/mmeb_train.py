@@ -1,0 +1,65 @@
+"""MMEB-train (TIGER-Lab/MMEB-train, the xVLM2Vec training source): a folder per subset, each a hub
+snapshot (`original-00000-of-00001.parquet`, `diverse_instruction-…parquet`), JSON/JSONL files or a
+`datasets` save, with columns qry, qry_image_path, pos_text, pos_image_path, neg_text, neg_image_path.
+Every instance becomes a qa_input row with task = subset; every image path and column is kept."""
+from __future__ import annotations
+
+import os
+
+from xmdata.schemas.column_map import apply_active_map
+from xmdata.schemas.contract import ContractError
+from xmdata.schemas.translation import QA_INPUT
+
+from .base import Imported, layout_error, reject, rows_table
+from .hf_files import layout_of, read_splits
+from .options import ImportOptions
+
+FORMAT = "mmeb-train"
+REQUIRED = ("qry", "qry_image_path", "pos_text", "pos_image_path")
+EXPECTED = "a folder per subset with columns qry, qry_image_path, pos_text, pos_image_path[, neg_text, neg_image_path]"
+
+
+def subset_folders(source: str, wanted: list[str]) -> dict[str, str]:
+    folders = {n: os.path.join(source, n) for n in sorted(os.listdir(source)) if os.path.isdir(os.path.join(source, n))
+               and not n.startswith(".")} if os.path.isdir(source) else {}
+    if not folders:  # SOURCE is one subset (a folder of files, or one file)
+        folders = {os.path.basename(os.path.normpath(source)).rsplit(".", 1)[0]: source}
+    unknown = sorted(set(wanted) - set(folders))
+    if unknown:
+        raise ContractError(f"{FORMAT}: --subsets names {', '.join(unknown)}, not in {source} "
+                            f"(subsets: {', '.join(folders)})")
+    return {n: p for n, p in folders.items() if not wanted or n in wanted}
+
+
+def _blank(value) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def read_mmeb_train(source: str, options: ImportOptions) -> Imported:
+    wanted = [s.strip() for s in (options.subsets or "").split(",") if s.strip()]
+    rows, rejects, layouts, read = [], [], set(), 0
+    for subset, folder in subset_folders(source, wanted).items():
+        for split, table in read_splits(folder).items():
+            table = apply_active_map(table, folder)
+            missing = [c for c in REQUIRED if c not in table.column_names]
+            if missing:
+                raise layout_error(FORMAT, folder, EXPECTED, problem=f"split {split!r} has no {', '.join(missing)}; "
+                                   f"columns: {', '.join(table.column_names)}")
+            layouts.add(layout_of(folder) if os.path.isdir(folder) else "one file")
+            read += table.num_rows
+            for index, record in enumerate(table.to_pylist()):
+                row_id = f"{subset}/{split}/{index}"
+                if _blank(record["qry"]) and _blank(record["qry_image_path"]):
+                    rejects.append(reject(FORMAT, "empty_query", [row_id]))
+                    continue
+                if _blank(record["pos_text"]) and _blank(record["pos_image_path"]):
+                    rejects.append(reject(FORMAT, "empty_positive", [row_id]))
+                    continue
+                ours = {"id": row_id, "task": subset, "query": record["qry"], "positive": record["pos_text"],
+                        "negative": record.get("neg_text"), "image": record["qry_image_path"], "subset": subset,
+                        "split": split}
+                # every source column is kept; one that shares a name with ours as source_<name>
+                rows.append({**{(f"source_{k}" if k in ours else k): v for k, v in record.items()}, **ours})
+    table = rows_table(rows, QA_INPUT.schema)
+    return Imported({"qa_input": (table, QA_INPUT)}, ", ".join(sorted(layouts)) or "empty", read, rejects,
+                    notes={"subsets": sorted({r["task"] for r in rows})})

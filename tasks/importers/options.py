@@ -1,0 +1,27 @@
+"""The options of `xmdata import`, declared once: the CLI's flags are built from this model, and the
+adapters receive it. Each option names the formats that read it; others ignore it."""
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class ImportOptions(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    subsets: str | None = Field(None, description="openimages: keep these Subset values, comma-separated "
+                                "(the paper used validation,test); mmeb-train, hf: these subset folders or splits")
+    coordinates: str | None = Field(None, description="openimages: table of ImageID, Latitude, Longitude "
+                                    "(CSV/Parquet/JSONL; --map renames its columns too)")
+    images: str | None = Field(None, description="folder of the downloaded images: paths are written relative "
+                               "to it and checked; openimages reads GPS from their EXIF when no coordinates row has it")
+    captions: str | None = Field(None, description="flickr8k-expert, flickr8k-cf: Flickr8k.token.txt "
+                                 "(default: next to the annotations file)")
+    language: str | None = Field(None, description="language of the texts when the layout does not say "
+                                 "(flickr8k-*, composite, pascal50s, valse: default en)")
+    table: str | None = Field(None, description="hf: contract the table must meet (captions, images, "
+                              "qa_input, score_input, …); default: none, columns kept as they are")
+    valid_only: bool = Field(False, description="valse: keep only instances at least two of three annotators "
+                             "validated (mturk.caption >= 2), as the VALSE authors advise")
+
+
+OPTION_HELP = {name: field.description for name, field in ImportOptions.model_fields.items()}

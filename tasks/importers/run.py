@@ -1,0 +1,89 @@
+"""Run one adapter, check what it made against the contracts, and only then write: the tables as
+Parquet, the refused rows as rejects.parquet, and import_report.json/.md (rows read, written, refused
+by reason, and which layout was read)."""
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+
+import pyarrow as pa
+
+from xmdata.runtime.atomic import write_json_atomic, write_parquet_atomic, write_text_atomic
+from xmdata.schemas.contract import ContractError
+from xmdata.schemas.validate import conform
+
+from ..rejects import concat_rejects
+from ..rows import reject_bad_ids
+from .formats import FORMATS, adapter
+from .options import ImportOptions
+
+
+def import_dataset(fmt: str, source: str, out: str, options: ImportOptions | None = None) -> dict:
+    """Import SOURCE in layout FMT into OUT; returns the report. ContractError before any write."""
+    if fmt not in FORMATS:
+        raise ContractError(f"unknown import format {fmt!r}; known: {', '.join(FORMATS)}")
+    if not os.path.exists(source):
+        raise ContractError(f"{fmt}: {source}: no such file or folder")
+    options = options or ImportOptions()
+    imported = adapter(fmt)(source, options)
+    root = image_root(options.images, out)
+    tables, id_rejects = {}, []
+    for name, (table, contract) in imported.tables.items():
+        if contract is not None:
+            table = conform(rebase_paths(table, options.images, root), contract, source=f"{fmt} {name}")
+            if contract.id_column in table.column_names:  # an empty or repeated id would clash downstream
+                table, refused = reject_bad_ids(table, f"import_{fmt.replace('-', '_')}", contract.id_column)
+                id_rejects.append(refused)
+        tables[name] = table
+    rejects = concat_rejects([imported.all_rejects(), *id_rejects])
+    os.makedirs(out, exist_ok=True)
+    for name, table in tables.items():
+        write_parquet_atomic(table, os.path.join(out, f"{name}.parquet"))
+    write_parquet_atomic(rejects, os.path.join(out, "rejects.parquet"))
+    report = {
+        "format": fmt, "source": os.path.basename(os.path.abspath(source)), "layout": imported.layout,
+        "rows_read": imported.rows_read,
+        "written": {name: table.num_rows for name, table in tables.items()},
+        "refused": dict(sorted(Counter(rejects.column("reason").to_pylist()).items())),
+        "options": {k: v for k, v in options.model_dump().items() if v not in (None, False)},
+        "image_root": None if root is None else os.path.relpath(root, out),
+        **imported.notes,
+    }
+    write_json_atomic(report, os.path.join(out, "import_report.json"))
+    write_text_atomic(report_markdown(report), os.path.join(out, "import_report.md"))
+    return report
+
+
+def report_markdown(report: dict) -> str:
+    lines = [f"## Import of `{report['source']}` ({report['format']})", "",
+             f"Layout read: {report['layout']}.", "", f"Rows read: {report['rows_read']}.", ""]
+    lines += [f"- written `{name}.parquet`: {rows} row(s)" for name, rows in report["written"].items()]
+    refused = report["refused"]
+    lines += [f"- refused: {sum(refused.values())}" + (" (" + ", ".join(f"{k}: {v}" for k, v in refused.items())
+                                                    + ")" if refused else "")]
+    extra = {k: v for k, v in report.items() if k not in ("format", "source", "layout", "rows_read", "written",
+                                                           "refused", "options")}
+    lines += [f"- {k}: {json.dumps(v, sort_keys=True)}" for k, v in extra.items()]
+    return "\n".join(lines) + "\n"
+
+
+def image_root(images: str | None, out: str) -> str | None:
+    """Where image paths are relative to: OUT when the images folder lies inside it (then `score`
+    and a release's scoring find them with no option), else the images folder itself."""
+    if not images:
+        return None
+    inside = not os.path.relpath(os.path.abspath(images), os.path.abspath(out)).startswith("..")
+    return os.path.abspath(out if inside else images)
+
+
+def rebase_paths(table: pa.Table, images: str | None, root: str | None) -> pa.Table:
+    """Image paths (relative to --images as adapters write them) made relative to the image root."""
+    if not images or root == os.path.abspath(images):
+        return table
+    prefix = os.path.relpath(os.path.abspath(images), root)
+    for column in ("path", "image_path"):
+        if column in table.column_names:
+            values = [None if p is None else os.path.join(prefix, p) for p in table.column(column).to_pylist()]
+            table = table.set_column(table.column_names.index(column), column, pa.array(values, pa.string()))
+    return table
