@@ -82,7 +82,8 @@ def test_qa_rows_are_translated_or_refused_with_a_reason(reference_build):
 
 def test_sigkill_mid_run_resumes_without_redoing_and_matches(reference_release, cluster_env, tmp_path):
     """SIGKILL of the CLI alone (not its process group): its LocalCluster's workers must go with it,
-    and the rerun, on a cluster, finishes only what is missing, byte for byte as the in-process build."""
+    and the rerun (small stages in-process, model stages on the service's warm cluster) finishes
+    only what is missing, byte for byte as the all-in-process build."""
     out = tmp_path / "killed"
     done_dir = out / "build" / "language_id" / "_done"
     command = [os.path.join(BIN, "xmdata"), "demo", "--out", str(out), "--shards", SHARDS, "--workers", "1",
@@ -101,10 +102,10 @@ def test_sigkill_mid_run_resumes_without_redoing_and_matches(reference_release, 
     gone, alive = psutil.wait_procs(children, timeout=30)
     assert not alive, f"left running after kill -9 of the command: {alive}"
 
-    run = run_demo(out, cluster_env, "--workers", "1", "--executor", "dask")
+    run = run_demo(out, cluster_env)  # as a user reruns it: auto, on the service's warm cluster
     assert run["language_id"]["shards_skipped"] == finished
     assert run["language_id"]["shards_run"] == int(SHARDS) - finished
-    assert run["language_id"]["where"] == "cluster"
+    assert run["language_id"]["where"] == "in-process" and run["translate"]["where"] == "cluster"
     assert run["captions"]["shards_skipped"] == int(SHARDS)
     assert release_files(out) == release_files(reference_release)
     assert not list(out.rglob(".tmp-*.part"))  # what the kill left half-written was cleared

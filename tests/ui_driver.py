@@ -95,11 +95,15 @@ def start_custom_run(page, changes: dict[str, str], view_run: bool = True) -> st
             raise AssertionError(f"parameter {name!r}: form shows {actual!r}, wanted {value!r}")
     # The id is taken from the API response rather than scraped from the page: on
     # success the UI just returns to the deployment page (?tab=Runs) with a toast.
-    with page.expect_response(
-        lambda r: r.request.method == "POST" and re.search(r"/api/deployments/[^/]+/create_flow_run$", r.url)
-    ) as info:
-        submit.click()
-    resp = info.value
+    for _ in range(3):  # 503 is Prefect's "retry": SQLite was busy (a loaded machine)
+        with page.expect_response(
+            lambda r: r.request.method == "POST" and re.search(r"/api/deployments/[^/]+/create_flow_run$", r.url)
+        ) as info:
+            submit.click()
+        resp = info.value
+        if resp.status != 503:
+            break
+        page.wait_for_timeout(2000)
     if resp.status != 201:
         raise RuntimeError(f"create_flow_run returned {resp.status}: {resp.text()}")
     flow_run_id = resp.json()["id"]
