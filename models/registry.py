@@ -15,6 +15,8 @@ BACKENDS: dict[str, dict[str, str]] = {
     "translator": {
         "m2m100": "xmdata.models.m2m100:M2M100Translator",
         "madlad": "xmdata.models.madlad:MadladTranslator",
+        "m2m100@ctranslate2": "xmdata.models.ct2_translator:M2M100CT2Translator",
+        "madlad@ctranslate2": "xmdata.models.ct2_translator:MadladCT2Translator",
     },
     "quality_estimator": {"cometkiwi": "xmdata.models.cometkiwi:CometKiwiEstimator"},
     "clip_scorer": {"open_clip": "xmdata.models.open_clip_scorer:OpenClipScorer"},
@@ -34,13 +36,19 @@ def backend_class(kind: str, backend: str) -> type:
     return getattr(importlib.import_module(module), name)
 
 
+def backend_name(spec: ModelSpec) -> str:
+    """The registry entry of a spec: its backend, on the engine its options name (default transformers)."""
+    engine = spec.option("engine", "transformers")
+    return spec.backend if engine == "transformers" else f"{spec.backend}@{engine}"
+
+
 def get_model(kind: str, spec: ModelSpec):
     """The loaded model for this spec, loading it on first use in this process."""
     global load_count
     key = (kind, spec)
     with _lock:
         if key not in _loaded:
-            model = backend_class(kind, spec.backend)(spec)
+            model = backend_class(kind, backend_name(spec))(spec)
             model.load()
             _loaded[key] = model
             load_count += 1
