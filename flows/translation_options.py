@@ -61,7 +61,10 @@ class FilterOptions(BaseModel):
     qe_model: str = Field(DEFAULT_QE, description="COMETKiwi hub id or local checkpoint")
     qe_revision: str | None = None
     qe_device: str = "cpu"
-    qe_batch_size: int = Field(32, ge=1)
+    qe_batch_size: int = Field(32, ge=1, description="at most this many pairs per COMETKiwi forward")
+    qe_batch_tokens: int = Field(16384, ge=1, description="and at most this many padded tokens (pairs sorted by length)")
+    qe_precision: Literal["float32", "bfloat16", "float16"] = Field(
+        "float32", description="COMETKiwi weights and forward; bfloat16/float16 halve its GPU memory (XXL)")
     min_qe: float | None = Field(None, description="reject chosen translations below this QE (off by default)")
 
     def lid_spec(self) -> ModelSpec:
@@ -69,4 +72,11 @@ class FilterOptions(BaseModel):
 
     def qe_spec(self) -> ModelSpec:
         return ModelSpec("cometkiwi", _local_or_hub(self.qe_model), self.qe_revision, device=self.qe_device,
-                         options={"batch_size": self.qe_batch_size})
+                         options={"batch_size": self.qe_batch_size, "batch_tokens": self.qe_batch_tokens,
+                                  "precision": self.qe_precision})
+
+    @model_validator(mode="after")
+    def _float16_on_gpu(self):
+        if self.qe_precision == "float16" and not self.qe_device.startswith("cuda"):
+            raise ValueError("qe_precision float16 needs a CUDA device (use bfloat16 or float32 on CPU)")
+        return self

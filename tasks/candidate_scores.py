@@ -61,4 +61,5 @@ def candidate_lid_stage(model: ModelSpec, accepted_labels: dict[str, list[str]])
 
 
 def candidate_qe_stage(model: ModelSpec) -> Stage:
-    return Stage(QE_STAGE, version="1", fn=estimate_candidate_quality, params={"model": model.to_dict()})
+    # 2: pairs batched by tokens (last digits of a score may move with its batch-mates)
+    return Stage(QE_STAGE, version="2", fn=estimate_candidate_quality, params={"model": model.to_dict()})

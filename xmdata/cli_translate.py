@@ -14,8 +14,19 @@ def add_engine_options(p: argparse.ArgumentParser) -> None:
                    help="CTranslate2 compute type (default auto: int8 on CPU, --dtype or bfloat16 on a GPU)")
 
 
+def add_qe_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--qe-precision", choices=["float32", "bfloat16", "float16"], default=None,
+                   help="COMETKiwi weights and forward (default float32; half types halve GPU memory, float16 GPU only)")
+    p.add_argument("--qe-batch-tokens", type=int, default=None,
+                   help="padded tokens per COMETKiwi forward, pairs sorted by length (default 16384)")
+
+
 def engine_arguments(args) -> dict:
     return {k: getattr(args, k) for k in ("engine", "compute_type") if getattr(args, k, None) is not None}
+
+
+def qe_arguments(args) -> dict:
+    return {k: getattr(args, k) for k in ("qe_precision", "qe_batch_tokens") if getattr(args, k, None) is not None}
 
 
 def comma_list(text: str) -> list[str]:
@@ -60,6 +71,7 @@ def add_translation_commands(sub, add_run_options, positive_int) -> None:
     tr.add_argument("--qe-model", default="Unbabel/wmt22-cometkiwi-da", help="COMETKiwi hub id or local path")
     tr.add_argument("--qe-revision", default=None)
     tr.add_argument("--qe-batch-size", type=positive_int, default=32)
+    add_qe_options(tr)
     tr.add_argument("--min-qe", type=float, default=None, help="reject chosen translations below this QE")
     tr.add_argument("--out", required=True)
     add_run_options(tr)
@@ -97,6 +109,7 @@ def add_translation_commands(sub, add_run_options, positive_int) -> None:
     qa.add_argument("--min-lid-prob", type=probability, default=0.5)
     qa.add_argument("--lid-accept", default=None, help="extra LID labels per target: 'no=no,nn'")
     qa.add_argument("--qe-model", default="Unbabel/wmt22-cometkiwi-da")
+    add_qe_options(qa)
     qa.add_argument("--min-qe", type=float, default=None)
     qa.add_argument("--out", required=True)
     add_run_options(qa)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 
-from xmdata.cli_translate import engine_arguments
+from xmdata.cli_translate import engine_arguments, qe_arguments
 from xmdata.schemas import ContractError
 
 
@@ -24,7 +24,7 @@ def translate(args) -> int:
         filters = FilterOptions(lid_model=args.lid_model, min_lid_prob=args.min_lid_prob,
                                 lid_accept=parse_lid_accept(args.lid_accept), qe_model=args.qe_model,
                                 qe_revision=args.qe_revision, qe_device=args.device,
-                                qe_batch_size=args.qe_batch_size, min_qe=args.min_qe)
+                                qe_batch_size=args.qe_batch_size, min_qe=args.min_qe, **qe_arguments(args))
     except ValidationError as exc:
         raise ContractError("; ".join(e["msg"] for e in exc.errors())) from exc
     # Fail in seconds, before a server starts: bad input, missing model paths, unsupported languages.
@@ -63,7 +63,8 @@ def translate_qa(args) -> int:
             **engine_arguments(args))
         filters = FilterOptions(lid_model=args.lid_model, min_lid_prob=args.min_lid_prob,
                                 lid_accept=parse_lid_accept(args.lid_accept), qe_model=args.qe_model,
-                                qe_device=args.device, min_qe=args.min_qe) if args.score_candidates else None
+                                qe_device=args.device, min_qe=args.min_qe,
+                                **qe_arguments(args)) if args.score_candidates else None
     except ValidationError as exc:
         raise ContractError("; ".join(e["msg"] for e in exc.errors())) from exc
     excluded = list(DEFAULT_EXCLUDED_TASKS) if args.exclude_tasks is None else args.exclude_tasks
