@@ -11,6 +11,7 @@ import warnings
 from typing import Sequence
 
 from .base import ModelError, ModelSpec, hub_error, resolve_local_path
+from .oom_backoff import FAILED, BatchSizes, is_out_of_memory, report, run_with_backoff
 
 # Lightning announces devices, tips and dataloader advice on every predict() call.
 QUIET_LOGGERS = ("lightning", "lightning.pytorch", "lightning.fabric", "lightning_fabric",
@@ -118,23 +119,38 @@ class CometKiwiEstimator:
         src = tokenizer([pair["src"] for pair in batch], add_special_tokens=False)["input_ids"]
         return [len(a) + len(b) + 4 for a, b in zip(mt, src)]  # <s> mt </s></s> src </s>
 
-    def predict(self, batch: list[dict[str, str]]) -> list[float]:
-        """One score per pair, in input order; pairs run length-sorted in token-budget batches."""
-        from torch.utils.data import DataLoader
-
+    def predict(self, batch: list[dict[str, str]]) -> list[float | None]:
+        """One score per pair, in input order; pairs run length-sorted in token-budget batches.
+        None for a pair that runs out of memory even alone (on GPU: batches are halved first)."""
         if not batch:
             return []
         batches = token_batches(self.token_lengths(batch), self.spec.option("batch_tokens", 16384),
                                 self.spec.option("batch_size", 32))
+        groups = [[batch[i] for i in indices] for indices in batches]
+        try:
+            outputs = self.score_groups(groups)
+        except Exception as exc:
+            if not is_out_of_memory(exc):
+                raise
+            outputs = None
+        if outputs is None:  # batch by batch now, halving those that still do not fit
+            sizes = BatchSizes()
+            outputs = [run_with_backoff(group, lambda part: self.score_groups([part])[0], sizes) for group in groups]
+            report("cometkiwi", sizes)
+        scores: list[float | None] = [None] * len(batch)
+        for indices, group_scores in zip(batches, outputs):
+            for index, score in zip(indices, group_scores):
+                scores[index] = None if score is FAILED else score
+        return scores
+
+    def score_groups(self, groups: list[list[dict[str, str]]]) -> list[list[float]]:
+        """Scores per group, each group one forward, all through the one Trainer."""
+        from torch.utils.data import DataLoader
+
         # Each item is a whole batch (batch_size=None: no automatic batching), so that Lightning's
         # sampler wrapping keeps our batches. num_workers=0: Dask workers may not start DataLoader workers.
-        loader = DataLoader([[batch[i] for i in indices] for indices in batches], batch_size=None,
-                            collate_fn=self.model.prepare_for_inference, num_workers=0)
+        loader = DataLoader(groups, batch_size=None, collate_fn=self.model.prepare_for_inference, num_workers=0)
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", module=r"(pytorch_)?lightning")
             outputs = self.trainer.predict(self.model, dataloaders=loader, return_predictions=True)
-        scores = [0.0] * len(batch)
-        for indices, output in zip(batches, outputs):
-            for index, score in zip(indices, output["scores"].float().tolist()):
-                scores[index] = float(score)
-        return scores
+        return [[float(score) for score in output["scores"].float().tolist()] for output in outputs]
