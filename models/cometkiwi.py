@@ -114,10 +114,11 @@ class CometKiwiEstimator:
 
     def token_lengths(self, batch: list[dict[str, str]]) -> list[int]:
         """Subword tokens of translation + source, the two segments the encoder reads together."""
-        tokenizer = self.model.encoder.tokenizer
-        mt = tokenizer([pair["mt"] for pair in batch], add_special_tokens=False)["input_ids"]
-        src = tokenizer([pair["src"] for pair in batch], add_special_tokens=False)["input_ids"]
-        return [len(a) + len(b) + 4 for a, b in zip(mt, src)]  # <s> mt </s></s> src </s>
+        # Each distinct text once: a source comes back with every one of its candidates.
+        texts = list(dict.fromkeys(text for pair in batch for text in (pair["mt"], pair["src"])))
+        ids = self.model.encoder.tokenizer(texts, add_special_tokens=False, return_attention_mask=False)["input_ids"]
+        length = {text: len(row) for text, row in zip(texts, ids)}
+        return [length[pair["mt"]] + length[pair["src"]] + 4 for pair in batch]  # <s> mt </s></s> src </s>
 
     def predict(self, batch: list[dict[str, str]]) -> list[float | None]:
         """One score per pair, in input order; pairs run length-sorted in token-budget batches.

@@ -101,3 +101,19 @@ def test_missing_ctranslate2_package_is_a_model_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "ctranslate2", None)  # what `import ctranslate2` sees when not installed
     with pytest.raises(ModelError, match="needs the ctranslate2 package"):
         import_ctranslate2()
+
+
+def test_release_configs_take_the_engine_and_refuse_a_bad_one(tmp_path):
+    from xmdata.flows.release_config import load_release_config
+    from xmdata.schemas import ContractError
+
+    (tmp_path / "in.jsonl").write_text('{"id": "a", "text": "A dog."}\n', encoding="utf-8")
+    config = tmp_path / "release.yaml"
+    body = ("name: t\ntranslation:\n  input: in.jsonl\n  targets: [fr]\n"
+            "  translator: {{backend: madlad, model: \"tiny:madlad\", engine: {engine}}}\n")
+    config.write_text(body.format(engine="ctranslate2"), encoding="utf-8")
+    spec = load_release_config(str(config))[0].translation.translator.spec()
+    assert spec.option("engine") == "ctranslate2" and spec.option("compute_type") == "int8"  # auto on CPU
+    config.write_text(body.format(engine="vllm"), encoding="utf-8")
+    with pytest.raises(ContractError, match="transformers.*ctranslate2"):
+        load_release_config(str(config))
