@@ -52,11 +52,31 @@ def checkpoint_dir(spec: ModelSpec) -> str:
 
 
 def checkpoint_sha256(path: str) -> str:
-    """sha256 over (relative path, file sha256) of every file, as release manifests fingerprint models."""
-    from xmdata.runtime.atomic import sha256_file
+    """sha256 over (relative path, file sha256) of every file, as release manifests fingerprint models.
 
-    files = sorted(os.path.join(d, n) for d, _, names in os.walk(path, followlinks=True) for n in names)
-    lines = [f"{os.path.relpath(p, path)}\0{sha256_file(p)}\n" for p in files]
+    Every worker asks at load time, and hashing a 1.2B checkpoint reads 5 GB: the file digests are
+    remembered in the cache beside it and reused while a file keeps its size and mtime.
+    """
+    from xmdata.runtime.atomic import sha256_file, write_text_atomic
+
+    memo_path = cache_root(path) / "file-digests.json"
+    try:
+        memo = json.loads(memo_path.read_text())
+    except (OSError, ValueError):
+        memo = {}
+    digests = {}
+    for file in sorted(os.path.join(d, n) for d, _, names in os.walk(path, followlinks=True) for n in names):
+        stat, name = os.stat(file), os.path.relpath(file, path)
+        known = memo.get(name)
+        same = known is not None and known[:2] == [stat.st_size, stat.st_mtime_ns]
+        digests[name] = [stat.st_size, stat.st_mtime_ns, known[2] if same else sha256_file(file)]
+    if digests != memo:
+        try:
+            memo_path.parent.mkdir(parents=True, exist_ok=True)
+            write_text_atomic(json.dumps(digests), str(memo_path))
+        except OSError:  # a read-only place: hash again next time
+            pass
+    lines = [f"{name}\0{digest}\n" for name, (_, _, digest) in digests.items()]
     return hashlib.sha256("".join(lines).encode()).hexdigest()
 
 

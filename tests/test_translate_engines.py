@@ -69,6 +69,7 @@ def test_conversion_is_made_once_per_checkpoint_hash_and_compute_type(tiny_model
     marker = tmp_path / "m2m100.ct2"
     mtime = (marker / first.rsplit("/", 1)[1] / "model.bin").stat().st_mtime_ns
     assert ensure_converted(spec, "int8") == first  # found, not converted again
+    assert "model.safetensors" in (marker / "file-digests.json").read_text()  # not hashed again either
     assert (marker / first.rsplit("/", 1)[1] / "model.bin").stat().st_mtime_ns == mtime
     assert ensure_converted(spec, "float32") != first
     (checkpoint / "generation_config.json").write_text('{"max_length": 10}')  # an edited checkpoint
