@@ -98,10 +98,30 @@ def test_a_model_ctranslate2_cannot_convert_is_refused_before_any_shard(tiny_mod
     assert not out.exists()
 
 
-def test_missing_ctranslate2_package_is_a_model_error(monkeypatch):
+def test_missing_ctranslate2_package_stops_the_run_before_any_shard(tiny_models, tmp_path, monkeypatch, capsys):
+    from xmdata.cli import main
+
     monkeypatch.setitem(sys.modules, "ctranslate2", None)  # what `import ctranslate2` sees when not installed
     with pytest.raises(ModelError, match="needs the ctranslate2 package"):
         import_ctranslate2()
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"id": "a", "caption": "A dog."}\n', encoding="utf-8")
+    assert main(["translate", str(source), "--columns", "caption", "--targets", "fr", "--out", str(tmp_path / "out"),
+                 "--model", tiny_models["m2m100"].name_or_path, "--engine", "ctranslate2",
+                 "--qe-model", tiny_models["cometkiwi"].name_or_path]) == 2
+    assert "needs the ctranslate2 package" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_models_convert_command_prints_the_cached_folder(tiny_models, tmp_path, capsys):
+    from xmdata.cli import main
+
+    checkpoint = tmp_path / "madlad"
+    shutil.copytree(tiny_models["madlad"].name_or_path, checkpoint)
+    assert main(["models", "convert", str(checkpoint), "--backend", "madlad"]) == 0
+    folder = capsys.readouterr().out.strip()
+    assert folder.startswith(str(checkpoint) + ".ct2/") and folder.endswith("-int8")  # auto on CPU
+    assert (tmp_path / folder / "model.bin").is_file()
 
 
 def test_release_configs_take_the_engine_and_refuse_a_bad_one(tmp_path):
