@@ -27,8 +27,10 @@ class CTranslate2Engine:
                                                  self.spec.dtype)
         path = ensure_converted(self.spec, self.compute_type)
         device, _, index = self.spec.device.partition(":")
-        # Threads as torch would use them on CPU (one per available core) unless the spec says.
-        threads = self.spec.option("threads") or len(os.sched_getaffinity(0))
+        # Threads as torch takes them: the worker's share (OMP_NUM_THREADS, which a LocalCluster
+        # sets per worker), else one per available core; the spec's `threads` option overrides.
+        threads = (self.spec.option("threads") or int(os.environ.get("OMP_NUM_THREADS") or 0)
+                   or len(os.sched_getaffinity(0)))
         self.model = ctranslate2.Translator(path, device=device, device_index=int(index or 0),
                                             compute_type=self.compute_type, inter_threads=1,
                                             intra_threads=threads if device == "cpu" else 0)
