@@ -12,7 +12,7 @@ import os
 from typing import Sequence
 
 from ._seq2seq import DEFAULT_MAX_INPUT_TOKENS, TranslationBatch, merge_duplicates
-from .base import Candidate
+from .base import Candidate, ModelSpec
 from .ct2_convert import ensure_converted, import_ctranslate2, resolve_compute_type
 from .m2m100 import M2M100Translator
 from .madlad import MadladTranslator
@@ -69,3 +69,12 @@ class M2M100CT2Translator(CTranslate2Engine, M2M100Translator):
 
 class MadladCT2Translator(CTranslate2Engine, MadladTranslator):
     pass
+
+
+def m2m100_translator(spec: ModelSpec) -> M2M100Translator:
+    """The registry's m2m100 entry: the class of the engine the spec's options name."""
+    return (M2M100CT2Translator if spec.option("engine") == "ctranslate2" else M2M100Translator)(spec)
+
+
+def madlad_translator(spec: ModelSpec) -> MadladTranslator:
+    return (MadladCT2Translator if spec.option("engine") == "ctranslate2" else MadladTranslator)(spec)

@@ -13,10 +13,9 @@ from .base import ModelError, ModelSpec
 BACKENDS: dict[str, dict[str, str]] = {
     "language_identifier": {"fasttext": "xmdata.models.fasttext_lid:FastTextLanguageIdentifier"},
     "translator": {
-        "m2m100": "xmdata.models.m2m100:M2M100Translator",
-        "madlad": "xmdata.models.madlad:MadladTranslator",
-        "m2m100@ctranslate2": "xmdata.models.ct2_translator:M2M100CT2Translator",
-        "madlad@ctranslate2": "xmdata.models.ct2_translator:MadladCT2Translator",
+        # The spec's `engine` option picks transformers' generate() or CTranslate2 (ct2_translator.py).
+        "m2m100": "xmdata.models.ct2_translator:m2m100_translator",
+        "madlad": "xmdata.models.ct2_translator:madlad_translator",
     },
     "quality_estimator": {"cometkiwi": "xmdata.models.cometkiwi:CometKiwiEstimator"},
     "clip_scorer": {"open_clip": "xmdata.models.open_clip_scorer:OpenClipScorer"},
@@ -36,19 +35,13 @@ def backend_class(kind: str, backend: str) -> type:
     return getattr(importlib.import_module(module), name)
 
 
-def backend_name(spec: ModelSpec) -> str:
-    """The registry entry of a spec: its backend, on the engine its options name (default transformers)."""
-    engine = spec.option("engine", "transformers")
-    return spec.backend if engine == "transformers" else f"{spec.backend}@{engine}"
-
-
 def get_model(kind: str, spec: ModelSpec):
     """The loaded model for this spec, loading it on first use in this process."""
     global load_count
     key = (kind, spec)
     with _lock:
         if key not in _loaded:
-            model = backend_class(kind, backend_name(spec))(spec)
+            model = backend_class(kind, spec.backend)(spec)
             model.load()
             _loaded[key] = model
             load_count += 1

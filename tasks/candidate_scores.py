@@ -9,12 +9,12 @@ from __future__ import annotations
 import pyarrow as pa
 
 from xmdata.models.base import ModelSpec
+from xmdata.models.oom_backoff import OUT_OF_MEMORY
 from xmdata.models.registry import get_model
 from xmdata.runtime.stage import Stage
+from xmdata.tasks.rejects import make_rejects
 
-from xmdata.models.oom_backoff import OUT_OF_MEMORY
-
-from .rejects import make_rejects, no_rejects
+from .rejects import no_rejects
 
 LID_STAGE, QE_STAGE = "candidate_lid", "candidate_qe"
 
