@@ -13,6 +13,7 @@ from prefect import flow
 from prefect.artifacts import create_table_artifact
 
 from xmdata.models.base import ModelSpec, resolve_local_path
+from xmdata.models.ct2_convert import ensure_converted
 from xmdata.models.registry import translator_languages
 from xmdata.runtime.atomic import remove_stray_temp_files, write_json_atomic, write_parquet_atomic
 from xmdata.runtime.execution import run_stage
@@ -34,6 +35,8 @@ def check_before_loading(translator: ModelSpec, source: str, targets: list[str],
     for spec in (translator, *specs):
         if spec.is_local:
             resolve_local_path(spec)
+    if translator.option("engine") == "ctranslate2":  # conversion on first use, refused before any shard
+        ensure_converted(translator, translator.option("compute_type"))
     supported = translator_languages(translator)
     asked = ([source] if translator.backend == "m2m100" else []) + targets  # MADLAD takes no source tag
     unknown = [lang for lang in asked if lang not in supported]

@@ -66,7 +66,7 @@ def translate_qa_rows(source: str | pa.Table, out: str, shards: int, targets: li
     if filters:
         reports.append(run_stage(Stage("qa_candidate_lid", "1", identify_candidate_language, {
             "model": filters.lid_spec().to_dict(), "accepted_labels": accepted}), reports[-1].data_paths, out))
-        reports.append(run_stage(Stage("qa_candidate_qe", "1", estimate_candidate_quality, {
+        reports.append(run_stage(Stage("qa_candidate_qe", "2", estimate_candidate_quality, {
             "model": filters.qe_spec().to_dict()}), reports[-1].data_paths, out))
     candidates = pa.concat_tables([pq.read_table(p) for p in reports[-1].data_paths])
     write_parquet_atomic(candidates, os.path.join(out, "qa_candidates.parquet"))

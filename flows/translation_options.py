@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, model_validator
 
 from xmdata.models.base import ModelSpec, looks_like_path
+from xmdata.models.ct2_convert import COMPUTE_TYPES, ENGINES, resolve_compute_type
 
 DEFAULT_TRANSLATORS = {"m2m100": "facebook/m2m100_1.2B", "madlad": "google/madlad400-3b-mt"}
 DEFAULT_QE = "Unbabel/wmt22-cometkiwi-da"
@@ -23,6 +24,10 @@ class TranslatorOptions(BaseModel):
     revision: str | None = Field(None, description="hub revision to pin")
     device: str = Field("cpu", description="cpu, cuda, cuda:1 …")
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    engine: Literal[ENGINES] = Field("transformers", description="beam search in transformers' generate() "
+                                     "or in CTranslate2 (a model converted once from the same checkpoint)")
+    compute_type: Literal[COMPUTE_TYPES] = Field(
+        "auto", description="CTranslate2 compute type; auto: int8 on CPU, the dtype (or bfloat16) on a GPU")
     num_beams: int = Field(100, ge=1, description="beam width (the paper: 100)")
     num_candidates: int = Field(25, ge=1, description="candidates kept per text (the paper: 25)")
     batch_tokens: int = Field(65536, ge=1, description="padded input tokens × beams per generate() call")
@@ -37,8 +42,11 @@ class TranslatorOptions(BaseModel):
         return self
 
     def spec(self) -> ModelSpec:
+        # The transformers engine adds no options: its specs, params hashes and shards stay as they were.
+        engine = {} if self.engine == "transformers" else {
+            "engine": self.engine, "compute_type": resolve_compute_type(self.compute_type, self.device, self.dtype)}
         return ModelSpec(self.backend, _local_or_hub(self.model or DEFAULT_TRANSLATORS[self.backend]),
-                         self.revision, device=self.device, dtype=self.dtype)
+                         self.revision, device=self.device, dtype=self.dtype, options=engine)
 
     def generation(self) -> dict:
         return self.model_dump(include={"num_beams", "num_candidates", "batch_tokens", "max_new_tokens_ratio",
@@ -53,7 +61,10 @@ class FilterOptions(BaseModel):
     qe_model: str = Field(DEFAULT_QE, description="COMETKiwi hub id or local checkpoint")
     qe_revision: str | None = None
     qe_device: str = "cpu"
-    qe_batch_size: int = Field(32, ge=1)
+    qe_batch_size: int = Field(32, ge=1, description="at most this many pairs per COMETKiwi forward")
+    qe_batch_tokens: int = Field(16384, ge=1, description="and at most this many padded tokens (pairs sorted by length)")
+    qe_precision: Literal["float32", "bfloat16", "float16"] = Field(
+        "float32", description="COMETKiwi weights and forward; bfloat16/float16 halve its GPU memory (XXL)")
     min_qe: float | None = Field(None, description="reject chosen translations below this QE (off by default)")
 
     def lid_spec(self) -> ModelSpec:
@@ -61,4 +72,11 @@ class FilterOptions(BaseModel):
 
     def qe_spec(self) -> ModelSpec:
         return ModelSpec("cometkiwi", _local_or_hub(self.qe_model), self.qe_revision, device=self.qe_device,
-                         options={"batch_size": self.qe_batch_size})
+                         options={"batch_size": self.qe_batch_size, "batch_tokens": self.qe_batch_tokens,
+                                  "precision": self.qe_precision})
+
+    @model_validator(mode="after")
+    def _float16_on_gpu(self):
+        if self.qe_precision == "float16" and not self.qe_device.startswith("cuda"):
+            raise ValueError("qe_precision float16 needs a CUDA device (use bfloat16 or float32 on CPU)")
+        return self

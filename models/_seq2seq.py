@@ -140,10 +140,13 @@ class Seq2SeqTranslator:
                 for i in range(batch.size)]
 
     def decode(self, sequences) -> list[str]:
+        return self.decode_ids(sequences.tolist())
+
+    def decode_ids(self, sequences: list[list[int]]) -> list[str]:
         # Language tokens are not "special" to every tokenizer, and an untrained model may emit them
         # anywhere: drop them by id rather than by pattern.
         language_ids = set(self.languages.values())
-        kept = [[t for t in seq if t not in language_ids] for seq in sequences.tolist()]
+        kept = [[t for t in seq if t not in language_ids] for seq in sequences]
         return [text.strip() for text in self.tokenizer.batch_decode(kept, skip_special_tokens=True)]
 
     def _greedy_scores(self, out):

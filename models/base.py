@@ -92,7 +92,8 @@ class Translator(Protocol):
 class QualityEstimator(Protocol):
     def load(self) -> None: ...
     def prepare(self, sources: Sequence[str], translations: Sequence[str]) -> Any: ...
-    def predict(self, batch: Any) -> list[float]: ...
+    def predict(self, batch: Any) -> list[float | None]:
+        """One score per pair, in order; None for a pair that ran out of memory even alone."""
 
 
 class ClipScorer(Protocol):

@@ -11,6 +11,7 @@ import warnings
 from typing import Sequence
 
 from .base import ModelError, ModelSpec, hub_error, resolve_local_path
+from .oom_backoff import FAILED, BatchSizes, is_out_of_memory, report, run_with_backoff
 
 # Lightning announces devices, tips and dataloader advice on every predict() call.
 QUIET_LOGGERS = ("lightning", "lightning.pytorch", "lightning.fabric", "lightning_fabric",
@@ -43,10 +44,34 @@ def checkpoint_path(path: str) -> str:
     return path
 
 
+# Lightning's precision per --qe-precision. For half types the weights are also cast (halving their
+# memory, which is what lets COMETKiwi-XXL fit on one GPU) and autocast runs the forward: comet
+# computes its layer mix in float32, so "true" half precision alone mixes dtypes and fails.
+PRECISIONS = {"float32": "32-true", "bfloat16": "bf16-mixed", "float16": "16-mixed"}
+
+
+def token_batches(lengths: list[int], max_tokens: int, max_items: int) -> list[list[int]]:
+    """Indices grouped longest first, each batch at most max_items pairs and max_tokens padded tokens
+    (at least one pair whatever its length). Deterministic: ties by index."""
+    order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
+    batches: list[list[int]] = []
+    for index in order:
+        current = batches[-1] if batches else None
+        if current and len(current) < max_items and (len(current) + 1) * lengths[current[0]] <= max_tokens:
+            current.append(index)
+        else:
+            batches.append([index])
+    return batches
+
+
 class CometKiwiEstimator:
+    """One model and one Lightning Trainer per process, reused by every predict() (comet's own
+    predict builds a Trainer, its connectors and loops on every call)."""
+
     def __init__(self, spec: ModelSpec):
         self.spec = spec
         self.model = None
+        self.trainer = None
 
     def load(self) -> None:
         comet = import_comet()
@@ -63,24 +88,70 @@ class CometKiwiEstimator:
             self.model = comet.load_from_checkpoint(ckpt)
         except Exception as exc:
             raise ModelError(f"cometkiwi: cannot load COMET checkpoint {ckpt}: {exc}") from exc
+        precision = self.spec.option("precision", "float32")
+        if precision != "float32":
+            import torch
+
+            self.model.to(getattr(torch, precision))
         self.model.eval()
+        self.trainer = self.build_trainer()
+
+    def build_trainer(self):
+        import pytorch_lightning
+
+        device = self.spec.device
+        on_gpu = device.startswith("cuda")
+        # One device at most: with several, comet starts DDP, whose other ranks call exit().
+        return pytorch_lightning.Trainer(
+            accelerator="gpu" if on_gpu else "cpu", devices=[int(device.partition(":")[2] or 0)] if on_gpu else 1,
+            precision=PRECISIONS[self.spec.option("precision", "float32")], logger=False,
+            enable_progress_bar=False, enable_model_summary=False, enable_checkpointing=False)
 
     def prepare(self, sources: Sequence[str], translations: Sequence[str]) -> list[dict[str, str]]:
         if len(sources) != len(translations):
             raise ValueError(f"cometkiwi: {len(sources)} sources but {len(translations)} translations")
         return [{"src": src, "mt": mt} for src, mt in zip(sources, translations)]
 
-    def predict(self, batch: list[dict[str, str]]) -> list[float]:
+    def token_lengths(self, batch: list[dict[str, str]]) -> list[int]:
+        """Subword tokens of translation + source, the two segments the encoder reads together."""
+        # Each distinct text once: a source comes back with every one of its candidates.
+        texts = list(dict.fromkeys(text for pair in batch for text in (pair["mt"], pair["src"])))
+        ids = self.model.encoder.tokenizer(texts, add_special_tokens=False, return_attention_mask=False)["input_ids"]
+        length = {text: len(row) for text, row in zip(texts, ids)}
+        return [length[pair["mt"]] + length[pair["src"]] + 4 for pair in batch]  # <s> mt </s></s> src </s>
+
+    def predict(self, batch: list[dict[str, str]]) -> list[float | None]:
+        """One score per pair, in input order; pairs run length-sorted in token-budget batches.
+        None for a pair that runs out of memory even alone (on GPU: batches are halved first)."""
         if not batch:
             return []
-        device = self.spec.device
-        on_gpu = device.startswith("cuda")
-        # One device at most: with gpus > 1 comet starts DDP, whose other ranks call exit().
-        # num_workers=0: Dask worker processes are daemonic and may not start DataLoader workers.
+        batches = token_batches(self.token_lengths(batch), self.spec.option("batch_tokens", 16384),
+                                self.spec.option("batch_size", 32))
+        groups = [[batch[i] for i in indices] for indices in batches]
+        try:
+            outputs = self.score_groups(groups)
+        except Exception as exc:
+            if not is_out_of_memory(exc):
+                raise
+            outputs = None
+        if outputs is None:  # batch by batch now, halving those that still do not fit
+            sizes = BatchSizes()
+            outputs = [run_with_backoff(group, lambda part: self.score_groups([part])[0], sizes) for group in groups]
+            report("cometkiwi", sizes)
+        scores: list[float | None] = [None] * len(batch)
+        for indices, group_scores in zip(batches, outputs):
+            for index, score in zip(indices, group_scores):
+                scores[index] = None if score is FAILED else score
+        return scores
+
+    def score_groups(self, groups: list[list[dict[str, str]]]) -> list[list[float]]:
+        """Scores per group, each group one forward, all through the one Trainer."""
+        from torch.utils.data import DataLoader
+
+        # Each item is a whole batch (batch_size=None: no automatic batching), so that Lightning's
+        # sampler wrapping keeps our batches. num_workers=0: Dask workers may not start DataLoader workers.
+        loader = DataLoader(groups, batch_size=None, collate_fn=self.model.prepare_for_inference, num_workers=0)
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", module=r"(pytorch_)?lightning")
-            output = self.model.predict(
-                batch, batch_size=self.spec.option("batch_size", 32), gpus=1 if on_gpu else 0,
-                devices=[int(device.partition(":")[2] or 0)] if on_gpu else None,
-                progress_bar=False, num_workers=0)
-        return [float(score) for score in output.scores]
+            outputs = self.trainer.predict(self.model, dataloaders=loader, return_predictions=True)
+        return [[float(score) for score in output["scores"].float().tolist()] for output in outputs]

@@ -16,8 +16,9 @@ from .base import ModelError, ModelSpec
 BACKENDS: dict[str, dict[str, str]] = {
     "language_identifier": {"fasttext": "xmdata.models.fasttext_lid:FastTextLanguageIdentifier"},
     "translator": {
-        "m2m100": "xmdata.models.m2m100:M2M100Translator",
-        "madlad": "xmdata.models.madlad:MadladTranslator",
+        # The spec's `engine` option picks transformers' generate() or CTranslate2 (ct2_translator.py).
+        "m2m100": "xmdata.models.ct2_translator:m2m100_translator",
+        "madlad": "xmdata.models.ct2_translator:madlad_translator",
     },
     "quality_estimator": {"cometkiwi": "xmdata.models.cometkiwi:CometKiwiEstimator"},
     "clip_scorer": {"open_clip": "xmdata.models.open_clip_scorer:OpenClipScorer"},

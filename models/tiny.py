@@ -18,6 +18,8 @@ from .tiny_translators import build_tiny_m2m100, build_tiny_madlad
 from .tiny_xlmr import OPEN_CLIP_WEIGHTS, build_tiny_cometkiwi, build_tiny_open_clip, build_tiny_xlmr
 
 MANIFEST = "manifest.json"
+# Bumped when the builders make different files, so a cache of older tiny models is not reused.
+BUILD_REVISION = 2  # 2: the tiny M2M100 tokenizer lists its language tokens (CTranslate2 converts it)
 
 
 def build_tiny_models(out_dir: str | os.PathLike, seed: int = 0) -> dict[str, ModelSpec]:
@@ -53,7 +55,7 @@ def cached_tiny_models(seed: int = 0) -> dict[str, ModelSpec]:
     from xmdata import __version__
 
     cache = Path(os.environ.get("XMDATA_CACHE") or Path.home() / ".cache" / "xmdata").expanduser()
-    target = cache / f"tiny-models-{__version__}-seed{seed}"
+    target = cache / f"tiny-models-{__version__}-r{BUILD_REVISION}-seed{seed}"
     if (target / MANIFEST).is_file():
         return {key: ModelSpec(**spec) for key, spec in json.loads((target / MANIFEST).read_text()).items()}
     shutil.rmtree(target, ignore_errors=True)

@@ -26,6 +26,7 @@ def seeded_init(seed: int, build):
 def build_tiny_m2m100(out_dir: Path, sentences: list[str], seed: int) -> Path:
     from sentencepiece import SentencePieceProcessor
     from transformers import M2M100Config, M2M100ForConditionalGeneration, M2M100Tokenizer
+    from transformers.models.m2m_100.tokenization_m2m_100 import FAIRSEQ_LANGUAGE_CODES
 
     out_dir.mkdir(parents=True, exist_ok=True)
     # M2M100's fairseq layout: <s> 0, <pad> 1, </s> 2, <unk> 3, and vocab.json mirroring the pieces.
@@ -35,8 +36,12 @@ def build_tiny_m2m100(out_dir: Path, sentences: list[str], seed: int) -> Path:
     pieces = SentencePieceProcessor(model_proto=spm_model)
     vocab = {pieces.id_to_piece(i): i for i in range(pieces.get_piece_size())}
     (out_dir / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False, indent=0), encoding="utf-8")
+    # Real checkpoints list their language tokens as additional special tokens (the tokenizer's own
+    # loop that should add them never does): without them get_vocab() misses the 100 language ids,
+    # and CTranslate2's converter refuses a vocabulary smaller than the embedding.
+    languages = [f"__{code}__" for code in FAIRSEQ_LANGUAGE_CODES["m2m100"]]
     tokenizer = M2M100Tokenizer(str(out_dir / "vocab.json"), str(out_dir / "sentencepiece.bpe.model"),
-                                src_lang="en", tgt_lang="fr")
+                                src_lang="en", tgt_lang="fr", additional_special_tokens=languages)
     # Language tokens sit above the sentencepiece ids, so len(tokenizer) undercounts the embedding.
     vocab_size = tokenizer.vocab_size + len(tokenizer.lang_token_to_id) + tokenizer.num_madeup_words
     config = M2M100Config(vocab_size=vocab_size, max_position_embeddings=1024, pad_token_id=1,

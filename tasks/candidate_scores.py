@@ -9,8 +9,10 @@ from __future__ import annotations
 import pyarrow as pa
 
 from xmdata.models.base import ModelSpec
+from xmdata.models.oom_backoff import OUT_OF_MEMORY
 from xmdata.models.registry import get_model
 from xmdata.runtime.stage import Stage
+from xmdata.tasks.rejects import make_rejects
 
 from .language_id import LIGHT_ROWS
 from .rejects import no_rejects
@@ -47,13 +49,19 @@ def identify_candidate_language(table: pa.Table, params: dict) -> tuple[pa.Table
 
 def estimate_candidate_quality(table: pa.Table, params: dict) -> tuple[pa.Table, pa.Table]:
     positions = [i for i, match in enumerate(table.column("lid_match").to_pylist()) if match]
-    scores: list[float] = []
+    scores: list[float | None] = []
+    candidates = table.column("candidate").to_pylist()
     if positions:
         model = get_model("quality_estimator", ModelSpec(**params["model"]))
-        sources, candidates = table.column("source_text").to_pylist(), table.column("candidate").to_pylist()
+        sources = table.column("source_text").to_pylist()
         scores = model.predict(model.prepare([sources[i] for i in positions], [candidates[i] for i in positions]))
     column = _scatter(table.num_rows, positions, scores, pa.float32())
-    return table.set_column(table.schema.get_field_index("qe_score"), "qe_score", column), no_rejects()
+    # A pair that ran out of memory even alone keeps a null score and is listed with its reason.
+    failed = [i for i, score in zip(positions, scores) if score is None]
+    ids = table.column("id").to_pylist()
+    rejects = make_rejects(QE_STAGE, OUT_OF_MEMORY, [ids[i] for i in failed],
+                           [candidates[i] for i in failed]) if failed else no_rejects()
+    return table.set_column(table.schema.get_field_index("qe_score"), "qe_score", column), rejects
 
 
 def candidate_lid_stage(model: ModelSpec, accepted_labels: dict[str, list[str]]) -> Stage:
@@ -62,4 +70,5 @@ def candidate_lid_stage(model: ModelSpec, accepted_labels: dict[str, list[str]])
 
 
 def candidate_qe_stage(model: ModelSpec) -> Stage:
-    return Stage(QE_STAGE, version="1", fn=estimate_candidate_quality, params={"model": model.to_dict()})
+    # 2: pairs batched by tokens (last digits of a score may move with its batch-mates)
+    return Stage(QE_STAGE, version="2", fn=estimate_candidate_quality, params={"model": model.to_dict()})

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from xmdata.models.base import ModelSpec
+from xmdata.models.oom_backoff import FAILED, OUT_OF_MEMORY, BatchSizes, report, run_with_backoff
 from xmdata.models.registry import get_model
 from xmdata.runtime.stage import Stage
 from xmdata.schemas.translation import QA_CANDIDATES
@@ -52,13 +53,15 @@ def part_rows(row: dict, target: str, status: str, parts: list[str] | None = Non
             for i, name in enumerate(KEPT_PARTS)]
 
 
-def translate_batch(translator, units: list[dict], target: str, params: dict) -> list[list] | str:
-    """Candidates per unit, or the error that refused the whole batch."""
+def translate_batch(translator, units: list[dict], target: str, params: dict, sizes: BatchSizes) -> list[list] | str:
+    """Candidates per unit (FAILED: out of memory even alone, after halving), or the error that
+    refused the whole batch."""
     limit = max_new_tokens(max(u["tokens"] for u in units), params["max_new_tokens_ratio"],
                            params["max_new_tokens_extra"], translator.max_input_tokens)
     try:
-        prepared = translator.prepare([u["packed"].text for u in units], params["source_language"], target)
-        results = translator.predict(prepared, params["num_beams"], params["num_candidates"], limit)
+        results = run_with_backoff(units, lambda part: translator.predict(
+            translator.prepare([u["packed"].text for u in part], params["source_language"], target),
+            params["num_beams"], params["num_candidates"], limit), sizes)
     except Exception as exc:  # one failing batch must not stop, shift or pad the others
         return f"{type(exc).__name__}: {exc}"
     if len(results) != len(units):
@@ -70,7 +73,7 @@ def translate_instances(table: pa.Table, params: dict) -> tuple[pa.Table, pa.Tab
     translator = get_model("translator", ModelSpec(**params["translator"]))
     ready, refused = pack_instances(table, translator, params)
     english = LabelPattern.build(ENGLISH)
-    rows, rejects = [], []
+    rows, rejects, sizes = [], [], BatchSizes()
     for target in params["target_languages"]:
         pattern = LabelPattern.build(with_english(params["labels"][target]))
         for row in refused:
@@ -78,7 +81,7 @@ def translate_instances(table: pa.Table, params: dict) -> tuple[pa.Table, pa.Tab
             rejects.append(make_rejects(STAGE, row["status"], [row["id"]], [f"-> {target}: {row['query']!r}"]))
         for batch in length_sorted_batches([u["tokens"] for u in ready], params["batch_tokens"], params["num_beams"]):
             units = [ready[i] for i in sorted(batch)]
-            results = translate_batch(translator, units, target, params)
+            results = translate_batch(translator, units, target, params, sizes)
             if isinstance(results, str):
                 for unit in units:
                     rows += part_rows(unit, target, "translation_failed", output=results)
@@ -86,7 +89,12 @@ def translate_instances(table: pa.Table, params: dict) -> tuple[pa.Table, pa.Tab
                                             [f"-> {target}: {results}"] * len(units)))
                 continue
             for unit, candidates in zip(units, results):
+                if candidates is FAILED:
+                    rows += part_rows(unit, target, OUT_OF_MEMORY)
+                    rejects.append(make_rejects(STAGE, OUT_OF_MEMORY, [unit["id"]], [f"-> {target}: {sizes.summary()}"]))
+                    continue
                 rows += candidate_rows(unit, target, candidates, pattern, english, rejects)
+    report(STAGE, sizes)
     return candidates_table(rows), concat_rejects(rejects)
 
 

@@ -3,12 +3,14 @@ on request, its embeddings. A bad row stays in the table, status=rejected, and g
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from functools import partial
 
 import numpy as np
 import pyarrow as pa
 
 from xmdata.models.base import ModelSpec
+from xmdata.models.oom_backoff import FAILED, OUT_OF_MEMORY, BatchSizes, report, run_with_backoff
 from xmdata.models.registry import get_model
 from xmdata.runtime.stage import Stage
 
@@ -39,15 +41,34 @@ def loader_plan(model) -> tuple[int, object, object]:
     return (share, *model.preprocess_stages())
 
 
-def encode_texts(model, texts: list[str], batch_size: int) -> np.ndarray:
-    parts = [model.predict(model.prepare([], texts[i:i + batch_size]), pad_to=batch_size)[1]
-             for i in range(0, len(texts), batch_size)]
-    return np.concatenate(parts) if parts else np.zeros((0, model.embed_dim), np.float32)
+def embed_with_backoff(items: list, embed, batch_size: int, sizes: BatchSizes) -> list:
+    """One embedding per item (FAILED: out of memory even alone). A full batch keeps its padded
+    shape; the halves of one that ran out of memory run at their own size, or they would not fit."""
+    return run_with_backoff(items, lambda part: list(embed(part, batch_size if len(part) == len(items) else len(part))),
+                            sizes)
 
 
-def encode_images(model, loader: PrefetchingLoader, count: int, batch_size: int, finish=None):
+def encode_texts(model, texts: list[str], batch_size: int, sizes: BatchSizes) -> tuple[np.ndarray, set[int]]:
+    """(embeddings, indices of texts that ran out of memory even alone)."""
+    embeddings = np.zeros((len(texts), model.embed_dim), np.float32)
+    failed: set[int] = set()
+    for start in range(0, len(texts), batch_size):
+        rows = embed_with_backoff(texts[start:start + batch_size],
+                                  lambda part, pad: model.predict(model.prepare([], part), pad_to=pad)[1],
+                                  batch_size, sizes)
+        for offset, row in enumerate(rows):
+            if row is FAILED:
+                failed.add(start + offset)
+            else:
+                embeddings[start + offset] = row
+    return embeddings, failed
+
+
+def encode_images(model, loader: PrefetchingLoader, count: int, batch_size: int, finish=None,
+                  sizes: BatchSizes | None = None):
     """(embeddings, {image index: (reason, message)}) for the images the loader decodes, in order;
     finish: the rest of the preprocess, when the loader ran only its first part."""
+    sizes = sizes if sizes is not None else BatchSizes()
     embeddings = np.zeros((count, model.embed_dim), np.float32)
     failures: dict[int, tuple[str, str]] = {}
     start = 0
@@ -59,9 +80,14 @@ def encode_images(model, loader: PrefetchingLoader, count: int, batch_size: int,
             else:
                 good.append(offset)
         if good:
-            pixels = model.stack_pixels([finish(decoded[i].pixels) if finish else decoded[i].pixels
-                                         for i in good])
-            embeddings[[start + i for i in good]] = model.predict((pixels, None), pad_to=batch_size)[0]
+            pixels = [finish(decoded[i].pixels) if finish else decoded[i].pixels for i in good]
+            rows = embed_with_backoff(pixels, lambda part, pad: model.predict((model.stack_pixels(part), None),
+                                                                              pad_to=pad)[0], batch_size, sizes)
+            for offset, row in zip(good, rows):
+                if row is FAILED:
+                    failures[start + offset] = (OUT_OF_MEMORY, f"out of memory even alone ({sizes.summary()})")
+                else:
+                    embeddings[start + offset] = row
         start += len(decoded)
     return embeddings, failures
 
@@ -74,9 +100,15 @@ def score_table(table: pa.Table, params: dict) -> tuple[pa.Table, pa.Table]:
     threads, in_threads, finish = loader_plan(model)
     load = partial(decode_image, root=params["image_root"], max_pixels=params["max_pixels"], preprocess=in_threads)
     # Decoding starts now, in threads; encoding the texts meanwhile keeps the model busy from the start.
+    sizes = BatchSizes()
     with PrefetchingLoader(pairs.images, batch_size, load, threads) as loader:
-        text_emb = encode_texts(model, pairs.texts, batch_size)
-        image_emb, failures = encode_images(model, loader, len(pairs.images), batch_size, finish)
+        text_emb, failed_texts = encode_texts(model, pairs.texts, batch_size, sizes)
+        image_emb, failures = encode_images(model, loader, len(pairs.images), batch_size, finish, sizes)
+    report(STAGE, sizes)
+    if failed_texts:  # a pair whose text or one of its references failed cannot be scored
+        error = (OUT_OF_MEMORY, f"text out of memory even alone ({sizes.summary()})")
+        pairs = replace(pairs, errors=[e if e is not None or not ({t} | set(refs)) & failed_texts else error
+                                       for e, t, refs in zip(pairs.errors, pairs.text_of, pairs.refs_of)])
     truncated = np.array(model.truncated(pairs.texts), dtype=bool)
     return scored_table(table, pairs, image_emb, failures, text_emb, truncated, params, STAGE)
 

@@ -13,6 +13,7 @@ from xmdata.models.registry import get_model
 from xmdata.runtime.stage import Stage
 from xmdata.schemas.translation import CANDIDATES
 
+from xmdata.models.oom_backoff import FAILED, OUT_OF_MEMORY, BatchSizes, report, run_with_backoff
 from .rejects import concat_rejects, make_rejects
 from .token_batches import length_sorted_batches, max_new_tokens
 from .translation_input import explode_units, split_sentences
@@ -48,7 +49,7 @@ def segment_units(units: pa.Table, translator, params: dict) -> tuple[list[dict]
 def translate_candidates(table: pa.Table, params: dict) -> tuple[pa.Table, pa.Table]:
     translator = get_model("translator", ModelSpec(**params["translator"]))
     ready, refused = segment_units(explode_units(table, params["columns"]), translator, params)
-    rows, empty = [], []
+    rows, empty, sizes = [], [], BatchSizes()
     for target in params["target_languages"]:
         rows += [{**unit, "target_language": target} for unit in refused]
         for batch in length_sorted_batches([u["tokens"] for u in ready], params["batch_tokens"],
@@ -56,19 +57,25 @@ def translate_candidates(table: pa.Table, params: dict) -> tuple[pa.Table, pa.Ta
             units = [ready[i] for i in sorted(batch)]  # input order inside a batch: stable output
             limit = max_new_tokens(max(u["tokens"] for u in units), params["max_new_tokens_ratio"],
                                    params["max_new_tokens_extra"], translator.max_input_tokens)
-            prepared = translator.prepare([u["source_text"] for u in units], params["source_language"], target)
-            results = translator.predict(prepared, params["num_beams"], params["num_candidates"], limit)
+            # One limit for the whole batch, halves included: a retried unit gets what it would have.
+            results = run_with_backoff(units, lambda part: translator.predict(
+                translator.prepare([u["source_text"] for u in part], params["source_language"], target),
+                params["num_beams"], params["num_candidates"], limit), sizes)
             for unit, candidates in zip(units, results):
+                if candidates is FAILED or not candidates:  # say why rather than lose the unit
+                    status = OUT_OF_MEMORY if candidates is FAILED else "empty_output"
+                    rows.append({**unit, "target_language": target, "status": status})
+                    empty.append({**unit, "status": status})
+                    continue
                 rows += [{**unit, "target_language": target, "status": "ok", "candidate": c.text,
                           "beam_rank": c.rank, "sequence_score": c.sequence_score} for c in candidates]
-                if not candidates:  # every beam decoded to nothing: say so rather than lose the unit
-                    rows.append({**unit, "target_language": target, "status": "empty_output"})
-                    empty.append({**unit, "status": "empty_output"})
-    # Refused units are rejected once; an empty output once per target that gave it.
+    report(STAGE, sizes)
+    # Refused units are rejected once; an empty output (or out of memory) once per target that gave it.
     failed = refused + empty
     rejects = concat_rejects([
         make_rejects(STAGE, reason, [u["id"] for u in failed if u["status"] == reason],
-                     [describe(u) for u in failed if u["status"] == reason])
+                     [describe(u) + (f" ({sizes.summary()})" if reason == OUT_OF_MEMORY else "")
+                      for u in failed if u["status"] == reason])
         for reason in dict.fromkeys(u["status"] for u in failed)])
     return candidates_table(rows), rejects
 
@@ -91,6 +98,7 @@ def translate_stage(translator: ModelSpec, columns: list[str], source_language: 
     unknown = set(generation) - set(GENERATION_KEYS)
     if unknown:
         raise TypeError(f"unknown generation options {sorted(unknown)}")
+    # Still version 1: a shard that finished before out-of-memory backoff existed had no OOM to back off from.
     return Stage(STAGE, version="1", fn=translate_candidates, params={
         "translator": translator.to_dict(), "columns": columns, "source_language": source_language,
         "target_languages": target_languages, **generation})

@@ -19,12 +19,15 @@ from xmdata.tasks.qa_translate import translate_qa_stage
 
 
 class ScriptedTranslator:
-    """'Translates' to German by swapping the labels and upper-casing; raises on a batch holding FAIL."""
+    """'Translates' to German by swapping the labels and upper-casing; raises on a batch holding FAIL
+    (`error`), and runs out of memory on a batch holding OOM or of more than `memory` texts."""
 
     max_input_tokens = 64
 
     def __init__(self):
         self.batches = []
+        self.error = RuntimeError("CUDA error: device-side assert triggered")  # not out of memory
+        self.memory = 1000
 
     def token_lengths(self, texts, source, target):
         return [len(t.split()) for t in texts]
@@ -35,15 +38,20 @@ class ScriptedTranslator:
     def predict(self, batch, num_beams, num_candidates, max_new_tokens):
         self.batches.append(batch)
         if any("FAIL" in t for t in batch):
-            raise RuntimeError("CUDA out of memory")
+            raise self.error
+        if len(batch) > self.memory or any("OOM" in t for t in batch):
+            import torch
+
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
         outs = [t.replace("Question:", "Frage:").replace("Answer:", "Antwort:").upper() for t in batch]
         return [[Candidate(o, 0, -0.1), Candidate("kaputt", 1, -0.9)][:num_candidates] for o in outs]
 
 
-def rows(n: int, fail: set[int]) -> pa.Table:
+def rows(n: int, fail: set[int], oom: frozenset[int] = frozenset()) -> pa.Table:
     return read_qa_input(pa.table({
         "id": [f"r{i}" for i in range(n)], "task": ["VQA"] * n,
-        "query": [f"<|image_1|>\nWhat is item {i}{' FAIL' if i in fail else ''}" for i in range(n)],
+        "query": [f"<|image_1|>\nWhat is item {i}{' FAIL' if i in fail else ''}{' OOM' if i in oom else ''}"
+                  for i in range(n)],
         "positive": [f"Item {i} is red" for i in range(n)], "negative": [None] * n}))
 
 
@@ -79,6 +87,17 @@ def test_a_failing_batch_rejects_its_instances_and_does_not_shift_the_next(scrip
     assert positives["candidate"].to_list() == [f"ITEM {i[1:]} IS RED" for i in positives["id"]]
     counts = count_outcomes(kept, refused)
     assert dict(zip(counts["outcome"], counts["instances"])) == {"kept": 5, "translation_failed": 2}
+
+
+def test_out_of_memory_halves_the_batch_and_rejects_only_the_item_that_fails_alone(scripted):
+    scripted.memory = 1  # every batch of two runs out of memory
+    candidates, rejects = run(rows(5, fail=set(), oom={2}))
+    # batches of 2, 2 and 1: each 2 runs out of memory and its halves run alone; r2 fails alone too
+    assert sorted(len(b) for b in scripted.batches) == [1, 1, 1, 1, 1, 2, 2]
+    assert rejects.column("reason").to_pylist() == ["out_of_memory"]
+    assert rejects.column("row_id").to_pylist() == ["r2"] and "sizes" in rejects.column("value")[0].as_py()
+    kept, refused = select_candidates(pl.from_arrow(candidates), False, 0.0, None)
+    assert set(kept["id"]) == {"r0", "r1", "r3", "r4"} and list(refused["reason"]) == ["out_of_memory"]
 
 
 def test_extraction_reasons_per_candidate_and_the_best_extracting_candidate_is_kept(scripted):

@@ -118,6 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
     tiny = models_sub.add_parser("build-tiny", help="build tiny real-architecture models offline")
     tiny.add_argument("dir")
     tiny.add_argument("--seed", type=int, default=0)
+    from xmdata.cli_translate import add_convert_command
+    add_convert_command(models_sub)
 
     from xmdata.tasks.eval_args import add_evaluate_parser  # argparse only: --help stays light
     add_evaluate_parser(sub)

@@ -3,6 +3,31 @@ from __future__ import annotations
 
 import argparse
 
+from xmdata.models.ct2_convert import COMPUTE_TYPES, ENGINES  # constants only: nothing heavy
+
+
+def add_engine_options(p: argparse.ArgumentParser) -> None:
+    """--engine and --compute-type; defaults (None) are TranslatorOptions', declared there once."""
+    p.add_argument("--engine", choices=ENGINES, default=None,
+                   help="beam search in transformers (default) or CTranslate2 (converted once, cached beside the model)")
+    p.add_argument("--compute-type", choices=COMPUTE_TYPES, default=None,
+                   help="CTranslate2 compute type (default auto: int8 on CPU, --dtype or bfloat16 on a GPU)")
+
+
+def add_qe_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--qe-precision", choices=["float32", "bfloat16", "float16"], default=None,
+                   help="COMETKiwi weights and forward (default float32; half types halve GPU memory, float16 GPU only)")
+    p.add_argument("--qe-batch-tokens", type=int, default=None,
+                   help="padded tokens per COMETKiwi forward, pairs sorted by length (default 16384)")
+
+
+def engine_arguments(args) -> dict:
+    return {k: getattr(args, k) for k in ("engine", "compute_type") if getattr(args, k, None) is not None}
+
+
+def qe_arguments(args) -> dict:
+    return {k: getattr(args, k) for k in ("qe_precision", "qe_batch_tokens") if getattr(args, k, None) is not None}
+
 
 def comma_list(text: str) -> list[str]:
     items = [item.strip() for item in text.split(",") if item.strip()]
@@ -39,12 +64,14 @@ def add_translation_commands(sub, add_run_options, positive_int) -> None:
                     help="split texts longer than the model takes by sentence (default: reject as too_long)")
     tr.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1 … (translator and QE)")
     tr.add_argument("--dtype", choices=["float32", "bfloat16", "float16"], default="float32")
+    add_engine_options(tr)
     tr.add_argument("--lid-model", default="lid.176", help="'lid.176' (bundled) or a fastText model path")
     tr.add_argument("--min-lid-prob", type=probability, default=0.5)
     tr.add_argument("--lid-accept", default=None, help="extra LID labels per target: 'no=no,nn;tl=tl'")
     tr.add_argument("--qe-model", default="Unbabel/wmt22-cometkiwi-da", help="COMETKiwi hub id or local path")
     tr.add_argument("--qe-revision", default=None)
     tr.add_argument("--qe-batch-size", type=positive_int, default=32)
+    add_qe_options(tr)
     tr.add_argument("--min-qe", type=float, default=None, help="reject chosen translations below this QE")
     tr.add_argument("--out", required=True)
     add_run_options(tr)
@@ -75,12 +102,25 @@ def add_translation_commands(sub, add_run_options, positive_int) -> None:
     qa.add_argument("--max-new-tokens-extra", type=int, default=10)
     qa.add_argument("--device", default="cpu")
     qa.add_argument("--dtype", choices=["float32", "bfloat16", "float16"], default="float32")
+    add_engine_options(qa)
     qa.add_argument("--score-candidates", action="store_true",
                     help="label every extracted candidate with LID and COMETKiwi; keep the best passing one")
     qa.add_argument("--lid-model", default="lid.176")
     qa.add_argument("--min-lid-prob", type=probability, default=0.5)
     qa.add_argument("--lid-accept", default=None, help="extra LID labels per target: 'no=no,nn'")
     qa.add_argument("--qe-model", default="Unbabel/wmt22-cometkiwi-da")
+    add_qe_options(qa)
     qa.add_argument("--min-qe", type=float, default=None)
     qa.add_argument("--out", required=True)
     add_run_options(qa)
+
+
+def add_convert_command(models_sub) -> None:
+    cv = models_sub.add_parser("convert", help="convert an M2M100 or MADLAD checkpoint for --engine ctranslate2 "
+                               "(cached beside it, keyed by its sha256 and the compute type)")
+    cv.add_argument("model", help="hub id or local path of the Hugging Face checkpoint")
+    cv.add_argument("--backend", choices=["m2m100", "madlad"], default="m2m100")
+    cv.add_argument("--revision", default=None)
+    cv.add_argument("--device", default="cpu", help="where it will run: picks the auto compute type")
+    cv.add_argument("--dtype", choices=["float32", "bfloat16", "float16"], default="float32")
+    cv.add_argument("--compute-type", choices=COMPUTE_TYPES, default=None)

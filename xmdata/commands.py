@@ -127,6 +127,10 @@ def score(args) -> int:
 
 
 def models(args) -> int:
+    if args.models_command == "convert":
+        from xmdata.commands_translate import convert_model
+
+        return convert_model(args)
     from xmdata.models.tiny import build_tiny_models
 
     specs = build_tiny_models(args.dir, seed=args.seed)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 
+from xmdata.cli_translate import engine_arguments, qe_arguments
 from xmdata.schemas import ContractError
 
 
@@ -19,11 +20,11 @@ def translate(args) -> int:
             backend=args.backend, model=args.model, revision=args.revision, device=args.device, dtype=args.dtype,
             num_beams=args.num_beams, num_candidates=args.num_candidates, batch_tokens=args.batch_tokens,
             max_new_tokens_ratio=args.max_new_tokens_ratio, max_new_tokens_extra=args.max_new_tokens_extra,
-            split_sentences=args.split_sentences)
+            split_sentences=args.split_sentences, **engine_arguments(args))
         filters = FilterOptions(lid_model=args.lid_model, min_lid_prob=args.min_lid_prob,
                                 lid_accept=parse_lid_accept(args.lid_accept), qe_model=args.qe_model,
                                 qe_revision=args.qe_revision, qe_device=args.device,
-                                qe_batch_size=args.qe_batch_size, min_qe=args.min_qe)
+                                qe_batch_size=args.qe_batch_size, min_qe=args.min_qe, **qe_arguments(args))
     except ValidationError as exc:
         raise ContractError("; ".join(e["msg"] for e in exc.errors())) from exc
     # Fail in seconds, before a server starts: bad input, missing model paths, unsupported languages.
@@ -58,10 +59,12 @@ def translate_qa(args) -> int:
         translator = TranslatorOptions(
             backend=args.backend, model=args.model, revision=args.revision, device=args.device, dtype=args.dtype,
             num_beams=args.num_beams, num_candidates=args.num_candidates, batch_tokens=args.batch_tokens,
-            max_new_tokens_ratio=args.max_new_tokens_ratio, max_new_tokens_extra=args.max_new_tokens_extra)
+            max_new_tokens_ratio=args.max_new_tokens_ratio, max_new_tokens_extra=args.max_new_tokens_extra,
+            **engine_arguments(args))
         filters = FilterOptions(lid_model=args.lid_model, min_lid_prob=args.min_lid_prob,
                                 lid_accept=parse_lid_accept(args.lid_accept), qe_model=args.qe_model,
-                                qe_device=args.device, min_qe=args.min_qe) if args.score_candidates else None
+                                qe_device=args.device, min_qe=args.min_qe,
+                                **qe_arguments(args)) if args.score_candidates else None
     except ValidationError as exc:
         raise ContractError("; ".join(e["msg"] for e in exc.errors())) from exc
     excluded = list(DEFAULT_EXCLUDED_TASKS) if args.exclude_tasks is None else args.exclude_tasks
@@ -70,4 +73,16 @@ def translate_qa(args) -> int:
               translator=translator, filters=filters, exclude_tasks=excluded, per_task=args.per_task,
               source=args.source)
     print(open(os.path.join(args.out, "qa_report.md"), encoding="utf-8").read())
+    return 0
+
+
+def convert_model(args) -> int:
+    """`xmdata models convert`: the conversion a ctranslate2 run would make on first use, made now."""
+    from xmdata.flows.translation_options import TranslatorOptions
+    from xmdata.models.ct2_convert import ensure_converted
+
+    spec = TranslatorOptions(backend=args.backend, model=args.model, revision=args.revision, device=args.device,
+                             dtype=args.dtype, engine="ctranslate2",
+                             **({"compute_type": args.compute_type} if args.compute_type else {})).spec()
+    print(ensure_converted(spec, spec.option("compute_type")))
     return 0
