@@ -12,10 +12,9 @@ from xmdata.models.base import ModelSpec
 from xmdata.models.oom_backoff import OUT_OF_MEMORY
 from xmdata.models.registry import get_model
 from xmdata.runtime.stage import Stage
-from xmdata.tasks.rejects import make_rejects
 
 from .language_id import LIGHT_ROWS
-from .rejects import no_rejects
+from .rejects import make_rejects, no_rejects
 
 LID_STAGE, QE_STAGE = "candidate_lid", "candidate_qe"
 
