@@ -123,9 +123,7 @@ class Seq2SeqTranslator:
         """Per input, up to num_candidates distinct translations, best first."""
         import torch
 
-        if not 1 <= num_candidates <= num_beams:
-            raise ValueError(f"need 1 <= num_candidates <= num_beams, got {num_candidates} and {num_beams}")
-        if batch.size == 0:
+        if not check_beams(batch, num_beams, num_candidates):
             return []
         inputs = {name: tensor.to(self.model.device) for name, tensor in batch.inputs.items()}
         with torch.inference_mode():
@@ -157,3 +155,10 @@ class Seq2SeqTranslator:
         generated = out.sequences[:, -steps.shape[1]:]
         real = generated != self.tokenizer.pad_token_id  # the padding after </s> is not scored
         return torch.where(real, steps, 0.0).sum(1) / real.sum(1).clamp(min=1)
+
+
+def check_beams(batch: TranslationBatch, num_beams: int, num_candidates: int) -> bool:
+    """Refuse impossible beam settings; False when there is nothing to translate."""
+    if not 1 <= num_candidates <= num_beams:
+        raise ValueError(f"need 1 <= num_candidates <= num_beams, got {num_candidates} and {num_beams}")
+    return batch.size > 0

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import Sequence
 
-from ._seq2seq import DEFAULT_MAX_INPUT_TOKENS, TranslationBatch, merge_duplicates
+from ._seq2seq import DEFAULT_MAX_INPUT_TOKENS, TranslationBatch, check_beams, merge_duplicates
 from .base import Candidate, ModelSpec
 from .ct2_convert import ensure_converted, import_ctranslate2, resolve_compute_type
 from .m2m100 import M2M100Translator
@@ -46,9 +46,7 @@ class CTranslate2Engine:
 
     def predict(self, batch: TranslationBatch, num_beams: int, num_candidates: int,
                 max_new_tokens: int) -> list[list[Candidate]]:
-        if not 1 <= num_candidates <= num_beams:
-            raise ValueError(f"need 1 <= num_candidates <= num_beams, got {num_candidates} and {num_beams}")
-        if batch.size == 0:
+        if not check_beams(batch, num_beams, num_candidates):
             return []
         forced = batch.generate_kwargs.get("forced_bos_token_id")
         prefix = None if forced is None else [[self.tokenizer.convert_ids_to_tokens(forced)]] * batch.size

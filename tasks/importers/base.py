@@ -2,6 +2,7 @@
 whole, naming the format expected and the first offending line, before anything is written."""
 from __future__ import annotations
 
+import glob
 import json
 import os
 from dataclasses import dataclass, field
@@ -38,6 +39,16 @@ def layout_error(fmt: str, path: str, expected: str, line_no: int | None = None,
 
 def reject(fmt: str, reason: str, row_ids: list, values: list | None = None) -> pa.Table:
     return make_rejects(f"import_{fmt.replace('-', '_')}", reason, row_ids, values)
+
+
+def files_in(source: str, pattern: str, fmt: str, what: str) -> list[str]:
+    """SOURCE itself when it is a file, else its files matching `pattern` (at least one)."""
+    if not os.path.isdir(source):
+        return [source]
+    files = sorted(glob.glob(os.path.join(source, pattern)))
+    if not files:
+        raise ContractError(f"{fmt}: {source}: no {what} in this folder")
+    return files
 
 
 def require_file(path: str, fmt: str, what: str) -> str:

@@ -8,27 +8,16 @@ published files end with malformed rows: they are refused, counted."""
 from __future__ import annotations
 
 import csv
-import glob
 import os
 
-from xmdata.schemas.contract import ContractError
 from xmdata.schemas.scoring import SCORE_INPUT
 
-from .base import Imported, layout_error, reject, rows_table
+from .base import Imported, files_in, layout_error, reject, rows_table
 from .options import ImportOptions
 
 FORMAT = "composite"
 EXPECTED = "';'-separated AMT results with Input.image_url, Input.text<i>, Answer.Q<i>Answer columns"
 IMAGE_FOLDERS = {"8k": "flickr8k", "30k": "flickr30k", "coco": "coco"}  # image_path = <folder>/<file name>
-
-
-def correctness_files(source: str) -> list[str]:
-    if not os.path.isdir(source):
-        return [source]
-    files = sorted(glob.glob(os.path.join(source, "*_correctness.csv")))
-    if not files:
-        raise ContractError(f"{FORMAT}: {source}: no *_correctness.csv in this folder")
-    return files
 
 
 def read_file(path: str, language: str) -> tuple[list[dict], list, int]:
@@ -78,7 +67,7 @@ def thoroughness_of(path: str) -> tuple[dict, str | None]:
 
 def read_composite(source: str, options: ImportOptions) -> Imported:
     pairs, rejects, read, names = [], [], 0, []
-    for path in correctness_files(source):
+    for path in files_in(source, "*_correctness.csv", FORMAT, "*_correctness.csv"):
         file_pairs, file_rejects, rows = read_file(path, options.language or "en")
         thoroughness, sibling = thoroughness_of(path)
         for pair in file_pairs:

@@ -4,7 +4,6 @@ Thumbnail300KURL, Rotation) or the older `images.csv` without Rotation. GPS is n
 it comes from a coordinates table joined by ImageID, else from the EXIF of the downloaded photo."""
 from __future__ import annotations
 
-import glob
 import math
 from collections import Counter
 import os
@@ -14,11 +13,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from xmdata.schemas import IMAGES
-from xmdata.schemas.contract import ContractError
 from xmdata.schemas.readers import read_any
 
 from ..geocode import read_exif_gps
-from .base import Imported, layout_error, reject, rows_table
+from .base import Imported, files_in, layout_error, reject, rows_table
 from .options import ImportOptions
 
 FORMAT = "openimages"
@@ -30,15 +28,6 @@ RENAMES = {"ImageID": "id", "OriginalURL": "url", "License": "license"}
 
 def snake(name: str) -> str:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
-
-
-def metadata_files(source: str) -> list[str]:
-    if not os.path.isdir(source):
-        return [source]
-    files = sorted(glob.glob(os.path.join(source, "*images*.csv")))
-    if not files:
-        raise ContractError(f"{FORMAT}: {source}: no *images*.csv metadata file in this folder")
-    return files
 
 
 def read_metadata(path: str) -> pa.Table:
@@ -73,7 +62,7 @@ def _number(value) -> float | None:
 
 
 def read_openimages(source: str, options: ImportOptions) -> Imported:
-    files = metadata_files(source)
+    files = files_in(source, "*images*.csv", FORMAT, "*images*.csv metadata file")
     tables = [read_metadata(p) for p in files]  # every file's layout is checked before any row is used
     gps = coordinates(options.coordinates)
     table = pa.concat_tables(tables, promote_options="permissive")
