@@ -38,9 +38,17 @@ def service():
 
 @pytest.fixture(scope="session")
 def prefect_server(service):
-    """The service's Prefect API, for tests that run flows in this process."""
+    """The service's Prefect API, for tests that run flows in this process. Prefect reads its
+    settings when first imported, so the URL is set in its settings context as well as the
+    environment: without that, a flow run here would start Prefect's temporary server (~10 s)."""
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
     os.environ["PREFECT_API_URL"] = service["prefect_api_url"]
-    yield service["prefect_api_url"]
+    from xmdata.runtime.prefect_api import flush_api_logs
+
+    with temporary_settings(updates={PREFECT_API_URL: service["prefect_api_url"]}):
+        yield service["prefect_api_url"]
+        flush_api_logs()  # while the service's server still listens
     os.environ.pop("PREFECT_API_URL", None)
 
 

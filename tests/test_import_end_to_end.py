@@ -22,7 +22,7 @@ pytestmark = pytest.mark.slow
 BIN = os.path.dirname(sys.executable)
 
 
-def test_valse_import_score_stage_and_evaluate_from_the_run_folder(tiny_models, tmp_path):
+def test_valse_import_score_stage_and_evaluate_from_the_run_folder(tiny_models, prefect_server, tmp_path):
     data = {f"counting_test_{k}": {"dataset": "visual7w", "image_file": f"v7w_{k}.jpg", "caption": f"There are {k} dogs.",
                                    "foil": f"There are {k + 5} cats.", "linguistic_phenomena": "counting",
                                    "mturk": {"caption": 3, "foil": 0, "other": 0}} for k in range(3)}

@@ -16,13 +16,20 @@ def xmdata(env, *args, timeout=300):
     return subprocess.run([XMDATA, *args], env=env, capture_output=True, text=True, timeout=timeout)
 
 
-@pytest.fixture
-def own_env(tmp_path):
-    """A service of its own (another Prefect home and state folder), not the test session's."""
+@pytest.fixture(scope="module")
+def own_home(tmp_path_factory):
+    """A service of its own (another Prefect home and state folder), not the test session's; its
+    database is made once for the module."""
+    root = tmp_path_factory.mktemp("own-service")
     env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", "XMDATA_EXECUTOR")}
-    env.update(PREFECT_HOME=str(tmp_path / "prefect"), XMDATA_CACHE=str(tmp_path / "cache"))
-    yield env
-    xmdata(env, "down")
+    env.update(PREFECT_HOME=str(root / "prefect"), XMDATA_CACHE=str(root / "cache"))
+    return env
+
+
+@pytest.fixture
+def own_env(own_home):
+    yield own_home
+    xmdata(own_home, "down")
 
 
 def service_tree(state):

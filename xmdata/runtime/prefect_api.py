@@ -104,7 +104,7 @@ def prefect_api(log_path: str | None = None, host: str = "127.0.0.1", port: int 
             yield url
     finally:
         if server is not None:
-            _flush_api_logs()
+            flush_api_logs()
             stop_process_group(server)
         if previous is None:
             os.environ.pop("PREFECT_API_URL", None)
@@ -112,7 +112,7 @@ def prefect_api(log_path: str | None = None, host: str = "127.0.0.1", port: int 
             os.environ["PREFECT_API_URL"] = previous
 
 
-def _flush_api_logs() -> None:
+def flush_api_logs() -> None:
     """Send buffered run logs while the server still listens (else: 'Error logging to API')."""
     with contextlib.suppress(Exception):
         from prefect.logging.handlers import APILogHandler
