@@ -26,6 +26,12 @@ from .prefect_api import healthy
 SERVICE_ENV = "XMDATA_SERVICE"  # "off": each command starts what it needs and stops it after
 IDLE_ENV = "XMDATA_IDLE_MINUTES"
 DEFAULT_IDLE_MINUTES = 60.0
+# A service idles for hours: with Dask's defaults (20 ms event-loop tick, 0.5 s system monitor, a
+# profiler sampling every worker thread each 10 ms) each of its processes burns ~1 CPU-s a minute
+# doing nothing (measured). No dashboard reads those samples here.
+IDLE_FRIENDLY_DASK = {"DASK_DISTRIBUTED__ADMIN__TICK__INTERVAL": "1s",
+                      "DASK_DISTRIBUTED__ADMIN__SYSTEM_MONITOR__INTERVAL": "2s",
+                      "DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED": "False"}
 SOURCE_PACKAGES = ("xmdata", "xmdata.flows", "xmdata.tasks", "xmdata.models", "xmdata.schemas")
 
 
@@ -122,7 +128,7 @@ def _start(workers: int | None, quiet: bool) -> dict:
         os.unlink(p["state"])
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
     env.update(PREFECT_SERVER_ANALYTICS_ENABLED="false", PREFECT_LOGGING_LEVEL="WARNING",
-               DASK_LOGGING__DISTRIBUTED="warning")
+               DASK_LOGGING__DISTRIBUTED="warning", **IDLE_FRIENDLY_DASK)
     command = [sys.executable, "-m", "xmdata.runtime.service_main", "--fingerprint", code_fingerprint()]
     if workers:
         command += ["--workers", str(workers)]

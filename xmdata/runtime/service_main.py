@@ -17,7 +17,7 @@ from .cluster import bind_host, close_local_cluster, default_workers, start_loca
 from .prefect_api import launch_prefect_server, stop_process_group, wait_until_healthy
 from .service import DEFAULT_IDLE_MINUTES, IDLE_ENV, paths, write_state
 
-CHECK_EVERY_S = 0.2  # also how fast a SIGTERM is noticed
+CHECK_EVERY_S = 1.0  # also how fast a SIGTERM is noticed
 _stop = False
 
 
