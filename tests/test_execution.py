@@ -192,3 +192,14 @@ def test_the_ui_sees_one_task_run_per_stage_with_progress_and_a_shard_table(pref
     assert mine["language-id-progress"].data == 100.0
     table = json.loads(mine["language-id-shards"].data)
     assert len(table) == 16 and {row["status"] for row in table} == {"ran"}
+
+
+def test_a_bad_executor_in_the_environment_is_refused_before_anything_starts(monkeypatch, tmp_path, capsys):
+    from xmdata.cli import main
+    from xmdata.data import sample_path
+
+    monkeypatch.setenv("XMDATA_EXECUTOR", "fast")
+    monkeypatch.setenv("XMDATA_CACHE", str(tmp_path / "cache"))
+    assert main(["identify-language", sample_path("captions.jsonl"), "--out", str(tmp_path / "out")]) == 2
+    assert "XMDATA_EXECUTOR='fast': choose from auto, inprocess, dask" in capsys.readouterr().err
+    assert not (tmp_path / "cache").exists()  # no service was started for it

@@ -13,7 +13,7 @@ import threading
 
 from .prefect_api import prefect_api
 from .service import SERVICE_ENV, ensure_service, running_service, touch_used
-from .session import DASK_ADDRESS_ENV, execution_session
+from .session import DASK_ADDRESS_ENV, execution_session, resolve_executor
 
 HEARTBEAT_S = 60.0  # a command running longer than the idle time keeps the service up
 
@@ -21,6 +21,7 @@ HEARTBEAT_S = 60.0  # a command running longer than the idle time keeps the serv
 @contextlib.contextmanager
 def run_environment(executor: str | None = None, dask_address: str | None = None,
                     workers: int | None = None, log_dir: str | None = None, quiet: bool = False):
+    executor = resolve_executor(executor)  # a bad XMDATA_EXECUTOR stops here, before any start
     service = None
     if os.environ.get(SERVICE_ENV) != "off":
         service = running_service() if os.environ.get("PREFECT_API_URL") else ensure_service(quiet=quiet)

@@ -13,7 +13,7 @@ import atexit
 import contextlib
 import contextvars
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .cluster import close_local_cluster, connect, start_local_cluster
 
@@ -31,11 +31,9 @@ class ExecutionSession:
     service_address: str | None = None  # the xmdata service's warm cluster, if up
     _client: object = None
     _cluster: object = None
-    used: set = field(default_factory=set)
 
     def __post_init__(self):
-        if self.executor not in EXECUTORS:
-            raise ValueError(f"executor {self.executor!r}: choose from {', '.join(EXECUTORS)}")
+        self.executor = resolve_executor(self.executor)
 
     @property
     def warm_address(self) -> str | None:
@@ -69,6 +67,16 @@ class ExecutionSession:
         self._client = self._cluster = None
 
 
+def resolve_executor(executor: str | None) -> str:
+    """The flag, else XMDATA_EXECUTOR, else auto; a bad value is refused before anything starts."""
+    executor = executor or os.environ.get(EXECUTOR_ENV) or "auto"
+    if executor not in EXECUTORS:  # a flag is checked by argparse; this is for the environment
+        from xmdata.schemas.contract import ContractError
+
+        raise ContractError(f"{EXECUTOR_ENV}={executor!r}: choose from {', '.join(EXECUTORS)}")
+    return executor
+
+
 _current: contextvars.ContextVar[ExecutionSession | None] = contextvars.ContextVar("xmdata_session",
                                                                                    default=None)
 _default: ExecutionSession | None = None
@@ -77,8 +85,8 @@ _default: ExecutionSession | None = None
 @contextlib.contextmanager
 def execution_session(executor: str | None = None, address: str | None = None,
                       workers: int | None = None, service_address: str | None = None):
-    session = ExecutionSession(executor or os.environ.get(EXECUTOR_ENV, "auto"),
-                               address or os.environ.get(DASK_ADDRESS_ENV), workers, service_address)
+    session = ExecutionSession(resolve_executor(executor), address or os.environ.get(DASK_ADDRESS_ENV),
+                               workers, service_address)
     token = _current.set(session)
     try:
         yield session
@@ -98,7 +106,7 @@ def current_session() -> ExecutionSession:
         from .service import running_service
 
         service = running_service()
-        _default = ExecutionSession(os.environ.get(EXECUTOR_ENV, "auto"), os.environ.get(DASK_ADDRESS_ENV),
+        _default = ExecutionSession(resolve_executor(None), os.environ.get(DASK_ADDRESS_ENV),
                                     service_address=service and service["dask_address"])
         atexit.register(_default.close)
     return _default
