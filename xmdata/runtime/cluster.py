@@ -35,7 +35,8 @@ def start_local_cluster(n_workers: int | None = None, memory_limit: str = "auto"
     dashboard = os.environ.get("XMDATA_DASHBOARD")
     cluster = LocalCluster(
         n_workers=workers, threads_per_worker=1, processes=True, host=host,
-        dashboard_address=f"{host}:{dashboard}" if dashboard else None, memory_limit=memory_limit,
+        # Its HTTP endpoint (health, metrics; pages only with XMDATA_DASHBOARD) on a free port.
+        dashboard_address=f"{host}:{dashboard or 0}", memory_limit=memory_limit,
         scheduler_kwargs={"dashboard": bool(dashboard)},
         env={"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads})
     return cluster, Client(cluster, set_as_default=False)

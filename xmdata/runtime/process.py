@@ -58,6 +58,7 @@ class StageReport:
     shards_run: int
     shards_skipped: int
     data_paths: list[str] = field(default_factory=list)
+    timing: dict = field(default_factory=dict)  # where it ran, seconds, model loads apart from work
 
     @property
     def rows_in(self) -> int:
@@ -74,8 +75,6 @@ class StageReport:
             for reason, n in r["rows_rejected"].items():
                 total[reason] = total.get(reason, 0) + n
         return dict(sorted(total.items()))
-
-    timing: dict = field(default_factory=dict)  # where it ran, seconds, model loads apart from work
 
     def run_counts(self) -> dict:
         return {"shards_total": len(self.records), "shards_run": self.shards_run,
