@@ -13,10 +13,10 @@ from .shards import ShardPaths
 from .stage import Stage
 
 
-def process_shard(stage: Stage, input_path: str, root: str, index: int) -> dict:
+def process_shard(stage: Stage, input_path: str, root: str, index: int, input_sha: str | None = None) -> dict:
     """Read a shard, run the stage, write data and rejects, then the completion record."""
     paths = ShardPaths(root, stage.name, index)
-    input_sha = sha256_file(input_path)
+    input_sha = input_sha or sha256_file(input_path)
     table = pq.read_table(input_path)
     kept, rejects = stage.fn(table, stage.params)
     return write_shard(stage, paths, input_sha, table.num_rows, kept, rejects)
@@ -32,8 +32,9 @@ def run_shard_job(stage: Stage, input_path: str, root: str, index: int) -> dict:
     from xmdata.models import registry  # light: backends are imported only when a model loads
 
     started, loads_before = time.perf_counter(), registry.load_seconds
-    done = finished_record(stage, ShardPaths(root, stage.name, index), sha256_file(input_path))
-    record = done if done is not None else process_shard(stage, input_path, root, index)
+    input_sha = sha256_file(input_path)
+    done = finished_record(stage, ShardPaths(root, stage.name, index), input_sha)
+    record = done if done is not None else process_shard(stage, input_path, root, index, input_sha)
     seconds = time.perf_counter() - started
     load_s = registry.load_seconds - loads_before
     return {"record": record, "recomputed": done is None, "seconds": seconds, "load_s": load_s}
