@@ -16,8 +16,7 @@ from xmdata.models.registry import get_model
 from xmdata.runtime.atomic import remove_stray_temp_files, write_json_atomic, write_parquet_atomic
 from xmdata.runtime.execution import run_stage
 from xmdata.runtime.process import StageReport
-from xmdata.runtime.stage import Stage
-from xmdata.tasks.candidate_scores import estimate_candidate_quality, identify_candidate_language
+from xmdata.tasks.candidate_scores import candidate_lid_stage, candidate_qe_stage
 from xmdata.tasks.ingest import ingest
 from xmdata.tasks.qa_input import DEFAULT_EXCLUDED_TASKS, DEFAULT_PER_TASK, passthrough_columns, read_qa_input, \
     select_instances
@@ -64,10 +63,9 @@ def translate_qa_rows(source: str | pa.Table, out: str, shards: int, targets: li
     reports = [ingested, run_stage(translate_qa_stage(spec, source_language, targets, labels, **generation),
                                    ingested.data_paths, out)]
     if filters:
-        reports.append(run_stage(Stage("qa_candidate_lid", "1", identify_candidate_language, {
-            "model": filters.lid_spec().to_dict(), "accepted_labels": accepted}), reports[-1].data_paths, out))
-        reports.append(run_stage(Stage("qa_candidate_qe", "2", estimate_candidate_quality, {
-            "model": filters.qe_spec().to_dict()}), reports[-1].data_paths, out))
+        reports.append(run_stage(candidate_lid_stage(filters.lid_spec(), accepted, "qa_candidate_lid"),
+                                 reports[-1].data_paths, out))
+        reports.append(run_stage(candidate_qe_stage(filters.qe_spec(), "qa_candidate_qe"), reports[-1].data_paths, out))
     candidates = pa.concat_tables([pq.read_table(p) for p in reports[-1].data_paths])
     write_parquet_atomic(candidates, os.path.join(out, "qa_candidates.parquet"))
     settings = {"source_language": source_language, "target_languages": targets, "labels": labels,

@@ -63,11 +63,12 @@ def estimate_candidate_quality(table: pa.Table, params: dict) -> tuple[pa.Table,
     return table.set_column(table.schema.get_field_index("qe_score"), "qe_score", column), rejects
 
 
-def candidate_lid_stage(model: ModelSpec, accepted_labels: dict[str, list[str]]) -> Stage:
-    return Stage(LID_STAGE, version="1", fn=identify_candidate_language,
+def candidate_lid_stage(model: ModelSpec, accepted_labels: dict[str, list[str]], name: str = LID_STAGE) -> Stage:
+    """`name`: QA translation runs the same stage on its candidates as qa_candidate_lid."""
+    return Stage(name, version="1", fn=identify_candidate_language,
                  params={"model": model.to_dict(), "accepted_labels": accepted_labels}, inline_rows=LIGHT_ROWS)
 
 
-def candidate_qe_stage(model: ModelSpec) -> Stage:
+def candidate_qe_stage(model: ModelSpec, name: str = QE_STAGE) -> Stage:
     # 2: pairs batched by tokens (last digits of a score may move with its batch-mates)
-    return Stage(QE_STAGE, version="2", fn=estimate_candidate_quality, params={"model": model.to_dict()})
+    return Stage(name, version="2", fn=estimate_candidate_quality, params={"model": model.to_dict()})
