@@ -3,13 +3,11 @@ open_clip, then `evaluate` on the score run folder; the QA translation flow; a f
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import polars as pl
 import pyarrow.parquet as pq
 import pytest
+from cli_runs import run_xmdata
 from PIL import Image
 
 from xmdata.cli import main
@@ -19,7 +17,6 @@ from xmdata.tasks.score import clip_score_stage
 from xmdata.tasks.score_input import read_score_input
 
 pytestmark = pytest.mark.slow
-BIN = os.path.dirname(sys.executable)
 
 
 def test_valse_import_score_stage_and_evaluate_from_the_run_folder(tiny_models, prefect_server, tmp_path):
@@ -55,10 +52,10 @@ def test_mmeb_train_import_into_the_qa_translation_keeps_every_image_path(tiny_m
     tables = tmp_path / "tables"
     assert main(["import", "mmeb-train", str(tmp_path / "MMEB-train"), "--out", str(tables)]) == 0
     out = tmp_path / "qa"
-    result = subprocess.run(
-        [os.path.join(BIN, "xmdata"), "translate-qa", str(tables / "qa_input.parquet"), "--targets", "fr",
+    result = run_xmdata(
+        ["translate-qa", str(tables / "qa_input.parquet"), "--targets", "fr",
          "--model", tiny_models["madlad"].name_or_path, "--shards", "1", "--workers", "1", "--out", str(out)],
-        env=cli_env, capture_output=True, text=True, timeout=900)
+        cli_env)
     assert result.returncode == 0, result.stderr[-3000:]
     assert pl.read_parquet(out / "qa_counts.parquet")["instances"].sum() == 3
     parallel = pq.read_schema(out / "qa_parallel.parquet")  # the tiny model's output may all be refused
@@ -69,10 +66,9 @@ def test_map_reaches_the_inputs_a_flow_reads(cli_env, tmp_path):
     captions = tmp_path / "captions.csv"
     captions.write_text("caption_id,caption\na,The weather is lovely today.\nb,Il fait beau aujourd'hui.\n")
     out = tmp_path / "lid"
-    result = subprocess.run(
-        [os.path.join(BIN, "xmdata"), "identify-language", str(captions), "--map", "caption_id=id,caption=text",
-         "--shards", "1", "--workers", "1", "--quiet", "--out", str(out)],
-        env=cli_env, capture_output=True, text=True, timeout=900)
+    result = run_xmdata(
+        ["identify-language", str(captions), "--map", "caption_id=id,caption=text",
+         "--shards", "1", "--workers", "1", "--quiet", "--out", str(out)], cli_env)
     assert result.returncode == 0, result.stderr[-3000:]
     labels = pl.read_parquet(out / "language_id" / "data" / "shard-00000.parquet").sort("id")
     assert labels["lid_label"].to_list() == ["en", "fr"]
@@ -83,9 +79,8 @@ def test_release_config_columns_mapping_reaches_its_inputs(cli_env, tmp_path):
     (tmp_path / "release.yaml").write_text("name: mapped\nshards: 1\n"
                                            "columns: {caption_id: id, caption: text, lang: language, image: image_id}\n"
                                            "language_id: {input: captions.csv}\n")
-    result = subprocess.run([os.path.join(BIN, "xmdata"), "release", "--config", str(tmp_path / "release.yaml"),
-                             "--out", str(tmp_path / "release"), "--workers", "1", "--quiet"],
-                            env=cli_env, capture_output=True, text=True, timeout=900)
+    result = run_xmdata(["release", "--config", str(tmp_path / "release.yaml"),
+                         "--out", str(tmp_path / "release"), "--workers", "1", "--quiet"], cli_env)
     assert result.returncode == 0, result.stderr[-3000:]
     labelled = pl.read_parquet(tmp_path / "release" / "data" / "captions.parquet")
     assert labelled["id"].to_list() == ["a"] and labelled["lid_label"].to_list() == ["en"]

@@ -1,24 +1,20 @@
 """`xmdata translate-qa` end to end on the sample MMEB rows with the tiny MADLAD: every output, the
 counts, and a rerun that finds every shard finished and rewrites identical bytes."""
 import json
-import os
-import subprocess
-import sys
 
 import polars as pl
 import pytest
+from cli_runs import run_xmdata
 
 from xmdata.data import sample_path
 
 pytestmark = pytest.mark.slow
-BIN = os.path.dirname(sys.executable)
 
 
 def translate_qa(out, models, env):
-    result = subprocess.run(
-        [os.path.join(BIN, "xmdata"), "translate-qa", sample_path("mmeb.jsonl"), "--targets", "fr,de",
-         "--model", models["madlad"].name_or_path, "--shards", "2", "--workers", "1", "--out", str(out)],
-        env=env, capture_output=True, text=True, timeout=900)
+    result = run_xmdata(
+        ["translate-qa", sample_path("mmeb.jsonl"), "--targets", "fr,de",
+         "--model", models["madlad"].name_or_path, "--shards", "2", "--workers", "1", "--out", str(out)], env)
     assert result.returncode == 0, result.stderr[-3000:]
     return result.stdout, json.load(open(out / "run.json"))
 

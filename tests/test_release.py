@@ -3,12 +3,11 @@ progress bar, prefect.yaml. The demo release itself is built in test_demo_build 
 import json
 import os
 import random
-import subprocess
-import sys
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from cli_runs import run_xmdata
 import yaml
 
 from xmdata.flows.release_config import load_release_config
@@ -16,7 +15,6 @@ from xmdata.schemas import ContractError
 from xmdata.tasks.release_files import sorted_by_values
 from xmdata.tasks.release_manifest import verify_release, write_manifest
 
-BIN = os.path.dirname(sys.executable)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -92,13 +90,12 @@ def test_manifest_hashes_facts_not_the_build_time_and_verify_finds_every_differe
 
 def test_cli_verify_exit_codes(tmp_path):
     make_release(tmp_path)
-    xmdata = os.path.join(BIN, "xmdata")
-    ok = subprocess.run([xmdata, "release", "verify", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    ok = run_xmdata(["release", "verify", tmp_path], dict(os.environ))
     assert ok.returncode == 0 and "every file matches" in ok.stdout
     os.unlink(tmp_path / "data.parquet")
-    bad = subprocess.run([xmdata, "release", "verify", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    bad = run_xmdata(["release", "verify", tmp_path], dict(os.environ))
     assert bad.returncode == 1 and "data.parquet: missing" in bad.stderr
-    usage = subprocess.run([xmdata, "release", "--out", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    usage = run_xmdata(["release", "--out", tmp_path], dict(os.environ))
     assert usage.returncode == 2 and "--config" in usage.stderr
 
 

@@ -9,6 +9,7 @@ import time
 
 import polars as pl
 import pytest
+from cli_runs import run_xmdata
 from shard_records import finished_shards
 
 pytestmark = pytest.mark.slow
@@ -54,8 +55,7 @@ def stage_files(out):
 @pytest.fixture(scope="module")
 def local_run(pairs_file, tiny_models, cli_env, tmp_path_factory):
     out = tmp_path_factory.mktemp("local")
-    result = subprocess.run(score_command(pairs_file, tiny_models, out), env=cli_env,  # in-process
-                            capture_output=True, text=True, timeout=900)
+    result = run_xmdata(score_command(pairs_file, tiny_models, out)[1:], cli_env)  # in-process
     assert result.returncode == 0, result.stderr[-3000:]
     assert "scoring: 1200 of 1203 pairs scored" in result.stdout
     return out

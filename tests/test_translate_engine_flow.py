@@ -2,25 +2,21 @@
 converted once, in preflight, beside a copy of the checkpoint, and the run selects what the
 transformers engine selects."""
 import json
-import os
 import shutil
-import subprocess
-import sys
 
 import polars as pl
 import pytest
+from cli_runs import run_xmdata
 
 pytestmark = pytest.mark.slow
-BIN = os.path.dirname(sys.executable)
 ROWS = [{"id": f"r{i}", "caption": f"The small dog {i} sees the red cat in the house."} for i in range(10)]
 
 
 def translate(source, out, model, qe_model, env, *engine):
-    result = subprocess.run(
-        [os.path.join(BIN, "xmdata"), "translate", str(source), "--columns", "caption", "--targets", "fr,ar",
+    result = run_xmdata(
+        ["translate", str(source), "--columns", "caption", "--targets", "fr,ar",
          "--model", model, "--qe-model", qe_model, "--num-beams", "4", "--num-candidates", "2",
-         "--lid-accept", "ar=ar,hi,bn,fa,ur", "--shards", "2", "--workers", "1", "--out", str(out), *engine],
-        env=env, capture_output=True, text=True, timeout=900)
+         "--lid-accept", "ar=ar,hi,bn,fa,ur", "--shards", "2", "--workers", "1", "--out", str(out), *engine], env)
     assert result.returncode == 0, result.stderr[-3000:]
     return json.load(open(out / "translate.json"))
 

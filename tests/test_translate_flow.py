@@ -2,25 +2,22 @@
 stopped between shards finishing only what was missing, with identical bytes."""
 import json
 import os
-import subprocess
-import sys
 
 import polars as pl
 import pytest
+from cli_runs import run_xmdata
 
 pytestmark = pytest.mark.slow
-BIN = os.path.dirname(sys.executable)
 ROWS = [{"id": f"r{i}", "caption": f"The dog {i} runs in the house.", "refs": ["A dog.", "A small dog runs."]}
         for i in range(12)] + [{"id": "blank", "caption": " ", "refs": ["A cat."]}]
 
 
 def translate(source, out, models, env):
-    result = subprocess.run(
-        [os.path.join(BIN, "xmdata"), "translate", str(source), "--columns", "caption,refs", "--targets", "fr,ar",
+    result = run_xmdata(
+        ["translate", str(source), "--columns", "caption,refs", "--targets", "fr,ar",
          "--model", models["m2m100"].name_or_path, "--qe-model", models["cometkiwi"].name_or_path,
          "--num-beams", "4", "--num-candidates", "2", "--lid-accept", "ar=ar,hi,bn,fa,ur",
-         "--shards", "4", "--workers", "1", "--out", str(out)],
-        env=env, capture_output=True, text=True, timeout=900)
+         "--shards", "4", "--workers", "1", "--out", str(out)], env)
     assert result.returncode == 0, result.stderr[-3000:]
     return result.stdout, json.load(open(out / "run.json"))
 
