@@ -2,7 +2,6 @@ import os
 import subprocess
 import sys
 
-import pytest
 
 from xmdata.cli import main
 from xmdata.data import sample_path
