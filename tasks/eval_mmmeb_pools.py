@@ -1,0 +1,62 @@
+"""MMMEB P@1 on published pools: each query against exactly the candidates its pool lists (the gold
+among them), so every system is scored on the same pools. Ties with the gold are broken by a draw
+seeded by the seed and the group, won with probability 1 / (1 + ties), as `evaluate mmmeb` does.
+Averages as the paper's Table 2: per task over its datasets x languages, AVG-3 (I2T, T2I, C), AVG."""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from .eval_retrieval import group_rng, mcnemar
+
+AVG3 = ("I2T", "T2I", "C")
+
+
+def _vectors(table: pa.Table) -> dict[str, np.ndarray]:
+    return {i: np.asarray(v, dtype=np.float64) for i, v in zip(table.column("id").to_pylist(),
+                                                               table.column("embedding").to_pylist())}
+
+
+def group_hits(rows: list[dict], queries: dict, candidates: dict, rng: np.random.Generator) -> np.ndarray | None:
+    """Hits of a group's queries (in id order), or None when the system embedded not all of them."""
+    if any(r["id"] not in queries or any(c not in candidates for c in r["pool"]) for r in rows):
+        return None
+    hits = np.empty(len(rows), dtype=bool)
+    for n, row in enumerate(rows):
+        sims = np.array([candidates[c] @ queries[row["id"]] for c in row["pool"]])
+        own = sims[row["gold_position"]]
+        greater, equal = int((sims > own).sum()), int((sims == own).sum()) - 1
+        hits[n] = greater == 0 and rng.random() * (equal + 1) < 1
+    return hits
+
+
+def pool_precision(pools: pa.Table, systems: dict[str, tuple[pa.Table, pa.Table]], seed: int = 0) -> dict:
+    """systems: {name: (query embeddings, candidate embeddings)}; the first is compared with the others."""
+    vectors = {name: (_vectors(q), _vectors(c)) for name, (q, c) in systems.items()}
+    groups: dict[tuple, list[dict]] = {}
+    for row in sorted(pools.to_pylist(), key=lambda r: r["id"]):
+        groups.setdefault((row["task"], row["dataset"], row["language"]), []).append(row)
+    per_group, first = [], next(iter(systems), None)
+    for (task, dataset, language), rows in sorted(groups.items()):
+        entry = {"task": task, "dataset": dataset, "language": language, "n": len(rows),
+                 "pool_size": len(rows[0]["pool"])}
+        hits = {name: group_hits(rows, q, c, group_rng(seed, "ties", task, dataset, language))
+                for name, (q, c) in vectors.items()}
+        for name, h in hits.items():
+            entry[name] = None if h is None else float(h.mean())
+        for name in list(hits)[1:]:
+            if hits[first] is not None and hits[name] is not None:
+                entry[f"mcnemar {name}"] = mcnemar(hits[first], hits[name])
+        per_group.append(entry)
+    summary = {}
+    for name in systems:
+        per_task = {}
+        for task in sorted({g["task"] for g in per_group}):
+            scored = [g[name] for g in per_group if g["task"] == task and g[name] is not None]
+            per_task[task] = float(np.mean(scored)) if scored else None
+        present = {t: v for t, v in per_task.items() if v is not None}
+        summary[name] = {"per_task": per_task,
+                         "avg3": float(np.mean([present[t] for t in AVG3])) if all(t in present for t in AVG3) else None,
+                         "avg": float(np.mean(list(present.values()))) if present else None,
+                         "not_evaluated": sorted(t for t, v in per_task.items() if v is None)}
+    return {"seed": seed, "systems": list(systems), "per_group": per_group, "summary": summary}
