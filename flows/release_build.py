@@ -18,6 +18,7 @@ from xmdata.schemas import CAPTIONS, IMAGES
 from xmdata.schemas.readers import read_any, read_input
 from xmdata.tasks.score_input import pairs_from_captions
 
+from .benchmarks import build_benchmarks
 from .language_id import label_languages
 from .mmmeb import build_mmmeb
 from .release_config import TINY, ReleaseConfig
@@ -45,9 +46,10 @@ def resolve_tiny_models(config: ReleaseConfig) -> ReleaseConfig:
     """Replace every `tiny:<backend>` model with the local folder of that tiny model (built once,
     with the config's seed, into XMDATA_CACHE)."""
     data = config.model_dump()
-    refs = [(data[s]["translator"], "model") for s in ("translation", "qa_translation") if data.get(s)]
-    refs += [(f, "qe_model") for s in ("translation", "qa_translation") if data.get(s) and (f := data[s]["filters"])]
-    refs += [(data["scoring"], "clip_model")] if data.get("scoring") else []
+    sections = ("translation", "qa_translation", "benchmarks")
+    refs = [(data[s]["translator"], "model") for s in sections if data.get(s)]
+    refs += [(f, "qe_model") for s in sections if data.get(s) and (f := data[s]["filters"])]
+    refs += [(data[s], "clip_model") for s in ("scoring", "benchmarks") if data.get(s)]
     refs += [(system, "model") for system in (data.get("mmmeb") or {}).get("systems", [])]
     if not any(str(holder[key]).startswith(TINY) for holder, key in refs):
         return config
@@ -93,6 +95,9 @@ def build_release_data(config: ReleaseConfig, work: str) -> Build:
     if c := config.scoring:
         pairs, image_root = scoring_pairs(config, work)
         build.add(*score_pairs(pairs, work, shards, image_root, clip_model_spec(c.clip_model, c.pretrained)))
+    if c := config.benchmarks:
+        reports, stats, markdown = build_benchmarks(c, folders, work, shards)
+        build.add(reports, stats, "Benchmarks", markdown)
     if c := config.mmmeb:
         reports, stats, markdown = build_mmmeb(c, folders, roots, work, config.seed)
         build.add(reports, stats, "MMMEB", markdown)

@@ -17,6 +17,7 @@ from xmdata.data import DATA_DIR
 from xmdata.schemas import ContractError
 from xmdata.tasks.qa_input import DEFAULT_EXCLUDED_TASKS, DEFAULT_PER_TASK
 
+from .benchmark_config import BenchmarksConfig
 from .mmmeb_config import MmmebConfig
 from .release_recipe import IMPORT_PATH_OPTIONS, IMPORTED, ImportConfig, ModelChoice, apply_sample, tiny_models
 from .translation_options import FilterOptions, TranslatorOptions
@@ -90,6 +91,7 @@ class ReleaseConfig(Strict):
     qa_translation: QATranslationConfig | None = None
     scoring: ScoringConfig | None = None
     mmmeb: MmmebConfig | None = None
+    benchmarks: BenchmarksConfig | None = None
 
 
 def config_path(config: str) -> str:
@@ -126,6 +128,8 @@ def _absolute_inputs(config: ReleaseConfig, base: str) -> ReleaseConfig:
     for entry in data["imports"].values():
         entry["source"] = absolute(entry["source"])
         entry["options"].update({k: absolute(entry["options"][k]) for k in IMPORT_PATH_OPTIONS})
+    for entry in (data.get("benchmarks") or {}).get("sets", {}).values():
+        entry["images"] = absolute(entry["images"])
     for section, keys in {**INPUT_FIELDS, "language_id": ["input", "lid_model"]}.items():
         for key in keys:
             if data.get(section):
@@ -138,6 +142,11 @@ def _absolute_inputs(config: ReleaseConfig, base: str) -> ReleaseConfig:
     missing += [f"{s}.{k}: {data[s][k]} (no import {data[s][k][len(IMPORTED):].split('/')[0]!r})"
                 for s, keys in INPUT_FIELDS.items() for k in keys if data.get(s) and (data[s][k] or "").startswith(IMPORTED)
                 and data[s][k][len(IMPORTED):].split("/")[0] not in data["imports"]]
+    if data.get("benchmarks"):
+        missing += [f"benchmarks.sets.{n}.images: {e['images']}" for n, e in data["benchmarks"]["sets"].items()
+                    if not os.path.isdir(e["images"])]
+        missing += [f"benchmarks.sets.{n}.source: {e['source']} (not an import)"
+                    for n, e in data["benchmarks"]["sets"].items() if e["source"] not in data["imports"]]
     if data.get("mmmeb"):
         missing += [f"mmmeb.sources.{role}: {name} (not an import)" for role, names in data["mmmeb"]["sources"].items()
                     for name in names if name not in data["imports"]]

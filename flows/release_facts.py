@@ -34,7 +34,7 @@ def model_facts(config: ReleaseConfig, resolved: ReleaseConfig) -> list[dict]:
     if config.language_id:
         found.append(("language_id.lid_model", config.language_id.lid_model, resolved.language_id.lid_model,
                       "fasttext", None))
-    for section in ("translation", "qa_translation"):
+    for section in ("translation", "qa_translation", "benchmarks"):
         mine, theirs = getattr(config, section), getattr(resolved, section)
         if mine:
             found.append((f"{section}.translator", mine.translator.model, theirs.translator.spec().name_or_path,
@@ -46,6 +46,9 @@ def model_facts(config: ReleaseConfig, resolved: ReleaseConfig) -> list[dict]:
                               "cometkiwi", mine.filters.qe_revision))
     if config.scoring:
         found.append(("scoring.clip_model", config.scoring.clip_model, resolved.scoring.clip_model, "open_clip", config.scoring.pretrained))
+    if config.benchmarks:
+        found.append(("benchmarks.clip_model", config.benchmarks.clip_model, resolved.benchmarks.clip_model, "open_clip",
+                      config.benchmarks.pretrained))
     for mine, theirs in zip(config.mmmeb.systems if config.mmmeb else [], resolved.mmmeb.systems if config.mmmeb else []):
         found.append((f"mmmeb.systems.{mine.name}", mine.model, theirs.spec().name_or_path, mine.backend,
                       mine.revision or mine.pretrained))

@@ -38,11 +38,15 @@ class ImportConfig(BaseModel):
 
 
 def deep_merge(base: dict, over: dict) -> dict:
-    """BASE with OVER's keys replacing, dictionaries merged key by key (lists and values replaced)."""
+    """BASE with OVER's keys replacing, dictionaries merged key by key (lists and values replaced); a key
+    OVER sets to null is removed (a sample build leaving out a set it has no sample of)."""
     merged = dict(base)
     for key, value in over.items():
-        merged[key] = deep_merge(base[key], value) if isinstance(value, dict) and isinstance(base.get(key), dict) \
-            else value
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = deep_merge(base[key], value) if isinstance(value, dict) and isinstance(base.get(key), dict) \
+                else value
     return merged
 
 
@@ -56,18 +60,19 @@ def apply_sample(raw: dict, sample: bool) -> dict:
 def tiny_models(data: dict) -> dict:
     """Every model of a config (as a dict) replaced by the tiny model of its backend; lid.176 stays,
     it is real and small. Declared here once for every section that names a model."""
-    for section in ("translation", "qa_translation"):
+    for section in ("translation", "qa_translation", "benchmarks"):
         if data.get(section):
-            translator = data[section].setdefault("translator", {})
-            translator.update(model=f"tiny:{translator.get('backend') or ('madlad' if section == 'qa_translation' else 'm2m100')}",
-                              revision=None, device="cpu", dtype="float32")
-            if data[section].get("filters") or section == "translation":
+            translator = data[section].setdefault("translator", {}) or {}
+            backend = translator.get("backend") or ("madlad" if section == "qa_translation" else "m2m100")
+            translator.update(model=f"tiny:{backend}", revision=None, device="cpu", dtype="float32")
+            data[section]["translator"] = translator
+            if data[section].get("filters") or section != "qa_translation":
                 filters = data[section].setdefault("filters", {}) or {}
                 filters.update(qe_model="tiny:cometkiwi", qe_revision=None, qe_device="cpu", qe_precision="float32")
                 data[section]["filters"] = filters
-    for section in ("scoring", "benchmark_scoring"):
+    for section in ("scoring", "benchmarks"):
         if data.get(section):
-            data[section].update(clip_model="tiny:open_clip", pretrained=None, device="cpu")
+            data[section].update(clip_model="tiny:open_clip", pretrained=None)
     if data.get("mmmeb"):
         data["mmmeb"]["systems"] = [{**system, "model": "tiny:open_clip", "pretrained": None, "revision": None,
                                      "backend": "open_clip", "device": "cpu"} for system in data["mmmeb"].get("systems", [])]

@@ -29,6 +29,13 @@ TABLES = {
     "qa_parallel": ("qa_parallel.parquet", "Question/Answer translations, one row per part"),
     "qa_counts": ("qa_counts.parquet", "QA instances per task, target and outcome"),
     "clip_scores": ("clip_score/data/*.parquet", "CLIPScore of every caption and kept translation"),
+    "benchmark_pairs_scored": ("benchmarks/*/clip_score/data/*.parquet", "every benchmark pair (original and kept "
+                               "translation) with its CLIPScore, RefCLIPScore and judgement columns; ids <set>/…"),
+    "benchmark_translations": ("benchmarks/*/translations.parquet", "the chosen translation (or the reason for none) "
+                               "of every benchmark text and reference per target"),
+    "benchmark_translation_candidates": ("benchmarks/*/candidates.parquet", "every beam candidate with LID and QE"),
+    "benchmark_results": ("benchmark_results.parquet", "each set's metric (correlations, accuracies) per language, "
+                          "every number of `xmdata evaluate`'s result by its path"),
     "mmmeb_queries": ("mmmeb_queries.parquet", "MMMEB queries: task, dataset, language, text/image/box, the gold "
                       "candidate, the pool (gold at gold_position) and the paper's instruction prompt"),
     "mmmeb_candidates": ("mmmeb_candidates.parquet", "MMMEB candidates: text, or image (and crop box), and prompt"),

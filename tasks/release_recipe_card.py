@@ -29,16 +29,18 @@ def configured_models(facts: dict) -> dict[str, tuple[str, str | None]]:
 
     data = apply_sample(yaml.safe_load(facts["config"]["text"]) or {}, bool(facts["config"]["overrides"].get("sample")))
     named = {}
-    for section in ("translation", "qa_translation"):
+    for section in ("translation", "qa_translation", "benchmarks"):
         if data.get(section):
             t = data[section].get("translator") or {}
             backend = t.get("backend") or ("madlad" if section == "qa_translation" else "m2m100")
             named[f"{section}.translator"] = (t.get("model") or DEFAULT_TRANSLATORS[backend], t.get("revision"))
-            if f := data[section].get("filters") or ({} if section == "translation" else None):
+            if (f := data[section].get("filters")) or section != "qa_translation":
+                f = f or {}
                 named[f"{section}.filters.lid_model"] = (f.get("lid_model") or "lid.176", None)
                 named[f"{section}.filters.qe_model"] = (f.get("qe_model") or DEFAULT_QE, f.get("qe_revision"))
-    if data.get("scoring"):
-        named["scoring.clip_model"] = (data["scoring"]["clip_model"], data["scoring"].get("pretrained"))
+    for section in ("scoring", "benchmarks"):
+        if data.get(section):
+            named[f"{section}.clip_model"] = (data[section]["clip_model"], data[section].get("pretrained"))
     for system in (data.get("mmmeb") or {}).get("systems", []):
         named[f"mmmeb.systems.{system['name']}"] = (system["model"], system.get("revision") or system.get("pretrained"))
     return named
@@ -100,9 +102,22 @@ def mmmeb_section(release: str, work: str) -> str:
     return text
 
 
+def benchmarks_section(work: str, config) -> str:
+    if not config.benchmarks:
+        return ""
+    parts = ["## Evaluation per benchmark set\n\nEach set's pairs scored in every language it has (translations: "
+             "the kept ones only), then its metric, as `xmdata evaluate` writes it; all numbers are in "
+             "`benchmark_results`.\n"]
+    for name, entry in config.benchmarks.sets.items():
+        path = os.path.join(work, "benchmarks", name, "eval", f"{entry.metric}.md")
+        if os.path.exists(path):
+            parts.append(f"### {name} ({entry.metric})\n\n" + open(path, encoding="utf-8").read().split("\n", 1)[-1])
+    return "\n".join(parts)
+
+
 def recipe_sections(release: str, config, facts: dict, work: str) -> str:
     parts = [build_note(facts["config"]["overrides"]), models_section(config, facts), imports_section(work, facts),
-             qa_selection_section(release), mmmeb_section(release, work)]
+             qa_selection_section(release), benchmarks_section(work, config), mmmeb_section(release, work)]
     if config.citation:
         parts.append("## How to cite\n\nThis release reproduces the paper below; cite it, and the datasets it "
                      "was built from.\n\n```bibtex\n" + config.citation.strip() + "\n```\n")

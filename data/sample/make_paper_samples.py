@@ -142,7 +142,27 @@ def flickr8k() -> None:
         jpeg(os.path.join(HERE, "flickr8k", "images", image), n + 40)
 
 
+def valse_and_xvnli() -> None:
+    """VALSE: one piece, two instances (caption vs foil). XVNLI: French and German hypotheses of one image."""
+    valse = {str(n): {"dataset": "sample", "image_file": f"v{n}.jpg", "caption": c, "foil": f,
+                      "linguistic_phenomena": "counting", "mturk": {"caption": 3, "foil": 0, "other": 0}}
+             for n, (c, f) in enumerate([("There are two dogs.", "There are five dogs."),
+                                         ("A man holds one cup.", "A man holds three cups.")])}
+    write(os.path.join(HERE, "valse", "counting-small.json"), json.dumps(valse, indent=1) + "\n")
+    for n in range(2):
+        jpeg(os.path.join(HERE, "valse", "images", "sample", f"v{n}.jpg"), n + 50)
+    hypotheses = {"fr": ["Un homme est debout.", "Il n'y a personne.", "Un homme mange."],
+                  "de": ["Ein Mann steht.", "Niemand ist da.", "Ein Mann isst."]}
+    for lang, texts in hypotheses.items():
+        lines = [json.dumps({"gold_label": label, "sentence1": "", "sentence2": text, "captionID": "c0",
+                             "pairID": f"p{lang}{i}", "Flikr30kID": "4452450137"}, ensure_ascii=False)
+                 for i, (text, label) in enumerate(zip(texts, ("entailment", "contradiction", "neutral")))]
+        write(os.path.join(HERE, "xvnli", "annotations", lang, "test.jsonl"), "\n".join(lines) + "\n")
+    jpeg(os.path.join(HERE, "xvnli", "images", "4452450137.jpg"), 60)
+
+
 if __name__ == "__main__":
+    valse_and_xvnli()
     openimages()
     mmeb_train()
     mmmeb_sources()
