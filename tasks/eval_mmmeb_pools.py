@@ -12,22 +12,23 @@ from .eval_retrieval import group_rng, mcnemar
 AVG3 = ("I2T", "T2I", "C")
 
 
-def _vectors(table: pa.Table) -> dict[str, np.ndarray]:
-    return {i: np.asarray(v, dtype=np.float64) for i, v in zip(table.column("id").to_pylist(),
-                                                               table.column("embedding").to_pylist())}
+def _vectors(table: pa.Table) -> tuple[dict[str, int], np.ndarray]:
+    """(row of each id, the embeddings as one float64 matrix)."""
+    ids = table.column("id").to_pylist()
+    matrix = np.asarray(table.column("embedding").to_pylist(), dtype=np.float64).reshape(len(ids), -1)
+    return {i: n for n, i in enumerate(ids)}, matrix
 
 
-def group_hits(rows: list[dict], queries: dict, candidates: dict, rng: np.random.Generator) -> np.ndarray | None:
+def group_hits(rows: list[dict], queries, candidates, rng: np.random.Generator) -> np.ndarray | None:
     """Hits of a group's queries (in id order), or None when the system embedded not all of them."""
-    if any(r["id"] not in queries or any(c not in candidates for c in r["pool"]) for r in rows):
+    (q_row, q_matrix), (c_row, c_matrix) = queries, candidates
+    if any(r["id"] not in q_row or any(c not in c_row for c in r["pool"]) for r in rows):
         return None
-    hits = np.empty(len(rows), dtype=bool)
-    for n, row in enumerate(rows):
-        sims = np.array([candidates[c] @ queries[row["id"]] for c in row["pool"]])
-        own = sims[row["gold_position"]]
-        greater, equal = int((sims > own).sum()), int((sims == own).sum()) - 1
-        hits[n] = greater == 0 and rng.random() * (equal + 1) < 1
-    return hits
+    pools = np.array([[c_row[c] for c in r["pool"]] for r in rows])
+    sims = np.einsum("npd,nd->np", c_matrix[pools], q_matrix[[q_row[r["id"]] for r in rows]])
+    own = sims[np.arange(len(rows)), [r["gold_position"] for r in rows]][:, None]
+    greater, equal = (sims > own).sum(axis=1), (sims == own).sum(axis=1) - 1
+    return (greater == 0) & (rng.random(len(rows)) * (equal + 1) < 1)
 
 
 def pool_precision(pools: pa.Table, systems: dict[str, tuple[pa.Table, pa.Table]], seed: int = 0) -> dict:
