@@ -19,6 +19,7 @@ from xmdata.tasks.importers.options import ImportOptions
 IMPORTED = "import:"
 MODEL_CHOICES = ("config", "tiny")
 ModelChoice = Literal[MODEL_CHOICES]
+TINY_EMBEDDERS = {"open_clip": "tiny:open_clip", "hf": "tiny:hf_clip"}
 # Fields of ImportOptions that name files: made absolute, relative to the config, like every input.
 IMPORT_PATH_OPTIONS = ("coordinates", "images", "captions")
 
@@ -74,6 +75,7 @@ def tiny_models(data: dict) -> dict:
         if data.get(section):
             data[section].update(clip_model="tiny:open_clip", pretrained=None)
     if data.get("mmmeb"):
-        data["mmmeb"]["systems"] = [{**system, "model": "tiny:open_clip", "pretrained": None, "revision": None,
-                                     "backend": "open_clip", "device": "cpu"} for system in data["mmmeb"].get("systems", [])]
+        data["mmmeb"]["systems"] = [{**system, "model": TINY_EMBEDDERS[system.get("backend", "open_clip")],
+                                     "pretrained": None, "revision": None, "device": "cpu"}
+                                    for system in data["mmmeb"].get("systems", [])]
     return data

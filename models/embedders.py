@@ -53,7 +53,7 @@ class HfEmbedder:
             kwargs = {} if self.spec.is_local else {"revision": self.spec.revision}
             self.model = AutoModel.from_pretrained(name, **kwargs).eval().to(self.spec.device)
             self.tokenizer = AutoTokenizer.from_pretrained(name, **kwargs)
-            self.processor = AutoImageProcessor.from_pretrained(name, **kwargs)
+            self.processor = AutoImageProcessor.from_pretrained(name, use_fast=False, **kwargs)
         except Exception as exc:
             if self.spec.is_local:
                 raise ModelError(f"hf embedder: cannot load {name}: {exc}") from exc
