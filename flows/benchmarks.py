@@ -20,7 +20,7 @@ from xmdata.tasks.eval_report import write_report
 from xmdata.tasks.eval_runner import run_metric
 
 from .benchmark_config import BenchmarksConfig
-from .mmmeb import step_report
+from .release_steps import step_report
 from .score import clip_model_spec, score_pairs
 from .translate import translate_texts
 

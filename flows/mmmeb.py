@@ -19,22 +19,13 @@ from xmdata.tasks.mmmeb_embed import embed_benchmark, load_prompts
 from xmdata.tasks.mmmeb_pools import CANDIDATES_SCHEMA, QUERIES_SCHEMA, draw_pools, missing_tasks
 from xmdata.tasks.mmmeb_prompts import with_prompts
 from xmdata.tasks.mmmeb_tasks import build_instances, read_source
-from xmdata.tasks.rejects import concat_rejects
 
 from .mmmeb_config import MmmebConfig
+from .release_steps import step_report
 
 TASKS_SCHEMA = pa.schema([("task", pa.string()), ("dataset", pa.string()), ("language", pa.string()),
                           ("status", pa.string()), ("queries", pa.int64()), ("candidates", pa.int64()),
                           ("pool_rule", pa.int64()), ("pool_size", pa.int64()), ("note", pa.string())])
-
-
-def step_report(stage: str, rows_in: int, rows_out: int, rejects: pa.Table, work: str) -> StageReport:
-    """A step that runs in the flow process, reported like a one-shard stage (its rejects where a stage's go)."""
-    write_parquet_atomic(rejects, os.path.join(work, stage, "rejects", "shard-00000.parquet"))
-    reasons: dict[str, int] = {}
-    for reason in rejects.column("reason").to_pylist():
-        reasons[reason] = reasons.get(reason, 0) + 1
-    return StageReport(stage, [{"rows_in": rows_in, "rows_out": rows_out, "rows_rejected": reasons}], 1, 0)
 
 
 def assemble(config: MmmebConfig, imports: dict[str, str], work: str, seed: int) -> tuple[StageReport, list[dict]]:

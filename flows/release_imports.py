@@ -12,7 +12,7 @@ from xmdata.runtime.atomic import write_json_atomic
 from xmdata.tasks.importers.run import import_dataset
 from xmdata.tasks.release_manifest import model_fingerprint
 
-from .mmmeb import step_report
+from .release_steps import step_report
 from .release_config import INPUT_FIELDS, ReleaseConfig
 from .release_recipe import IMPORTED
 

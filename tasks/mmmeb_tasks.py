@@ -7,6 +7,8 @@ Retrieval (I2T, T2I) from Crossmodal-3600 (the first caption per language) and X
 classification (C) from the first N ImageNet validation images with Babel-ImageNet names."""
 from __future__ import annotations
 
+import glob
+import os
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -47,9 +49,6 @@ class Instances:
 
 
 def read_source(name: str, folder: str) -> Source:
-    import glob
-    import os
-
     tables = {os.path.basename(p)[:-8]: pq.read_table(p) for p in sorted(glob.glob(os.path.join(folder, "*.parquet")))
               if not p.endswith("rejects.parquet")}
     return Source(name, folder, tables)

@@ -9,28 +9,19 @@ from recipe_builds import build_recipe
 from xmdata.tasks.release_manifest import verify_release
 
 
-@pytest.fixture(scope="session")
-def xm3600_release(tmp_path_factory, prefect_server, tiny_models):
-    out = tmp_path_factory.mktemp("xm3600-selection")
-    return out, build_recipe("xm3600-selection", out)
+def recipe_release(name: str):
+    """A session fixture: the recipe built once per test run, (folder, result with manifest and card)."""
+    @pytest.fixture(scope="session")
+    def built(tmp_path_factory, prefect_server, tiny_models):
+        out = tmp_path_factory.mktemp(name)
+        return out, build_recipe(name, out)
+    return built
 
 
-@pytest.fixture(scope="session")
-def xvlm2vec_release(tmp_path_factory, prefect_server, tiny_models):
-    out = tmp_path_factory.mktemp("xvlm2vec-train")
-    return out, build_recipe("xvlm2vec-train", out)
-
-
-@pytest.fixture(scope="session")
-def mclipscore_release(tmp_path_factory, prefect_server, tiny_models):
-    out = tmp_path_factory.mktemp("mclipscore-eval")
-    return out, build_recipe("mclipscore-eval", out)
-
-
-@pytest.fixture(scope="session")
-def mmmeb_release(tmp_path_factory, prefect_server, tiny_models):
-    out = tmp_path_factory.mktemp("mmmeb")
-    return out, build_recipe("mmmeb", out)
+xm3600_release = recipe_release("xm3600-selection")
+xvlm2vec_release = recipe_release("xvlm2vec-train")
+mclipscore_release = recipe_release("mclipscore-eval")
+mmmeb_release = recipe_release("mmmeb")
 
 
 def common_card_checks(result, *paper_models):
@@ -97,3 +88,6 @@ def test_mmmeb_recipe_assembles_tasks_pools_embeddings_and_scores(mmmeb_release)
     embed = pl.read_parquet(out / "rejects" / "mmmeb_embed_mlaion-vit-h-14.parquet")
     assert set(embed["reason"]) == {"needs_image_and_text"}  # VQA and VG queries: not a CLIP model's input
     assert verify_release(str(out)) == []
+    again = build_recipe("mmmeb", out)  # resumed: nothing embedded again, the same bytes
+    assert again["release_sha256"] == result["release_sha256"]
+    assert again["run"]["mmmeb_embed_mlaion-vit-h-14"]["shards_skipped"] == 1
