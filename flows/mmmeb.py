@@ -12,9 +12,9 @@ import os
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from xmdata.runtime.atomic import sha256_file, write_json_atomic, write_parquet_atomic
+from xmdata.runtime.atomic import sha256_file, write_json_atomic, write_parquet_atomic, write_text_atomic
 from xmdata.runtime.process import StageReport
-from xmdata.tasks.eval_mmmeb_pools import pool_precision
+from xmdata.tasks.eval_mmmeb_pools import pool_precision, pools_markdown
 from xmdata.tasks.mmmeb_embed import embed_benchmark, load_prompts
 from xmdata.tasks.mmmeb_pools import CANDIDATES_SCHEMA, QUERIES_SCHEMA, draw_pools, missing_tasks
 from xmdata.tasks.mmmeb_prompts import with_prompts
@@ -49,7 +49,7 @@ def assemble(config: MmmebConfig, imports: dict[str, str], work: str, seed: int)
 def embed_system(system, work: str, roots: dict[str, str]) -> StageReport:
     folder = os.path.join(work, "mmmeb_embeddings", system.name)
     inputs = {n: sha256_file(os.path.join(work, f"mmmeb_{n}.parquet")) for n in ("queries", "candidates")}
-    record = {"inputs": inputs, "model": system.spec().to_dict()}
+    record = json.loads(json.dumps({"inputs": inputs, "model": system.spec().to_dict()}))  # as read back
     record_path, stage = os.path.join(folder, "_done.json"), f"mmmeb_embed_{system.name}"
     queries, candidates = (pq.read_table(os.path.join(work, f"mmmeb_{n}.parquet")) for n in ("queries", "candidates"))
     rows_in = queries.num_rows + candidates.num_rows
@@ -79,6 +79,7 @@ def evaluate(config: MmmebConfig, work: str, seed: int) -> dict:
                         ("p_at_1", pa.float64()), ("mcnemar_p_value", pa.float64())])
     write_parquet_atomic(pa.Table.from_pylist(rows, schema), os.path.join(work, "mmmeb_results.parquet"))
     write_json_atomic(result, os.path.join(work, "mmmeb_report.json"))
+    write_text_atomic(pools_markdown(result), os.path.join(work, "mmmeb_report.md"))
     return result
 
 
@@ -96,10 +97,4 @@ def mmmeb_markdown(facts: list[dict], result: dict | None) -> str:
     lines = ["| task | dataset | language | status | queries | pool | note |", "| --- | --- | --- | --- | ---: | ---: | --- |"]
     lines += [f"| {f['task']} | {f['dataset']} | {f['language']} | {f['status']} | {f['queries']} | {f['pool_size']} | "
               f"{f['note']} |" for f in facts]
-    if result:
-        lines += ["", "| system | " + " | ".join(["I2T", "T2I", "VQA", "VG", "C", "AVG-3", "AVG"]) + " |",
-                  "| --- |" + " ---: |" * 7]
-        for name, s in result["summary"].items():
-            cells = [s["per_task"].get(t) for t in ("I2T", "T2I", "VQA", "VG", "C")] + [s["avg3"], s["avg"]]
-            lines.append(f"| {name} | " + " | ".join("X" if v is None else f"{100 * v:.2f}" for v in cells) + " |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + ("\n" + pools_markdown(result) if result else "")

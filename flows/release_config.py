@@ -139,6 +139,8 @@ def _absolute_inputs(config: ReleaseConfig, base: str) -> ReleaseConfig:
                and not os.path.exists(data[s][k])]
     missing += [f"imports.{name}.source: {entry['source']}" for name, entry in data["imports"].items()
                 if not os.path.exists(entry["source"])]
+    missing += [f"imports.{name}.options.{k}: {entry['options'][k]}" for name, entry in data["imports"].items()
+                for k in IMPORT_PATH_OPTIONS if entry["options"][k] and not os.path.exists(entry["options"][k])]
     missing += [f"{s}.{k}: {data[s][k]} (no import {data[s][k][len(IMPORTED):].split('/')[0]!r})"
                 for s, keys in INPUT_FIELDS.items() for k in keys if data.get(s) and (data[s][k] or "").startswith(IMPORTED)
                 and data[s][k][len(IMPORTED):].split("/")[0] not in data["imports"]]

@@ -7,6 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from xmdata.schemas.contract import ContractError
+
+from .eval_inputs import heading, read_table
+from .eval_report import Report, md_table
 from .eval_retrieval import group_rng, mcnemar
 
 AVG3 = ("I2T", "T2I", "C")
@@ -61,3 +65,45 @@ def pool_precision(pools: pa.Table, systems: dict[str, tuple[pa.Table, pa.Table]
                          "avg": float(np.mean(list(present.values()))) if present else None,
                          "not_evaluated": sorted(t for t, v in per_task.items() if v is None)}
     return {"seed": seed, "systems": list(systems), "per_group": per_group, "summary": summary}
+
+
+POOL_COLUMNS = ("id", "task", "dataset", "language", "pool", "gold_position")
+EMBEDDING_COLUMNS = ("id", "embedding")
+
+
+def checked(table: pa.Table, path: str, columns: tuple[str, ...]) -> pa.Table:
+    missing = [c for c in columns if c not in table.column_names]
+    if missing:
+        raise ContractError(f"{path}: no column {', '.join(missing)} (has {', '.join(table.column_names)})")
+    return table
+
+
+def pools_markdown(result: dict) -> str:
+    names = result["systems"]
+    rows = [{**{k: g[k] for k in ("task", "dataset", "language", "n", "pool_size")}, **{n: g[n] for n in names},
+             **{f"McNemar p ({n})": (g.get(f"mcnemar {n}") or {}).get("p_value") for n in names[1:]}} for g in result["per_group"]]
+    md = md_table(rows, ["task", "dataset", "language", "n", "pool_size", *names, *[f"McNemar p ({n})" for n in names[1:]]],
+                  percent=tuple(names))
+    summary = [{"system": n, **{t: s["per_task"].get(t) for t in ("I2T", "T2I", "VQA", "VG", "C")}, "AVG-3": s["avg3"],
+                "AVG": s["avg"]} for n, s in result["summary"].items()]
+    return md + "\n### P@1 per task (the paper's Table 2)\n\n" + md_table(
+        summary, ["system", "I2T", "T2I", "VQA", "VG", "C", "AVG-3", "AVG"],
+        percent=("I2T", "T2I", "VQA", "VG", "C", "AVG-3", "AVG"))
+
+
+def run_mmmeb_pools(o: dict) -> Report:
+    """`xmdata evaluate mmmeb QUERY_EMBEDDINGS --pools mmmeb_queries.parquet --candidates CANDIDATE_EMBEDDINGS
+    [--against Q2 --against-candidates C2]`."""
+    if not o.get("candidates") or bool(o.get("against")) != bool(o.get("against_candidates")):
+        raise ContractError("evaluate mmmeb --pools needs --candidates, and --against with --against-candidates")
+    pairs = {"input": ("input", "candidates"), "against": ("against", "against_candidates")}
+    systems = {name: tuple(checked(read_table(o[k], f"--{k.replace('_', '-')}"), o[k], EMBEDDING_COLUMNS) for k in keys)
+               for name, keys in pairs.items() if o.get(keys[0])}
+    for name, (queries, candidates) in systems.items():
+        widths = {t.schema.field("embedding").type.list_size if hasattr(t.schema.field("embedding").type, "list_size")
+                  else len(t.column("embedding")[0].as_py() or []) for t in (queries, candidates) if t.num_rows}
+        if len(widths) > 1:
+            raise ContractError(f"evaluate mmmeb: {name}'s query and candidate embeddings differ in width ({sorted(widths)})")
+    result = pool_precision(checked(read_table(o["pools"], "--pools"), o["pools"], POOL_COLUMNS), systems, o["seed"])
+    md = heading("MMMEB P@1 on published pools", [o["input"], o["pools"]], {"seed": o["seed"]}) + pools_markdown(result)
+    return Report("mmmeb", {"metric": "mmmeb", **result}, md, tables={"mmmeb": result["per_group"]})

@@ -48,12 +48,25 @@ def configured_models(facts: dict) -> dict[str, tuple[str, str | None]]:
 
 def models_section(config, facts: dict) -> str:
     paper = configured_models(facts)
+    if not facts["models"]:
+        return "## Models and revisions\n\nNone: this recipe runs no model.\n"
     rows = [{"role": m["role"], "model (config)": paper.get(m["role"], (m["ref"], None))[0],
              "revision / pretrained": paper.get(m["role"], (None, m.get("revision")))[1] or "not pinned",
              "built with": m["ref"], "files": f"{m['files']} files, sha256 {m['sha256'][:16]}…" if m.get("sha256")
              else "hub (by revision)"} for m in facts["models"]]
     return ("## Models and revisions\n\nThe models the recipe names (the paper's), and what this copy was built "
             "with; a local model is identified by the sha256 of its files.\n\n" + _table(rows))
+
+
+def selection_section(work: str) -> str:
+    path = os.path.join(work, "summary.json")
+    picks = json.load(open(path, encoding="utf-8")).get("distributions", {}).get("in_region_picks") if os.path.exists(path) else None
+    if not picks:
+        return ""
+    return ("## Greedy and optimal selection\n\nImages picked inside a language's own region, over all languages, on the "
+            "same candidates: " + ", ".join(f"{k} {v}" for k, v in picks.items()) + ". `images` is the strategy the "
+            "config names (the paper's greedy), `images_optimal` the exact assignment beside it; "
+            "`images_per_language*` count picks per back-off level.\n")
 
 
 def qa_selection_section(release: str) -> str:
@@ -90,15 +103,11 @@ def mmmeb_section(release: str, work: str) -> str:
             "group has at least 1,000 queries, 1 + 99 below that, every class for classification; a group with "
             "fewer candidates gets all of them, and `note` says so. Groups the sources could not give are listed "
             "with status `missing` and the reason.\n\n" + _table(groups))
-    report = os.path.join(work, "mmmeb_report.json")
+    report = os.path.join(work, "mmmeb_report.md")
     if os.path.exists(report):
-        summary = json.load(open(report, encoding="utf-8"))["summary"]
-        rows = [{"system": name, **{t: s["per_task"].get(t) for t in ("I2T", "T2I", "VQA", "VG", "C")},
-                 "AVG-3": s["avg3"], "AVG": s["avg"], "not evaluated": ", ".join(s["not_evaluated"]) or "–"}
-                for name, s in summary.items()]
-        text += ("\n### P@1 per task (mean over datasets and languages, as the paper's Table 2)\n\nPer group in "
-                 "`mmmeb_results`; a task a system cannot take (an image and a text in one query) is not evaluated "
-                 "and its refusals are in `rejects/mmmeb_embed_<system>.parquet`.\n\n" + _table(rows))
+        text += ("\n### P@1 per group and per task\n\nOn the pools above, per system (`mmmeb_results`), McNemar against "
+                 "the first; a task a system cannot take (an image and a text in one query) shows as — and its "
+                 "refusals are in `rejects/mmmeb_embed_<system>.parquet`.\n\n" + open(report, encoding="utf-8").read())
     return text
 
 
@@ -117,7 +126,8 @@ def benchmarks_section(work: str, config) -> str:
 
 def recipe_sections(release: str, config, facts: dict, work: str) -> str:
     parts = [build_note(facts["config"]["overrides"]), models_section(config, facts), imports_section(work, facts),
-             qa_selection_section(release), benchmarks_section(work, config), mmmeb_section(release, work)]
+             selection_section(work), qa_selection_section(release), benchmarks_section(work, config),
+             mmmeb_section(release, work)]
     if config.citation:
         parts.append("## How to cite\n\nThis release reproduces the paper below; cite it, and the datasets it "
                      "was built from.\n\n```bibtex\n" + config.citation.strip() + "\n```\n")

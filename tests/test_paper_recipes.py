@@ -91,3 +91,24 @@ def test_mmmeb_recipe_assembles_tasks_pools_embeddings_and_scores(mmmeb_release)
     again = build_recipe("mmmeb", out)  # resumed: nothing embedded again, the same bytes
     assert again["release_sha256"] == result["release_sha256"]
     assert again["run"]["mmmeb_embed_mlaion-vit-h-14"]["shards_skipped"] == 1
+
+
+def test_evaluate_mmmeb_on_the_published_pools_gives_the_releases_scores(mmmeb_release, tmp_path):
+    from xmdata.tasks.eval_args import evaluate_options
+    from xmdata.tasks.eval_runner import run_metric
+
+    out, _ = mmmeb_release
+    embedded = out / "build" / "mmmeb_embeddings"
+    options = {"pools": str(out / "data" / "mmmeb_queries.parquet"),
+               "candidates": str(embedded / "siglip-base-multilingual" / "candidates.parquet"),
+               "against": str(embedded / "mlaion-vit-h-14" / "queries.parquet"),
+               "against_candidates": str(embedded / "mlaion-vit-h-14" / "candidates.parquet")}
+    report = run_metric("mmmeb", evaluate_options(
+        "mmmeb", str(embedded / "siglip-base-multilingual" / "queries.parquet"), str(tmp_path), options))
+    published = pl.read_parquet(out / "data" / "mmmeb_results.parquet")
+    for group in report.result["per_group"]:
+        key = (pl.col("task") == group["task"]) & (pl.col("dataset") == group["dataset"]) & (
+            pl.col("language") == group["language"])
+        mine = published.filter(key & (pl.col("system") == "siglip-base-multilingual"))["p_at_1"].item()
+        theirs = published.filter(key & (pl.col("system") == "mlaion-vit-h-14"))["p_at_1"].item()
+        assert (group["input"], group["against"]) == (mine, theirs)
