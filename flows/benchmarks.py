@@ -90,7 +90,8 @@ def build_benchmarks(config: BenchmarksConfig, folders: dict[str, str], work: st
         evaluation = run_metric(entry.metric, evaluate_options(entry.metric, out,
                                                                os.path.join(out, "eval"), entry.options))
         write_report(evaluation, os.path.join(out, "eval"))
-        results += [{"benchmark": name, "metric": entry.metric, "measure": m, "value": v} for m, v in flatten(evaluation.result)]
+        results += [{"benchmark": name, "metric": entry.metric, "measure": m, "value": v}
+                    for m, v in flatten(evaluation.result)]
         markdown.append(f"#### {name} ({entry.metric})\n\n{evaluation.markdown}")
     write_parquet_atomic(pa.Table.from_pylist(results, RESULTS_SCHEMA), os.path.join(work, "benchmark_results.parquet"))
     return reports, {}, "\n".join(markdown)

@@ -94,7 +94,8 @@ def build_mmmeb(config: MmmebConfig, imports: dict[str, str], roots: dict[str, s
 
 
 def mmmeb_markdown(facts: list[dict], result: dict | None) -> str:
-    lines = ["| task | dataset | language | status | queries | pool | note |", "| --- | --- | --- | --- | ---: | ---: | --- |"]
+    lines = ["| task | dataset | language | status | queries | pool | note |",
+             "| --- | --- | --- | --- | ---: | ---: | --- |"]
     lines += [f"| {f['task']} | {f['dataset']} | {f['language']} | {f['status']} | {f['queries']} | {f['pool_size']} | "
               f"{f['note']} |" for f in facts]
     return "\n".join(lines) + "\n" + ("\n" + pools_markdown(result) if result else "")

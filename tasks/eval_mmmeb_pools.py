@@ -81,7 +81,8 @@ def checked(table: pa.Table, path: str, columns: tuple[str, ...]) -> pa.Table:
 def pools_markdown(result: dict) -> str:
     names = result["systems"]
     rows = [{**{k: g[k] for k in ("task", "dataset", "language", "n", "pool_size")}, **{n: g[n] for n in names},
-             **{f"McNemar p ({n})": (g.get(f"mcnemar {n}") or {}).get("p_value") for n in names[1:]}} for g in result["per_group"]]
+             **{f"McNemar p ({n})": (g.get(f"mcnemar {n}") or {}).get("p_value") for n in names[1:]}}
+            for g in result["per_group"]]
     md = md_table(rows, ["task", "dataset", "language", "n", "pool_size", *names, *[f"McNemar p ({n})" for n in names[1:]]],
                   percent=tuple(names))
     summary = [{"system": n, **{t: s["per_task"].get(t) for t in ("I2T", "T2I", "VQA", "VG", "C")}, "AVG-3": s["avg3"],
@@ -103,7 +104,8 @@ def run_mmmeb_pools(o: dict) -> Report:
         widths = {t.schema.field("embedding").type.list_size if hasattr(t.schema.field("embedding").type, "list_size")
                   else len(t.column("embedding")[0].as_py() or []) for t in (queries, candidates) if t.num_rows}
         if len(widths) > 1:
-            raise ContractError(f"evaluate mmmeb: {name}'s query and candidate embeddings differ in width ({sorted(widths)})")
+            raise ContractError(f"evaluate mmmeb: {name}'s query and candidate embeddings differ in width "
+                                f"({sorted(widths)})")
     result = pool_precision(checked(read_table(o["pools"], "--pools"), o["pools"], POOL_COLUMNS), systems, o["seed"])
     md = heading("MMMEB P@1 on published pools", [o["input"], o["pools"]], {"seed": o["seed"]}) + pools_markdown(result)
     return Report("mmmeb", {"metric": "mmmeb", **result}, md, tables={"mmmeb": result["per_group"]})

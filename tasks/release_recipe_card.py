@@ -60,7 +60,9 @@ def models_section(config, facts: dict) -> str:
 
 def selection_section(work: str) -> str:
     path = os.path.join(work, "summary.json")
-    picks = json.load(open(path, encoding="utf-8")).get("distributions", {}).get("in_region_picks") if os.path.exists(path) else None
+    if not os.path.exists(path):
+        return ""
+    picks = json.load(open(path, encoding="utf-8")).get("distributions", {}).get("in_region_picks")
     if not picks:
         return ""
     return ("## Greedy and optimal selection\n\nImages picked inside a language's own region, over all languages, on the "
@@ -88,8 +90,10 @@ def imports_section(work: str, facts: dict) -> str:
                      "layout read": report.get("layout"), "rows read": report.get("rows_read"),
                      "written": ", ".join(f"{k}: {v}" for k, v in report.get("written", {}).items()),
                      "refused": ", ".join(f"{k}: {v}" for k, v in report.get("refused", {}).items()) or "0"})
+    if not rows:
+        return ""
     return ("## Imported sources\n\nEach public dataset converted from its published layout as part of the "
-            "build (`xmdata import`); refused rows are in `rejects/import_<name>.parquet`.\n\n" + _table(rows)) if rows else ""
+            "build (`xmdata import`); refused rows are in `rejects/import_<name>.parquet`.\n\n" + _table(rows))
 
 
 def mmmeb_section(release: str, work: str) -> str:

@@ -11,9 +11,9 @@ from xmdata.tasks.mmmeb_pools import QUERIES_SCHEMA, draw_pools, missing_tasks
 
 
 def group(task, dataset, language, n, candidates=None):
-    queries = [{"id": f"{task}/{dataset}/{language}/{i:05d}", "task": task, "dataset": dataset, "language": language,
-                "text": f"q{i}", "image": None, "box": None, "gold": f"{task}/{dataset}/{language}/c{i % (candidates or n):05d}"}
-               for i in range(n)]
+    prefix = f"{task}/{dataset}/{language}"
+    queries = [{"id": f"{prefix}/{i:05d}", "task": task, "dataset": dataset, "language": language, "text": f"q{i}",
+                "image": None, "box": None, "gold": f"{prefix}/c{i % (candidates or n):05d}"} for i in range(n)]
     pool = {f"{task}/{dataset}/{language}/c{i:05d}": {"id": f"{task}/{dataset}/{language}/c{i:05d}", "task": task,
                                                          "dataset": dataset, "language": language}
             for i in range(candidates or n)}
