@@ -12,9 +12,11 @@ from xmdata.flows.finish import finish_build
 from xmdata.flows.release_build import build_release_data, resolve_tiny_models
 from xmdata.flows.release_config import load_release_config
 from xmdata.flows.release_facts import release_facts
+from xmdata.flows.release_recipe import ModelChoice
 from xmdata.runtime.atomic import remove_stray_temp_files, write_text_atomic
 from xmdata.schemas.column_map import column_mapping
 from xmdata.tasks.release_card import build_card
+from xmdata.tasks.release_recipe_card import recipe_sections
 from xmdata.tasks.release_files import copy_files, gather_rejects, gather_tables
 from xmdata.tasks.release_manifest import release_files, write_manifest
 
@@ -23,7 +25,8 @@ PUBLISHED_FOLDERS = ("data", "rejects", "plots", "reports")
 
 @flow(name="release")
 def release_flow(config: str = "demo", out: str = "releases/demo", shards: int | None = None,
-                 seed: int | None = None, work: str | None = None) -> dict:
+                 seed: int | None = None, work: str | None = None, sample: bool = False,
+                 models: ModelChoice = "config") -> dict:
     """Build the release a config describes into OUT, resumably, and write its card and manifest.
 
     Args:
@@ -32,10 +35,13 @@ def release_flow(config: str = "demo", out: str = "releases/demo", shards: int |
         shards: override the config's shard count (recorded in the manifest)
         seed: override the config's seed (recorded in the manifest)
         work: build folder with shards and completion records (default OUT/build)
+        sample: build on the config's shipped sample inputs (its `sample:` section), offline
+        models: config (the models the config names) or tiny (the offline tiny models instead)
     """
-    parsed, text, text_sha = load_release_config(config)
+    parsed, text, text_sha = load_release_config(config, sample, models)
     overrides = {k: v for k, v in {"shards": shards, "seed": seed}.items() if v is not None}
     parsed = parsed.model_copy(update=overrides)
+    overrides |= ({"sample": True} if sample else {}) | ({"models": models} if models != "config" else {})
     out = os.path.abspath(out)
     work = os.path.abspath(work or os.path.join(out, "build"))
     remove_stray_temp_files(out)  # what a killed run left half-written, build folder included
@@ -51,9 +57,9 @@ def release_flow(config: str = "demo", out: str = "releases/demo", shards: int |
     inside = os.path.relpath(work, out)
     skip = set() if inside.startswith("..") else {inside}
     _remove_stale(out, set(written), skip)
-    card = build_card(out, parsed, tables, summary)
-    write_text_atomic(card, os.path.join(out, "README.md"))
     facts = release_facts(config, parsed, resolved, text, text_sha, overrides, summary, None if skip == set() else inside)
+    card = build_card(out, parsed, tables, summary) + recipe_sections(out, parsed, facts, work)
+    write_text_atomic(card, os.path.join(out, "README.md"))
     manifest = write_manifest(out, facts, skip)
     _publish(out, manifest, card)
     return {"release": out, "release_sha256": manifest["release_sha256"], "run": summary["run"],

@@ -18,8 +18,11 @@ from xmdata.schemas import CAPTIONS, IMAGES
 from xmdata.schemas.readers import read_any, read_input
 from xmdata.tasks.score_input import pairs_from_captions
 
+from .benchmarks import build_benchmarks
 from .language_id import label_languages
+from .mmmeb import build_mmmeb
 from .release_config import TINY, ReleaseConfig
+from .release_imports import resolve_imported, run_imports
 from .score import clip_model_spec, score_pairs
 from .select_images import select_geo_diverse
 from .translate import publish_report, translate_texts
@@ -43,9 +46,11 @@ def resolve_tiny_models(config: ReleaseConfig) -> ReleaseConfig:
     """Replace every `tiny:<backend>` model with the local folder of that tiny model (built once,
     with the config's seed, into XMDATA_CACHE)."""
     data = config.model_dump()
-    refs = [(data[s]["translator"], "model") for s in ("translation", "qa_translation") if data.get(s)]
-    refs += [(f, "qe_model") for s in ("translation", "qa_translation") if data.get(s) and (f := data[s]["filters"])]
-    refs += [(data["scoring"], "clip_model")] if data.get("scoring") else []
+    sections = ("translation", "qa_translation", "benchmarks")
+    refs = [(data[s]["translator"], "model") for s in sections if data.get(s)]
+    refs += [(f, "qe_model") for s in sections if data.get(s) and (f := data[s]["filters"])]
+    refs += [(data[s], "clip_model") for s in ("scoring", "benchmarks") if data.get(s)]
+    refs += [(system, "model") for system in (data.get("mmmeb") or {}).get("systems", [])]
     if not any(str(holder[key]).startswith(TINY) for holder, key in refs):
         return config
     from xmdata.models.tiny import cached_tiny_models  # imports torch: only when a tiny model is named
@@ -57,7 +62,7 @@ def resolve_tiny_models(config: ReleaseConfig) -> ReleaseConfig:
             if backend not in tiny:
                 raise ValueError(f"{holder[key]}: no tiny model of that name; known: {', '.join(sorted(tiny))}")
             holder[key] = tiny[backend].name_or_path
-            if key == "clip_model":
+            if key == "clip_model" or holder.get("backend") == "open_clip":
                 holder["pretrained"] = tiny[backend].option("pretrained")
     return ReleaseConfig.model_validate(data)
 
@@ -65,6 +70,9 @@ def resolve_tiny_models(config: ReleaseConfig) -> ReleaseConfig:
 def build_release_data(config: ReleaseConfig, work: str) -> Build:
     """Run every configured stage into WORK; returns what the summary and the card need."""
     build, shards = Build(), config.shards
+    import_reports, folders, roots = run_imports(config, work)
+    build.add(import_reports, {})
+    config = resolve_imported(config, folders)
     if c := config.language_id:
         build.add(*label_languages(c.input, work, shards, c.lid_model))
     if c := config.image_selection:
@@ -80,12 +88,19 @@ def build_release_data(config: ReleaseConfig, work: str) -> Build:
         publish_report(selection)
         build.add(reports, stats, "Translation", selection["markdown"])
     if c := config.qa_translation:
-        reports, stats, qa_report = translate_qa_rows(c.input, work, shards, c.targets, c.translator, c.filters)
+        reports, stats, qa_report = translate_qa_rows(c.input, work, shards, c.targets, c.translator, c.filters,
+                                                         c.exclude_tasks, c.per_task)
         publish_qa_report(qa_report)
         build.add(reports, stats, "QA translation", qa_report["markdown"])
     if c := config.scoring:
         pairs, image_root = scoring_pairs(config, work)
         build.add(*score_pairs(pairs, work, shards, image_root, clip_model_spec(c.clip_model, c.pretrained)))
+    if c := config.benchmarks:
+        reports, stats, markdown = build_benchmarks(c, folders, work, shards)
+        build.add(reports, stats, "Benchmarks", markdown)
+    if c := config.mmmeb:
+        reports, stats, markdown = build_mmmeb(c, folders, roots, work, config.seed)
+        build.add(reports, stats, "MMMEB", markdown)
     return build
 
 

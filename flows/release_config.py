@@ -15,7 +15,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from xmdata.data import DATA_DIR
 from xmdata.schemas import ContractError
+from xmdata.tasks.qa_input import DEFAULT_EXCLUDED_TASKS, DEFAULT_PER_TASK
 
+from .benchmark_config import BenchmarksConfig
+from .mmmeb_config import MmmebConfig
+from .release_recipe import IMPORT_PATH_OPTIONS, IMPORTED, ImportConfig, ModelChoice, apply_sample, tiny_models
 from .translation_options import FilterOptions, TranslatorOptions
 
 # The fields of each section that name an input file (made absolute, checked, fingerprinted).
@@ -57,6 +61,8 @@ class QATranslationConfig(Strict):
     targets: list[str] = Field(min_length=1)
     translator: TranslatorOptions = TranslatorOptions(backend="madlad", num_beams=1, num_candidates=1)
     filters: FilterOptions | None = Field(None, description="set to score candidates with LID and QE")
+    exclude_tasks: list[str] = Field(list(DEFAULT_EXCLUDED_TASKS), description="tasks left out (the paper's six)")
+    per_task: int | None = Field(DEFAULT_PER_TASK, ge=1, description="the first N instances of each task")
 
 
 class ScoringConfig(Strict):
@@ -72,15 +78,20 @@ class ReleaseConfig(Strict):
     version: str = "0.1.0"
     description: str = ""
     license: str = "cc-by-4.0"
+    citation: str = Field("", description="BibTeX of the paper the release reproduces (in the card)")
     seed: int = 0
     shards: int = Field(8, ge=1)
     columns: dict[str, str] = Field(default_factory=dict, description="column mapping applied to every input "
                                     "before its contract check, as --map: {ImageID: id, Latitude: latitude}")
+    imports: dict[str, ImportConfig] = Field(default_factory=dict, description="public datasets imported as "
+                                             "part of the build; a stage reads one as import:<name>/<table>.parquet")
     language_id: LanguageIdConfig | None = None
     image_selection: ImageSelectionConfig | None = None
     translation: TranslationConfig | None = None
     qa_translation: QATranslationConfig | None = None
     scoring: ScoringConfig | None = None
+    mmmeb: MmmebConfig | None = None
+    benchmarks: BenchmarksConfig | None = None
 
 
 def config_path(config: str) -> str:
@@ -91,13 +102,17 @@ def config_path(config: str) -> str:
     return os.path.abspath(path)
 
 
-def load_release_config(config: str) -> tuple[ReleaseConfig, str, str]:
-    """(validated config with paths made absolute, the file's text, its sha256)."""
+def load_release_config(config: str, sample: bool = False,
+                        models: ModelChoice = "config") -> tuple[ReleaseConfig, str, str]:
+    """(validated config with paths made absolute, the file's text, its sha256). SAMPLE merges the
+    config's `sample:` section over it; MODELS tiny swaps in the tiny models (release_recipe.py)."""
     path = config_path(config)
     text = open(path, encoding="utf-8").read()
     try:
-        parsed = ReleaseConfig.model_validate(yaml.safe_load(text) or {})
-    except (yaml.YAMLError, ValidationError) as exc:
+        raw = yaml.safe_load(text) or {}
+        data = apply_sample(raw, sample)
+        parsed = ReleaseConfig.model_validate(tiny_models(data) if models == "tiny" else data)
+    except (yaml.YAMLError, ValidationError, AttributeError) as exc:
         raise ContractError(f"release config {path}: {exc}") from exc
     resolved = _absolute_inputs(parsed, os.path.dirname(path))
     return resolved, text, hashlib.sha256(text.encode()).hexdigest()
@@ -105,17 +120,38 @@ def load_release_config(config: str) -> tuple[ReleaseConfig, str, str]:
 
 def _absolute_inputs(config: ReleaseConfig, base: str) -> ReleaseConfig:
     def absolute(p: str | None) -> str | None:
-        if p is None or p == "lid.176" or p.startswith(TINY) or "://" in p:
+        if p is None or p == "lid.176" or p.startswith((TINY, IMPORTED)) or "://" in p:
             return p
         return os.path.normpath(os.path.join(base, os.path.expanduser(p)))
 
     data = config.model_dump()
+    for entry in data["imports"].values():
+        entry["source"] = absolute(entry["source"])
+        entry["options"].update({k: absolute(entry["options"][k]) for k in IMPORT_PATH_OPTIONS})
+    for entry in (data.get("benchmarks") or {}).get("sets", {}).values():
+        entry["images"] = absolute(entry["images"])
     for section, keys in {**INPUT_FIELDS, "language_id": ["input", "lid_model"]}.items():
         for key in keys:
             if data.get(section):
                 data[section][key] = absolute(data[section][key])
     missing = [f"{s}.{k}: {data[s][k]}" for s, keys in INPUT_FIELDS.items()
-               for k in keys if data.get(s) and data[s][k] and not os.path.exists(data[s][k])]
+               for k in keys if data.get(s) and data[s][k] and not data[s][k].startswith(IMPORTED)
+               and not os.path.exists(data[s][k])]
+    missing += [f"imports.{name}.source: {entry['source']}" for name, entry in data["imports"].items()
+                if not os.path.exists(entry["source"])]
+    missing += [f"imports.{name}.options.{k}: {entry['options'][k]}" for name, entry in data["imports"].items()
+                for k in IMPORT_PATH_OPTIONS if entry["options"][k] and not os.path.exists(entry["options"][k])]
+    missing += [f"{s}.{k}: {data[s][k]} (no import {data[s][k][len(IMPORTED):].split('/')[0]!r})"
+                for s, keys in INPUT_FIELDS.items() for k in keys if data.get(s) and (data[s][k] or "").startswith(IMPORTED)
+                and data[s][k][len(IMPORTED):].split("/")[0] not in data["imports"]]
+    if data.get("benchmarks"):
+        missing += [f"benchmarks.sets.{n}.images: {e['images']}" for n, e in data["benchmarks"]["sets"].items()
+                    if not os.path.isdir(e["images"])]
+        missing += [f"benchmarks.sets.{n}.source: {e['source']} (not an import)"
+                    for n, e in data["benchmarks"]["sets"].items() if e["source"] not in data["imports"]]
+    if data.get("mmmeb"):
+        missing += [f"mmmeb.sources.{role}: {name} (not an import)" for role, names in data["mmmeb"]["sources"].items()
+                    for name in names if name not in data["imports"]]
     if missing:
         raise ContractError("release config: input not found: " + "; ".join(missing))
     return ReleaseConfig.model_validate(data)

@@ -11,6 +11,7 @@ from xmdata.runtime.atomic import sha256_file
 from xmdata.tasks.release_manifest import canonical_sha256, git_state, model_fingerprint, package_versions
 
 from .release_config import INPUT_FIELDS, ReleaseConfig, config_path
+from .release_imports import source_fingerprint
 
 
 
@@ -33,7 +34,7 @@ def model_facts(config: ReleaseConfig, resolved: ReleaseConfig) -> list[dict]:
     if config.language_id:
         found.append(("language_id.lid_model", config.language_id.lid_model, resolved.language_id.lid_model,
                       "fasttext", None))
-    for section in ("translation", "qa_translation"):
+    for section in ("translation", "qa_translation", "benchmarks"):
         mine, theirs = getattr(config, section), getattr(resolved, section)
         if mine:
             found.append((f"{section}.translator", mine.translator.model, theirs.translator.spec().name_or_path,
@@ -45,6 +46,12 @@ def model_facts(config: ReleaseConfig, resolved: ReleaseConfig) -> list[dict]:
                               "cometkiwi", mine.filters.qe_revision))
     if config.scoring:
         found.append(("scoring.clip_model", config.scoring.clip_model, resolved.scoring.clip_model, "open_clip", config.scoring.pretrained))
+    if config.benchmarks:
+        found.append(("benchmarks.clip_model", config.benchmarks.clip_model, resolved.benchmarks.clip_model, "open_clip",
+                      config.benchmarks.pretrained))
+    for mine, theirs in zip(config.mmmeb.systems if config.mmmeb else [], resolved.mmmeb.systems if config.mmmeb else []):
+        found.append((f"mmmeb.systems.{mine.name}", mine.model, theirs.spec().name_or_path, mine.backend,
+                      mine.revision or mine.pretrained))
     return [model_fingerprint(role, ref or "default", _local(path), backend, revision)
             for role, ref, path, backend, revision in found]
 
@@ -65,6 +72,8 @@ def release_facts(config_arg: str, config: ReleaseConfig, resolved: ReleaseConfi
         "config": {"file": os.path.basename(config_path(config_arg)), "sha256": text_sha, "text": text,
                    "overrides": overrides, "effective_sha256": canonical_sha256({"text": text, "overrides": overrides})},
         "inputs": input_facts(config, base),
+        "imports": {name: {"format": entry.format, "source": os.path.relpath(entry.source, base),
+                           **source_fingerprint(entry.source)} for name, entry in config.imports.items()},
         "models": model_facts(config, resolved),
         "packages": package_versions(),
         "python": platform.python_version(),

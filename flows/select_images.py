@@ -53,8 +53,10 @@ def select_geo_diverse(input_path: str, out: str, shards: int, languages: str | 
     levels = pl.from_arrow(selection)["level"].value_counts(sort=True)
     # Side by side: what the other strategy gets in-region on the same candidates (selection is cheap).
     other = "optimal" if strategy == "greedy" else "greedy"
-    other_summary = selection_summary(select_images(candidates, areas, other, per_language, within, seed),
-                                      areas, per_language)
+    other_selection = select_images(candidates, areas, other, per_language, within, seed)
+    other_summary = selection_summary(other_selection, areas, per_language)
+    write_parquet_atomic(other_selection, os.path.join(out, f"selection_{other}.parquet"))
+    write_parquet_atomic(other_summary, os.path.join(out, f"selection_summary_{other}.parquet"))
     in_region = {strategy: sum(summary.column("region").to_pylist()),
                  other: sum(other_summary.column("region").to_pylist())}
     return [ingested, geocoded], {"selection_level": dict(levels.rows()),

@@ -22,6 +22,7 @@ BACKENDS: dict[str, dict[str, str]] = {
     },
     "quality_estimator": {"cometkiwi": "xmdata.models.cometkiwi:CometKiwiEstimator"},
     "clip_scorer": {"open_clip": "xmdata.models.open_clip_scorer:OpenClipScorer"},
+    "embedder": {"open_clip": "xmdata.models.embedders:OpenClipEmbedder", "hf": "xmdata.models.embedders:HfEmbedder"},
 }
 
 # Least recently used first. A warm worker keeps its models for the next stage and the next run,

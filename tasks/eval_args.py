@@ -91,6 +91,10 @@ def add_evaluate_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--target-key-column", default=None, help="rows with the same key share one candidate")
     p.add_argument("--all-candidates-tasks", default="C,classification",
                    help="tasks ranked against every candidate (default C,classification)")
+    p.add_argument("--pools", default=None, help="an MMMEB release's data/mmmeb_queries.parquet: score on its "
+                   "published pools; INPUT is then one system's query embeddings (id, embedding)")
+    p.add_argument("--candidates", default=None, help="with --pools: that system's candidate embeddings (id, embedding)")
+    p.add_argument("--against-candidates", default=None, help="with --pools and --against: the second system's")
     _seed(p)
 
     p = metrics.add_parser("caption-stats", help="Crossmodal-3600 Table 1: captions, replication, words, characters")

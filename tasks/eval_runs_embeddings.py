@@ -80,6 +80,10 @@ def run_backretrieval(o: dict) -> Report:
 
 
 def run_mmmeb(o: dict) -> Report:
+    if o.get("pools"):  # scored on a release's published pools (tasks/eval_mmmeb_pools.py)
+        from .eval_mmmeb_pools import run_mmmeb_pools
+
+        return run_mmmeb_pools(o)
     table = read_table(o["input"])
     against = read_table(o["against"], "--against") if o["against"] else None
     tasks = tuple(t.strip() for t in o["all_candidates_tasks"].split(",") if t.strip())

@@ -21,16 +21,30 @@ TABLES = {
     "captions": ("language_id/data/*.parquet", "captions with their fastText language label and probability"),
     "images": ("selection.parquet", "geo-diverse images selected per language, with the back-off level"),
     "images_per_language": ("selection_summary.parquet", "selected images per language and level"),
+    "images_optimal": ("selection_optimal.parquet", "the optimal (min-cost flow) selection beside the greedy one"),
+    "images_per_language_optimal": ("selection_summary_optimal.parquet", "optimal selection per language and level"),
     "translations": ("translations.parquet", "the chosen translation (or the reason for none) per text and target"),
     "translated_captions": ("translated.parquet", "kept translations in the input's shape"),
     "translation_candidates": ("candidates.parquet", "every beam candidate with LID and QE scores"),
     "qa_parallel": ("qa_parallel.parquet", "Question/Answer translations, one row per part"),
     "qa_counts": ("qa_counts.parquet", "QA instances per task, target and outcome"),
     "clip_scores": ("clip_score/data/*.parquet", "CLIPScore of every caption and kept translation"),
+    "benchmark_pairs_scored": ("benchmarks/*/clip_score/data/*.parquet", "every benchmark pair (original and kept "
+                               "translation) with its CLIPScore, RefCLIPScore and judgement columns; ids <set>/…"),
+    "benchmark_translations": ("benchmarks/*/translations.parquet", "the chosen translation (or the reason for none) "
+                               "of every benchmark text and reference per target"),
+    "benchmark_translation_candidates": ("benchmarks/*/candidates.parquet", "every beam candidate with LID and QE"),
+    "benchmark_results": ("benchmark_results.parquet", "each set's metric (correlations, accuracies) per language, "
+                          "every number of `xmdata evaluate`'s result by its path"),
+    "mmmeb_queries": ("mmmeb_queries.parquet", "MMMEB queries: task, dataset, language, text/image/box, the gold "
+                      "candidate, the pool (gold at gold_position) and the paper's instruction prompt"),
+    "mmmeb_candidates": ("mmmeb_candidates.parquet", "MMMEB candidates: text, or image (and crop box), and prompt"),
+    "mmmeb_tasks": ("mmmeb_tasks.parquet", "MMMEB groups (task x dataset x language): built or missing, pool sizes"),
+    "mmmeb_results": ("mmmeb_results.parquet", "MMMEB P@1 per system and group, McNemar p against the first system"),
 }
 EXTRA_REJECTS = {"translation_selection": "translation_rejects.parquet", "qa_extraction": "qa_rejects.parquet"}
 PLOTS = ["selection_map.png", "qe_histogram.png"]
-REPORTS = ["summary.json", "translation_report.json", "qa_report.json"]
+REPORTS = ["summary.json", "translation_report.json", "qa_report.json", "mmmeb_report.json"]
 
 
 def sorted_by_values(table: pa.Table) -> pa.Table:

@@ -6,6 +6,7 @@ import os
 import sys
 
 from xmdata.cli_translate import add_translation_commands
+from xmdata.flows.release_recipe import MODEL_CHOICES
 from xmdata.runtime.session import EXECUTORS
 
 EXIT_BAD_INPUT = 2
@@ -40,7 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="build the demo release from the shipped sample data, offline")
     demo.add_argument("--out", default="demo-release", help="release folder (default ./demo-release)")
     _add_run_options(demo)
-    demo.set_defaults(shards=None, config="demo", seed=None, work=None, release_command=None)
+    demo.set_defaults(shards=None, config="demo", seed=None, work=None, release_command=None, sample=False,
+                      models="config")
 
     release = sub.add_parser("release", help="build a reproducible data release from a release.yaml; "
                              "`xmdata release verify DIR` checks one")
@@ -48,6 +50,10 @@ def build_parser() -> argparse.ArgumentParser:
     release.add_argument("--out", help="release folder")
     release.add_argument("--work", default=None, help="build folder: shards and records (default OUT/build)")
     release.add_argument("--seed", type=int, default=None, help="override the config's seed")
+    release.add_argument("--sample", action="store_true",
+                         help="build on the config's shipped sample inputs (its `sample:` section), offline")
+    release.add_argument("--models", choices=MODEL_CHOICES, default="config",
+                         help="config: the models the config names; tiny: the offline tiny models instead")
     _add_run_options(release)
     release.set_defaults(shards=None)  # the config's
     verify = release.add_subparsers(dest="release_command").add_parser(

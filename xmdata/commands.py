@@ -45,9 +45,10 @@ def release(args) -> int:
     from xmdata.flows.release import release_flow
     from xmdata.flows.release_config import load_release_config
 
-    load_release_config(args.config)  # a broken config stops here, before any server starts
+    load_release_config(args.config, args.sample, args.models)  # a broken config stops here, before any server starts
     work = os.path.abspath(args.work or os.path.join(args.out, "build"))
-    result = _run_flow(release_flow, args, summary_dir=work, config=args.config, seed=args.seed, work=work)
+    result = _run_flow(release_flow, args, summary_dir=work, config=args.config, seed=args.seed, work=work,
+                       sample=args.sample, models=args.models)
     print(f"release {result['release']}: {result['files']} files, release_sha256 {result['release_sha256']}")
     return 0
 

@@ -22,6 +22,12 @@ FORMATS = {
     "valse": ("valse:read_valse", "VALSE <piece>.json files -> caption and foil pairs"),
     "xvnli": ("iglue:read_xvnli", "IGLUE XVNLI annotations/<lang>/test.jsonl -> hypothesis pairs"),
     "marvl": ("iglue:read_marvl", "IGLUE MaRVL marvl-<lang>.jsonl -> left and right image pairs"),
+    "xtd10": ("xtd10:read_xtd10", "XTD10 test_image_names.txt + test_1kcaptions_<lang>.txt -> captions and images"),
+    "imagenet-val": ("imagenet_val:read_imagenet_val", "ImageNet-1k LOC_val_solution.csv + LOC_synset_mapping.txt "
+                     "+ Babel-ImageNet babel_imagenet.json -> images with their class, multilingual labels"),
+    "maxm": ("maxm:read_maxm", "MaXM v1 <lang>.json -> qa (question, first answer, image)"),
+    "flickr30k-entities": ("flickr30k_entities:read_flickr30k_entities", "Flickr30k Entities Sentences/ + "
+                           "Annotations/ + test.txt -> phrases with their entity's box"),
     "hf": ("hf:read_hf", "a local Hugging Face datasets folder (save_to_disk) or Parquet snapshot -> one table"),
 }
 

@@ -1,0 +1,33 @@
+"""The `benchmarks:` section of a release config (multilingual CLIPScore): benchmark sets imported with
+human judgements or labels, the English ones translated (beam candidates -> LID -> COMETKiwi), every
+pair scored with one CLIP model, and each set evaluated with its metric, all in one release."""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .translation_options import FilterOptions, TranslatorOptions
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class BenchmarkSet(_Strict):
+    source: str = Field(description="an import of the config whose pairs.parquet holds the set")
+    metric: Literal["correlation", "valse", "xvnli", "marvl", "pascal50s"]
+    images: str = Field(description="the folder its image paths are under (relative to the config)")
+    translate: bool = Field(True, description="English sets: translate into every target (natively "
+                            "multilingual sets, XVNLI and MaRVL, are scored as they are)")
+    options: dict = Field(default_factory=dict, description="the metric's options, as `xmdata evaluate` names them")
+
+
+class BenchmarksConfig(_Strict):
+    sets: dict[str, BenchmarkSet]
+    targets: list[str] = Field(min_length=1)
+    translator: TranslatorOptions = TranslatorOptions()
+    filters: FilterOptions = FilterOptions()
+    clip_model: str
+    pretrained: str | None = None
+    references: bool = Field(True, description="score RefCLIPScore too where a set has references (`refs`)")

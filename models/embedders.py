@@ -1,0 +1,85 @@
+"""Embedders: texts and images into one space, L2-normalised, for MMMEB. Two backends behind one
+interface (load, embed_texts, embed_images): open_clip (through OpenClipScorer, so the same names,
+local folders and tiny models work) and any Hugging Face model with `get_text_features` and
+`get_image_features` (CLIP, SigLIP and their multilingual checkpoints) given by hub id or local path.
+Neither takes an image and a text in one input, so VQA and VG queries are not theirs to embed."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from .base import ModelError, ModelSpec, hub_error, resolve_local_path
+
+BATCH = 32
+
+
+def _unit(rows: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    return (rows / np.where(norms == 0, 1, norms)).astype(np.float32)
+
+
+class OpenClipEmbedder:
+    def __init__(self, spec: ModelSpec):
+        from .open_clip_scorer import OpenClipScorer
+
+        self.spec, self.scorer = spec, OpenClipScorer(spec)
+
+    def load(self) -> None:
+        self.scorer.load()
+
+    def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
+        parts = [self.scorer.predict(self.scorer.prepare([], texts[i:i + BATCH]))[1] for i in range(0, len(texts), BATCH)]
+        return _unit(np.concatenate(parts)) if parts else np.zeros((0, self.scorer.embed_dim), np.float32)
+
+    def embed_images(self, images: Sequence[Any]) -> np.ndarray:
+        parts = [self.scorer.predict(self.scorer.prepare(images[i:i + BATCH], []))[0] for i in range(0, len(images), BATCH)]
+        return _unit(np.concatenate(parts)) if parts else np.zeros((0, self.scorer.embed_dim), np.float32)
+
+
+class HfEmbedder:
+    """transformers AutoModel + AutoTokenizer + AutoImageProcessor (separately: a multilingual text tower
+    often has another tokenizer than its vision model's processor expects)."""
+
+    def __init__(self, spec: ModelSpec):
+        self.spec = spec
+        self.model = self.tokenizer = self.processor = None
+
+    def load(self) -> None:
+        from transformers import AutoImageProcessor, AutoModel, AutoTokenizer
+
+        name = resolve_local_path(self.spec) if self.spec.is_local else self.spec.name_or_path
+        try:
+            kwargs = {} if self.spec.is_local else {"revision": self.spec.revision}
+            self.model = AutoModel.from_pretrained(name, **kwargs).eval().to(self.spec.device)
+            self.tokenizer = AutoTokenizer.from_pretrained(name, **kwargs)
+            self.processor = AutoImageProcessor.from_pretrained(name, use_fast=False, **kwargs)
+        except Exception as exc:
+            if self.spec.is_local:
+                raise ModelError(f"hf embedder: cannot load {name}: {exc}") from exc
+            raise hub_error(self.spec, exc) from exc
+        if not (hasattr(self.model, "get_text_features") and hasattr(self.model, "get_image_features")):
+            raise ModelError(f"hf embedder: {name} has no get_text_features/get_image_features (not a CLIP-like model)")
+
+    def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
+        import torch
+
+        parts = []
+        for i in range(0, len(texts), BATCH):
+            tokens = self.tokenizer(list(texts[i:i + BATCH]), padding="max_length", truncation=True,
+                                    max_length=self.model.config.text_config.max_position_embeddings,
+                                    return_tensors="pt").to(self.spec.device)
+            with torch.inference_mode():
+                parts.append(self.model.get_text_features(input_ids=tokens["input_ids"],
+                                                          attention_mask=tokens.get("attention_mask")).float().cpu().numpy())
+        return _unit(np.concatenate(parts)) if parts else np.zeros((0, self.model.config.projection_dim), np.float32)
+
+    def embed_images(self, images: Sequence[Any]) -> np.ndarray:
+        import torch
+
+        parts = []
+        for i in range(0, len(images), BATCH):
+            pixels = self.processor(images=list(images[i:i + BATCH]), return_tensors="pt")["pixel_values"]
+            with torch.inference_mode():
+                parts.append(self.model.get_image_features(pixel_values=pixels.to(self.spec.device)).float().cpu().numpy())
+        return _unit(np.concatenate(parts)) if parts else np.zeros((0, self.model.config.projection_dim), np.float32)

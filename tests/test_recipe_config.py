@@ -1,0 +1,80 @@
+"""Recipe configs: `sample:` merged over the config, the tiny models swapped in, imported inputs checked,
+and the MMMEB source layouts refused whole when they are not what they claim."""
+import json
+import os
+
+import pytest
+
+from xmdata.flows.release_config import load_release_config
+from xmdata.flows.release_recipe import apply_sample, deep_merge, tiny_models
+from xmdata.schemas import ContractError
+from xmdata.tasks.importers.options import ImportOptions
+from xmdata.tasks.importers.run import import_dataset
+from xmdata.tasks.release_recipe_card import configured_models
+
+
+def test_sample_section_is_merged_over_the_config_and_null_removes():
+    raw = {"name": "x", "imports": {"a": {"format": "xm3600", "source": "big", "options": {"images": "i"}},
+                                    "b": {"format": "valse", "source": "v"}},
+           "sample": {"imports": {"a": {"source": "small"}, "b": None}}}
+    assert apply_sample(raw, False) == {k: v for k, v in raw.items() if k != "sample"}
+    merged = apply_sample(raw, True)
+    assert merged["imports"] == {"a": {"format": "xm3600", "source": "small", "options": {"images": "i"}}}
+    assert deep_merge({"a": [1, 2]}, {"a": [3]}) == {"a": [3]}  # lists are replaced, not merged
+
+
+def test_models_tiny_replaces_every_model_the_recipes_name():
+    data = tiny_models({"qa_translation": {"translator": {"backend": "madlad", "model": "google/madlad400-3b-mt"}},
+                        "benchmarks": {"translator": {"model": "facebook/m2m100_1.2B"},
+                                       "filters": {"qe_model": "Unbabel/wmt23-cometkiwi-da-xxl", "qe_device": "cuda",
+                                                   "qe_precision": "bfloat16"},
+                                       "clip_model": "xlm-roberta-large-ViT-H-14", "pretrained": "frozen_laion5b_s13b_b90k"},
+                        "mmmeb": {"systems": [{"name": "s", "backend": "hf", "model": "google/siglip"}]}})
+    assert data["qa_translation"]["translator"]["model"] == "tiny:madlad" and "filters" not in data["qa_translation"]
+    assert data["benchmarks"]["translator"]["model"] == "tiny:m2m100"
+    assert data["benchmarks"]["filters"]["qe_model"] == "tiny:cometkiwi"
+    assert data["benchmarks"]["filters"]["qe_precision"] == "float32"  # float16/bf16 XXL settings are for a GPU
+    assert (data["benchmarks"]["clip_model"], data["benchmarks"]["pretrained"]) == ("tiny:open_clip", None)
+    assert data["mmmeb"]["systems"][0]["model"] == "tiny:hf_clip"
+
+
+@pytest.mark.parametrize("recipe", ["xm3600-selection", "xvlm2vec-train", "mclipscore-eval", "mmmeb"])
+def test_recipes_name_the_papers_models_and_refuse_a_missing_download(recipe):
+    path = os.path.join(os.path.dirname(__file__), "..", "data", "releases", f"{recipe}.yaml")
+    with pytest.raises(ContractError, match="input not found: imports"):  # the real downloads are not here
+        load_release_config(path)
+    config, text, _ = load_release_config(path, sample=True, models="tiny")
+    assert config.citation.startswith("@") and all(os.path.exists(e.source) for e in config.imports.values())
+    named = configured_models({"config": {"text": text, "overrides": {}}})
+    expected = {"xm3600-selection": set(), "xvlm2vec-train": {"google/madlad400-3b-mt"},
+                "mclipscore-eval": {"facebook/m2m100_1.2B", "Unbabel/wmt23-cometkiwi-da-xxl", "xlm-roberta-large-ViT-H-14"},
+                "mmmeb": {"google/siglip-base-patch16-256-multilingual", "xlm-roberta-large-ViT-H-14"}}[recipe]
+    assert expected <= {model for model, _ in named.values()}
+
+
+def test_an_input_from_an_import_the_config_lacks_is_refused(tmp_path):
+    (tmp_path / "r.yaml").write_text("name: x\nqa_translation: {input: 'import:nowhere/qa_input.parquet', targets: [fr]}\n")
+    with pytest.raises(ContractError, match="no import 'nowhere'"):
+        load_release_config(str(tmp_path / "r.yaml"))
+    (tmp_path / "m.yaml").write_text("name: x\nmmmeb: {sources: {xtd10: [missing]}}\n")
+    with pytest.raises(ContractError, match=r"mmmeb.sources.xtd10: missing \(not an import\)"):
+        load_release_config(str(tmp_path / "m.yaml"))
+
+
+def test_mmmeb_source_layouts_are_refused_whole_or_row_by_row(tmp_path):
+    (tmp_path / "xtd").mkdir()
+    (tmp_path / "xtd" / "test_image_names.txt").write_text("a.jpg\n")
+    (tmp_path / "xtd" / "test_1kcaptions_en.txt").write_text("one\ntwo\n")
+    with pytest.raises(ContractError, match="at most one caption a line"):
+        import_dataset("xtd10", str(tmp_path / "xtd"), str(tmp_path / "out-xtd"))
+    assert not (tmp_path / "out-xtd").exists()  # nothing written
+    (tmp_path / "maxm").mkdir()
+    (tmp_path / "maxm" / "en.json").write_text(json.dumps({"annotations": []}))
+    with pytest.raises(ContractError, match="not the maxm layout"):
+        import_dataset("maxm", str(tmp_path / "maxm"), str(tmp_path / "out-maxm"))
+    sample = os.path.join(os.path.dirname(__file__), "..", "data", "sample")
+    report = import_dataset("flickr30k-entities", os.path.join(sample, "flickr30k_entities"), str(tmp_path / "f30k"),
+                            ImportOptions(images=os.path.join(sample, "flickr30k_entities", "images")))
+    assert report["refused"] == {"entity_without_box": 1} and report["written"] == {"phrases": 5}
+    report = import_dataset("imagenet-val", os.path.join(sample, "imagenet"), str(tmp_path / "inet"))
+    assert report["written"] == {"images": 6, "labels": 19}
