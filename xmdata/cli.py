@@ -30,6 +30,9 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
                    help="auto (default): small stages in this process, the rest on the cluster; "
                         "inprocess: everything here; dask: everything on the cluster. Env XMDATA_EXECUTOR")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary table")
+    p.add_argument("--storage-option", action="append", default=None, metavar="KEY=VALUE",
+                   help="for s3:// gs:// az:// URLs, repeatable, e.g. endpoint_url=http://127.0.0.1:8333 "
+                        "(credentials otherwise from the usual environment: AWS_ACCESS_KEY_ID, …)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -170,10 +173,12 @@ def main(argv: list[str] | None = None) -> int:
     from xmdata.models.base import ModelError
     from xmdata.runtime.execution import ShardsFailed
     from xmdata.runtime.service import ServiceError
+    from xmdata.runtime.storage import parse_storage_options, use_storage_options
     from xmdata.schemas import ContractError
     from xmdata.schemas.column_map import column_mapping, unused_keys
 
     try:
+        use_storage_options(parse_storage_options(getattr(args, "storage_option", None)))
         with column_mapping(getattr(args, "map", None)) as mapping:
             code = COMMANDS[args.command](args) or 0
     except (ContractError, ModelError) as exc:

@@ -6,6 +6,7 @@ import os
 import sys
 import time
 
+from xmdata.runtime import storage
 from xmdata.schemas import CONTRACTS, ContractError
 from xmdata.schemas.readers import read_input
 
@@ -13,16 +14,20 @@ from xmdata.schemas.readers import read_input
 def _run_flow(flow_fn, args, summary_dir: str | None = None, **params) -> dict:
     from xmdata.runtime.progress import PROGRESS_ENV
     from xmdata.runtime.run_setup import run_environment
+    from xmdata.runtime.storage_check import check_location
 
-    args.out = os.path.abspath(args.out)  # workers of an external cluster have another cwd
-    os.makedirs(args.out, exist_ok=True)
+    args.out = storage.absolute(args.out)  # workers of an external cluster have another cwd
+    check_location(args.out, "--out")  # a store we cannot write to stops here, before any start
+    for folder in (args.out, summary_dir or args.out):
+        if not storage.is_url(folder):  # an object store has no folders to make
+            os.makedirs(folder, exist_ok=True)
     os.environ[PROGRESS_ENV] = "0" if args.quiet else "1"
     started = time.perf_counter()
-    os.makedirs(summary_dir or args.out, exist_ok=True)
-    with run_environment(args.executor, args.dask_address, args.workers, summary_dir or args.out, args.quiet):
+    log_dir = None if storage.is_url(summary_dir or args.out) else summary_dir or args.out
+    with run_environment(args.executor, args.dask_address, args.workers, log_dir, args.quiet):
         summary = flow_fn(out=args.out, shards=args.shards, **params)
     if not args.quiet:
-        print(open(os.path.join(summary_dir or args.out, "summary.md"), encoding="utf-8").read())
+        print(storage.read_text(storage.join(summary_dir or args.out, "summary.md")))
         for stage, counts in summary["run"].items():
             print(f"{stage}: {counts['shards_run']} shard(s) run, {counts['shards_skipped']} skipped "
                   f"(already finished) of {counts['shards_total']}")
@@ -56,7 +61,7 @@ def identify_language(args) -> int:
     from xmdata.flows.language_id import identify_language_flow
 
     read_input(args.input, CONTRACTS["captions"])  # fail in a second, before any server starts
-    _run_flow(identify_language_flow, args, input_path=os.path.abspath(args.input),
+    _run_flow(identify_language_flow, args, input_path=storage.absolute(args.input),
               lid_model=args.lid_model if args.lid_model == "lid.176" else os.path.abspath(args.lid_model))
     return 0
 

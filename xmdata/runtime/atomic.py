@@ -9,8 +9,14 @@ import tempfile
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from . import storage
+
 
 def replace_atomically(path: str, write) -> None:
+    if storage.is_url(path):
+        _upload_whole(path, write)
+        return
+    path = storage.local(path)
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".tmp-", suffix=".part")
     os.close(fd)
@@ -24,6 +30,19 @@ def replace_atomically(path: str, write) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def _upload_whole(url: str, write) -> None:
+    """An object store has no rename, but a PUT is all-or-nothing: write the file here, then upload
+    it in one request. A run killed mid-upload leaves no object (an unfinished multipart upload is
+    invisible), and the shard's completion record, uploaded last, is what readers trust."""
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".part")
+    os.close(fd)
+    try:
+        write(tmp)
+        storage.upload(tmp, url)
+    finally:
+        os.unlink(tmp)
 
 
 def write_parquet_atomic(table: pa.Table, path: str) -> None:
@@ -45,7 +64,7 @@ def write_text_atomic(text: str, path: str) -> None:
 
 def sha256_file(path: str) -> str:
     digest = hashlib.sha256()
-    with open(path, "rb") as f:
+    with storage.open_file(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
@@ -59,8 +78,10 @@ def hash_params(params: dict) -> str:
 
 def remove_stray_temp_files(root: str) -> int:
     """Delete temp files a killed run left behind (they never became outputs); returns how many."""
+    if storage.is_url(root):  # uploads are whole or absent: nothing half-written to remove
+        return 0
     removed = 0
-    for folder, _, files in os.walk(root):
+    for folder, _, files in os.walk(storage.local(root)):
         for name in files:
             if name.startswith(".tmp-") and name.endswith(".part"):
                 os.unlink(os.path.join(folder, name))

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import time
 
-import pyarrow.parquet as pq
-
+from . import storage
 from .atomic import sha256_file
 from .process import StageReport
 from .progress import ShardProgress
@@ -51,7 +50,7 @@ def _run_stage(stage: Stage, input_paths: list[str], root: str) -> StageReport:
             records[index] = done
         else:
             pending.append((index, path))
-    rows = sum(pq.read_metadata(path).num_rows for _, path in pending)
+    rows = sum(storage.parquet_rows(path) for _, path in pending)
     executor = current_session().executor_for(stage, rows, len(pending))
     tracker = StageTracker(stage.name, len(input_paths), len(records), executor.where)
     progress = ShardProgress(stage.name, len(input_paths), len(records))

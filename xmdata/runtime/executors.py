@@ -14,6 +14,7 @@ from typing import Iterator
 from .cluster import default_workers, worker_threads
 
 from .process import run_shard_job
+from .storage import storage_options
 from .stage import Stage
 
 Outcome = tuple[int, "dict | None", "str | None"]
@@ -74,7 +75,8 @@ class DaskExecutor:
         from distributed import as_completed
 
         token = uuid.uuid4().hex[:8]
-        futures = {self.client.submit(run_shard_job, stage, path, root, index, pure=False,
+        options = storage_options() or None  # a worker elsewhere shares only the store with us
+        futures = {self.client.submit(run_shard_job, stage, path, root, index, options, pure=False,
                                       key=f"{stage.name}-{index:05d}-{token}"): index
                    for index, path in jobs}
         try:

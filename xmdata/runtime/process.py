@@ -5,8 +5,8 @@ import time
 from dataclasses import dataclass, field
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
+from . import storage
 from .atomic import sha256_file, write_json_atomic, write_parquet_atomic
 from .records import finished_record, make_record
 from .shards import ShardPaths
@@ -17,20 +17,23 @@ def process_shard(stage: Stage, input_path: str, root: str, index: int, input_sh
     """Read a shard, run the stage, write data and rejects, then the completion record."""
     paths = ShardPaths(root, stage.name, index)
     input_sha = input_sha or sha256_file(input_path)
-    table = pq.read_table(input_path)
+    table = storage.read_parquet(input_path)
     kept, rejects = stage.fn(table, stage.params)
     return write_shard(stage, paths, input_sha, table.num_rows, kept, rejects)
 
 
-def run_shard_job(stage: Stage, input_path: str, root: str, index: int) -> dict:
+def run_shard_job(stage: Stage, input_path: str, root: str, index: int,
+                  storage_options: dict | None = None) -> dict:
     """What an executor runs for one shard: its record, and how the time went.
 
     A shard whose completion record already matches is returned as it is, not recomputed: Dask
     reruns a task whose worker died after finishing it, and that must cost a hash, not the work.
     Model loads (their imports included) are timed apart from the work (`models.registry`).
+    `storage_options`: the client's `--storage-option`s, for a worker that shares only the store.
     """
     from xmdata.models import registry  # light: backends are imported only when a model loads
 
+    storage.use_storage_options(storage_options)
     started, loads_before = time.perf_counter(), registry.load_seconds
     input_sha = sha256_file(input_path)
     done = finished_record(stage, ShardPaths(root, stage.name, index), input_sha)

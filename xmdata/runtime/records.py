@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 
 import pyarrow as pa
 
+from . import storage
 from .atomic import sha256_file
 from .shards import ShardPaths
 from .stage import Stage
@@ -32,8 +32,7 @@ def make_record(stage: Stage, paths: ShardPaths, input_sha256: str, rows_in: int
 
 def read_record(paths: ShardPaths) -> dict | None:
     try:
-        with open(paths.record, encoding="utf-8") as f:
-            return json.load(f)
+        return json.loads(storage.read_text(paths.record))
     except (FileNotFoundError, json.JSONDecodeError):
         return None
 
@@ -41,7 +40,7 @@ def read_record(paths: ShardPaths) -> dict | None:
 def finished_record(stage: Stage, paths: ShardPaths, input_sha256: str) -> dict | None:
     """The shard's record if it matches this input, params and code and its files are intact."""
     record = read_record(paths)
-    if record is None or not all(os.path.exists(p) for p in (paths.data, paths.rejects)):
+    if record is None or not all(storage.exists(p) for p in (paths.data, paths.rejects)):
         return None
     expected = {"input_sha256": input_sha256, "params_hash": stage.params_hash,
                 "code_version": stage.code_version}
