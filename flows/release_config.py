@@ -14,6 +14,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from xmdata.data import DATA_DIR
+from xmdata.runtime import storage
+from xmdata.runtime.storage_check import check_location
 from xmdata.schemas import ContractError
 
 from .translation_options import FilterOptions, TranslatorOptions
@@ -103,6 +105,13 @@ def load_release_config(config: str) -> tuple[ReleaseConfig, str, str]:
     return resolved, text, hashlib.sha256(text.encode()).hexdigest()
 
 
+def _input_exists(path: str, what: str) -> bool:
+    if not storage.is_url(path):
+        return os.path.exists(path)
+    check_location(path, f"release config: {what}", must_exist=True)  # a store's own error, one line
+    return True
+
+
 def _absolute_inputs(config: ReleaseConfig, base: str) -> ReleaseConfig:
     def absolute(p: str | None) -> str | None:
         if p is None or p == "lid.176" or p.startswith(TINY) or "://" in p:
@@ -115,7 +124,7 @@ def _absolute_inputs(config: ReleaseConfig, base: str) -> ReleaseConfig:
             if data.get(section):
                 data[section][key] = absolute(data[section][key])
     missing = [f"{s}.{k}: {data[s][k]}" for s, keys in INPUT_FIELDS.items()
-               for k in keys if data.get(s) and data[s][k] and not os.path.exists(data[s][k])]
+               for k in keys if data.get(s) and data[s][k] and not _input_exists(data[s][k], f"{s}.{k}")]
     if missing:
         raise ContractError("release config: input not found: " + "; ".join(missing))
     return ReleaseConfig.model_validate(data)

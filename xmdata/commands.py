@@ -39,8 +39,9 @@ def release(args) -> int:
     """`xmdata demo` is the release of the packaged demo config."""
     if args.release_command == "verify":
         from xmdata.tasks.release_manifest import verify_release
+        from xmdata.tasks.release_upload import verify_remote_release
 
-        problems = verify_release(args.dir)
+        problems = (verify_remote_release if storage.is_url(args.dir) else verify_release)(args.dir)
         for line in problems:
             print(f"{args.dir}: {line}", file=sys.stderr)
         print(f"{args.dir}: {'differs from its manifest' if problems else 'every file matches its manifest'}")
@@ -51,7 +52,13 @@ def release(args) -> int:
     from xmdata.flows.release_config import load_release_config
 
     load_release_config(args.config)  # a broken config stops here, before any server starts
-    work = os.path.abspath(args.work or os.path.join(args.out, "build"))
+    if args.work and storage.is_url(args.work):
+        raise ContractError(f"--work {args.work}: a release's build folder is local (its stages write with "
+                            f"local tools); --out may be a URL, the release is uploaded when built")
+    from xmdata.tasks.release_upload import staging_folder
+
+    out = staging_folder(storage.absolute(args.out)) if storage.is_url(args.out) else args.out
+    work = os.path.abspath(args.work or os.path.join(out, "build"))
     result = _run_flow(release_flow, args, summary_dir=work, config=args.config, seed=args.seed, work=work)
     print(f"release {result['release']}: {result['files']} files, release_sha256 {result['release_sha256']}")
     return 0
