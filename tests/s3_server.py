@@ -48,7 +48,7 @@ class S3Server:
     def stop(self) -> None:
         self.process.terminate()
         try:
-            self.process.wait(timeout=10)
+            self.process.wait(timeout=3)  # its data is a temp folder: nothing to flush
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()

@@ -133,3 +133,60 @@ def test_a_run_killed_mid_upload_leaves_only_whole_recorded_shards_and_resumes(s
     assert rerun.returncode == 0, rerun.stderr[-2000:]
     assert f"language_id: {24 - len(records)} shard(s) run, {len(records)} skipped" in rerun.stdout
     assert s3_files(s3, "xmdata/killed") == local_files(local)
+
+
+@pytest.mark.slow
+def test_workers_sharing_only_the_store_and_the_scheduler_build_the_local_bytes(s3, s3_env, local_lid, tmp_path):
+    """Dask workers each started in an empty folder of their own, with an environment holding only
+    PATH and the AWS variables: no shared disk, no shared cache, no shared home."""
+    from distributed import Client
+
+    from xmdata.runtime.prefect_api import free_port, stop_process_group
+
+    address = f"tcp://127.0.0.1:{free_port()}"
+    procs = [subprocess.Popen([os.path.join(BIN, "dask"), "scheduler", "--host", "127.0.0.1", "--port",
+                               address.rsplit(":", 1)[1], "--no-dashboard"], env=s3_env,
+                              start_new_session=True, stderr=subprocess.DEVNULL)]
+    try:
+        for i in range(2):
+            home = tmp_path / f"worker-{i}"
+            home.mkdir()
+            env = {"PATH": os.environ["PATH"], "HOME": str(home), **s3.env()}
+            procs.append(subprocess.Popen(
+                [os.path.join(BIN, "dask"), "worker", address, "--nthreads", "1", "--no-dashboard",
+                 "--host", "127.0.0.1", "--local-directory", str(home / "dask")],
+                cwd=home, env=env, start_new_session=True, stderr=subprocess.DEVNULL))
+        with Client(address, timeout=60) as client:
+            client.wait_for_workers(2, timeout=120)
+            s3.filesystem().put(sample_path("captions.jsonl"), "xmdata/inputs/shared.jsonl")
+            run = xmdata(s3_env, "identify-language", "s3://xmdata/inputs/shared.jsonl", "--out",
+                         "s3://xmdata/lid-workers", "--shards", "3", "--dask-address", address,
+                         "--executor", "dask")
+            assert run.returncode == 0, run.stderr[-2000:]
+            ran_on = client.run(lambda: __import__("os").getcwd())
+        assert s3_files(s3, "xmdata/lid-workers") == local_lid
+        assert json.loads(s3.filesystem().cat_file("xmdata/lid-workers/run.json"))["language_id"]["where"] == "cluster"
+        assert sorted(ran_on.values()) == sorted(str(tmp_path / f"worker-{i}") for i in range(2))
+        assert not any((tmp_path / f"worker-{i}" / "language_id").exists() for i in range(2))
+    finally:
+        for proc in reversed(procs):
+            stop_process_group(proc)
+
+
+@pytest.mark.slow
+def test_demo_release_to_s3_has_the_local_release_hash_and_verifies(s3, s3_env, demo_release, tmp_path):
+    from demo_runs import SHARDS
+
+    run = xmdata(s3_env, "demo", "--out", "s3://xmdata/demo", "--shards", SHARDS, timeout=900)
+    assert run.returncode == 0, run.stderr[-2000:]
+    manifest = json.loads(s3.filesystem().cat_file("xmdata/demo/manifest.json"))
+    local = json.loads((demo_release / "manifest.json").read_text())
+    assert manifest["release_sha256"] == local["release_sha256"]
+    published = s3_files(s3, "xmdata/demo")
+    assert set(published) == set(local["release"]["files"]) | {"manifest.json"}  # no build/ uploaded
+    assert all(published[name] == (demo_release / name).read_bytes() for name in local["release"]["files"])
+    verify = [XMDATA, "release", "verify", "s3://xmdata/demo"]
+    assert subprocess.run(verify, env=s3_env, capture_output=True, timeout=120).returncode == 0
+    s3.filesystem().pipe_file("xmdata/demo/data/captions.parquet", b"edited")
+    edited = subprocess.run(verify, env=s3_env, capture_output=True, text=True, timeout=120)
+    assert edited.returncode == 1 and "data/captions.parquet: bytes" in edited.stderr
