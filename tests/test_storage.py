@@ -190,3 +190,31 @@ def test_demo_release_to_s3_has_the_local_release_hash_and_verifies(s3, s3_env, 
     s3.filesystem().pipe_file("xmdata/demo/data/captions.parquet", b"edited")
     edited = subprocess.run(verify, env=s3_env, capture_output=True, text=True, timeout=120)
     assert edited.returncode == 1 and "data/captions.parquet: bytes" in edited.stderr
+
+
+def test_images_in_an_object_store_are_confined_to_their_root(s3, monkeypatch):
+    import io
+
+    from PIL import Image
+
+    from xmdata.tasks.image_decode import ImageRef, open_image
+
+    for name, value in s3.env().items():
+        monkeypatch.setenv(name, value)
+    png = io.BytesIO()
+    Image.new("RGB", (4, 3), "red").save(png, format="PNG")
+    fs = s3.filesystem()
+    fs.pipe_file("xmdata/images/a.png", png.getvalue())
+    fs.pipe_file("xmdata/secret.png", png.getvalue())
+    root = "s3://xmdata/images"
+
+    def reason(path):
+        opened = open_image(ImageRef(path=path), root, max_pixels=100)
+        return getattr(opened, "reason", None) or opened.size
+
+    assert reason("a.png") == (4, 3)
+    assert reason("s3://xmdata/images/a.png") == (4, 3)  # an absolute URL inside the root
+    for escaping in ("../secret.png", "/xmdata/secret.png", "s3://xmdata/secret.png",
+                     "gs://xmdata/images/a.png", "images/../../secret.png"):
+        assert reason(escaping) == "path_outside_root", escaping
+    assert reason("absent.png") == "missing_image"

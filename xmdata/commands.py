@@ -113,7 +113,11 @@ def score(args) -> int:
     from xmdata.tasks.score_input import read_score_input
 
     read_score_input(args.input, args.references_column)  # fail in a second, before any server starts
-    if args.image_root and not os.path.isdir(args.image_root):
+    if args.image_root and storage.is_url(args.image_root):
+        from xmdata.runtime.storage_check import check_location
+
+        check_location(args.image_root, "--image-root")
+    elif args.image_root and not os.path.isdir(args.image_root):
         raise ContractError(f"--image-root {args.image_root}: not a folder")
     if not looks_like_path(args.clip_model) and not args.pretrained:
         raise ModelError(f"open_clip: {args.clip_model!r} needs --pretrained (a tag such as "
@@ -127,8 +131,8 @@ def score(args) -> int:
             args.workers = torch.cuda.device_count()  # one worker, one model copy, per GPU
     extra = {"max_image_pixels": args.max_image_pixels} if args.max_image_pixels else {}
     summary = _run_flow(
-        score_flow, args, input_path=os.path.abspath(args.input), clip_model=args.clip_model,
-        pretrained=args.pretrained, image_root=args.image_root and os.path.abspath(args.image_root),
+        score_flow, args, input_path=storage.absolute(args.input), clip_model=args.clip_model,
+        pretrained=args.pretrained, image_root=args.image_root and storage.absolute(args.image_root),
         references_column=args.references_column,
         embeddings=args.embedding_dtype if args.embeddings else "none", batch_size=args.batch_size,
         weight=args.weight, prefix=args.prefix, device=args.device, autocast=args.autocast, **extra)
