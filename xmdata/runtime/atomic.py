@@ -12,10 +12,11 @@ import pyarrow.parquet as pq
 from . import storage
 
 
-def replace_atomically(path: str, write) -> None:
+def replace_atomically(path: str, write) -> str:
+    """Write through `write(tmp)`, then make it `path` at once; returns the sha256 of the bytes, taken
+    from the temp file (an uploaded object is not fetched back to be hashed)."""
     if storage.is_url(path):
-        _upload_whole(path, write)
-        return
+        return _upload_whole(path, write)
     path = storage.local(path)
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".tmp-", suffix=".part")
@@ -25,14 +26,16 @@ def replace_atomically(path: str, write) -> None:
         os.chmod(tmp, 0o644)  # mkstemp makes 0600; workers running as another user must read it
         with open(tmp, "rb") as f:
             os.fsync(f.fileno())
+        digest = sha256_file(tmp)
         os.replace(tmp, path)
+        return digest
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
 
 
-def _upload_whole(url: str, write) -> None:
+def _upload_whole(url: str, write) -> str:
     """An object store has no rename, but a PUT is all-or-nothing: write the file here, then upload
     it in one request. A run killed mid-upload leaves no object (an unfinished multipart upload is
     invisible), and the shard's completion record, uploaded last, is what readers trust."""
@@ -41,14 +44,15 @@ def _upload_whole(url: str, write) -> None:
     try:
         write(tmp)
         storage.upload(tmp, url)
+        return sha256_file(tmp)
     finally:
         os.unlink(tmp)
 
 
-def write_parquet_atomic(table: pa.Table, path: str) -> None:
+def write_parquet_atomic(table: pa.Table, path: str) -> str:
     # Fixed writer options: same table, same bytes (the reproducibility promise rests on this).
     # One chunk: the same rows give the same pages whatever chunk layout the reader produced.
-    replace_atomically(path, lambda tmp: pq.write_table(
+    return replace_atomically(path, lambda tmp: pq.write_table(
         table.combine_chunks(), tmp, compression="zstd", compression_level=3, write_statistics=True,
         use_dictionary=True, row_group_size=64 * 1024))
 
@@ -63,8 +67,10 @@ def write_text_atomic(text: str, path: str) -> None:
 
 
 def sha256_file(path: str) -> str:
+    if storage.is_url(path):
+        return hashlib.sha256(storage.read_bytes(path)).hexdigest()
     digest = hashlib.sha256()
-    with storage.open_file(path, "rb") as f:
+    with open(storage.local(path), "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()

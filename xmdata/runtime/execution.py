@@ -45,7 +45,9 @@ def _run_stage(stage: Stage, input_paths: list[str], root: str) -> StageReport:
     pending: list[tuple[int, str]] = []
     for path in input_paths:
         index = shard_index(path)
-        done = finished_record(stage, ShardPaths(root, stage.name, index), sha256_file(path))
+        paths = ShardPaths(root, stage.name, index)
+        # No record, nothing to compare: the input is hashed only when there is (one GET less on S3).
+        done = finished_record(stage, paths, sha256_file(path)) if storage.exists(paths.record) else None
         if done is not None:
             records[index] = done
         else:

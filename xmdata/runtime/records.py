@@ -13,7 +13,8 @@ from .stage import Stage
 
 
 def make_record(stage: Stage, paths: ShardPaths, input_sha256: str, rows_in: int,
-                kept: pa.Table, rejects: pa.Table) -> dict:
+                kept: pa.Table, rejects: pa.Table, written_sha256: tuple[str, str]) -> dict:
+    """`written_sha256`: of the data and rejects files, as `write_parquet_atomic` wrote them."""
     # No timestamps or hostnames: records are part of the output and must be reproducible.
     by_reason = Counter(rejects.column("reason").to_pylist()) if rejects.num_rows else Counter()
     return {
@@ -23,8 +24,8 @@ def make_record(stage: Stage, paths: ShardPaths, input_sha256: str, rows_in: int
         "rows_out": kept.num_rows,
         "rows_rejected": dict(sorted(by_reason.items())),
         "input_sha256": input_sha256,
-        "output_sha256": sha256_file(paths.data),
-        "rejects_sha256": sha256_file(paths.rejects),
+        "output_sha256": written_sha256[0],
+        "rejects_sha256": written_sha256[1],
         "params_hash": stage.params_hash,
         "code_version": stage.code_version,
     }

@@ -83,9 +83,17 @@ def open_file(path: str, mode: str = "rb", **kwargs):
     return fs.open(inner, mode, **kwargs)
 
 
+def read_bytes(path: str) -> bytes:
+    """The whole file; for a URL one GET (open() would add a HEAD): shards and records are small."""
+    if not is_url(path):
+        with open(local(path), "rb") as f:
+            return f.read()
+    fs, inner = filesystem(path)
+    return fs.cat_file(inner)
+
+
 def read_text(path: str) -> str:
-    with open_file(path, "rb") as f:
-        return f.read().decode("utf-8")
+    return read_bytes(path).decode("utf-8")
 
 
 def listdir(folder: str) -> list[str]:
@@ -118,16 +126,18 @@ def upload(local_file: str, path: str) -> None:
 def read_parquet(path: str, columns: list[str] | None = None):
     import pyarrow.parquet as pq
 
+    import pyarrow as pa
+
     if not is_url(path):
         return pq.read_table(local(path), columns=columns)
-    with open_file(path, "rb") as f:
-        return pq.read_table(f, columns=columns)
+    return pq.read_table(pa.BufferReader(read_bytes(path)), columns=columns)
 
 
 def parquet_rows(path: str) -> int:
     import pyarrow.parquet as pq
 
+    import pyarrow as pa
+
     if not is_url(path):
         return pq.read_metadata(local(path)).num_rows
-    with open_file(path, "rb") as f:
-        return pq.read_metadata(f).num_rows
+    return pq.read_metadata(pa.BufferReader(read_bytes(path))).num_rows  # one GET, not HEAD + ranges
