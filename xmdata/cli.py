@@ -61,6 +61,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "warm Dask cluster on 127.0.0.1 that every later command reuses")
     up.add_argument("--workers", type=positive_int, default=None, help="worker processes (default: one per core)")
     sub.add_parser("down", help="stop the xmdata service: workers, scheduler and Prefect server")
+    worker = sub.add_parser("worker", help="Dask worker(s) for an existing scheduler; --gpu: one per "
+                            "visible GPU, each advertising the resource GPU=1 (GPU stages run there)")
+    worker.add_argument("address", help="the scheduler, tcp://host:8786")
+    worker.add_argument("--gpu", action="store_true", help="one worker per visible GPU, each pinned to it")
     sub.add_parser("status", help="is the xmdata service up; its URLs, workers and loaded models")
 
     serve = sub.add_parser("serve", help="a Prefect server on 127.0.0.1 and a process serving the deployments "
@@ -152,7 +156,7 @@ def _add_import_parser(sub) -> None:
 def _add_map_option(sub) -> None:
     """`--map OLD=NEW,…` on every command that reads a table (schemas/column_map.py)."""
     for name, command in sub.choices.items():
-        if name in ("serve", "models", "up", "down", "status"):
+        if name in ("serve", "models", "up", "down", "status", "worker"):
             continue
         leaves = [command]
         for action in command._actions:  # argparse has no public way to list a parser's sub-commands

@@ -186,6 +186,12 @@ def service(args) -> int:
     return service_command(args)
 
 
-COMMANDS = {"up": service, "down": service, "status": service, "demo": release, "release": release, "serve": serve, "identify-language": identify_language, "select-images": select_images,
+def worker(args) -> int:
+    from xmdata.runtime.worker_command import worker_command
+
+    return worker_command(args)
+
+
+COMMANDS = {"worker": worker, "up": service, "down": service, "status": service, "demo": release, "release": release, "serve": serve, "identify-language": identify_language, "select-images": select_images,
             "translate": translate, "select-translations": select_translations, "translate-qa": translate_qa,
             "score": score, "evaluate": evaluate, "import": import_dataset, "validate": validate, "models": models}

@@ -13,6 +13,7 @@ from typing import Iterator
 
 from .cluster import default_workers, worker_threads
 
+from .placement import placement
 from .process import run_shard_job
 from .storage import storage_options
 from .stage import Stage
@@ -76,8 +77,9 @@ class DaskExecutor:
 
         token = uuid.uuid4().hex[:8]
         options = storage_options() or None  # a worker elsewhere shares only the store with us
+        where = placement(self.client, stage)  # GPU stages on GPU workers, when there are any
         futures = {self.client.submit(run_shard_job, stage, path, root, index, options, pure=False,
-                                      key=f"{stage.name}-{index:05d}-{token}"): index
+                                      key=f"{stage.name}-{index:05d}-{token}", **where): index
                    for index, path in jobs}
         try:
             for future in as_completed(list(futures), loop=self.client.loop):
