@@ -14,6 +14,8 @@ from xmdata.flows.release_config import load_release_config
 from xmdata.flows.release_facts import release_facts
 from xmdata.runtime import storage
 from xmdata.runtime.atomic import remove_stray_temp_files, write_text_atomic
+from xmdata.runtime.cluster_spec import ClusterOptions
+from xmdata.runtime.session import cluster_scope
 from xmdata.schemas.column_map import column_mapping
 from xmdata.tasks.release_card import build_card
 from xmdata.tasks.release_files import copy_files, gather_rejects, gather_tables
@@ -25,7 +27,7 @@ PUBLISHED_FOLDERS = ("data", "rejects", "plots", "reports")
 
 @flow(name="release")
 def release_flow(config: str = "demo", out: str = "releases/demo", shards: int | None = None,
-                 seed: int | None = None, work: str | None = None) -> dict:
+                 seed: int | None = None, work: str | None = None, cluster: ClusterOptions | None = None) -> dict:
     """Build the release a config describes into OUT, resumably, and write its card and manifest.
 
     Args:
@@ -35,6 +37,7 @@ def release_flow(config: str = "demo", out: str = "releases/demo", shards: int |
         shards: override the config's shard count (recorded in the manifest)
         seed: override the config's seed (recorded in the manifest)
         work: local build folder with shards and completion records (default OUT/build)
+        cluster: a distributed cluster class (SLURM, Kubernetes…) for the big stages, over the config's
     """
     parsed, text, text_sha = load_release_config(config)
     overrides = {k: v for k, v in {"shards": shards, "seed": seed}.items() if v is not None}
@@ -44,8 +47,8 @@ def release_flow(config: str = "demo", out: str = "releases/demo", shards: int |
     work = os.path.abspath(storage.local(work) if work else os.path.join(out, "build"))
     remove_stray_temp_files(out)  # what a killed run left half-written, build folder included
     resolved = resolve_tiny_models(parsed)
-    with column_mapping(parsed.columns):  # the config's `columns:`, as --map on the commands
-        build = build_release_data(resolved, work)
+    with column_mapping(parsed.columns), cluster_scope(cluster or parsed.cluster):
+        build = build_release_data(resolved, work)  # `columns:` applied as --map on the commands
     summary = finish_build(work, build.reports, build.distributions, f"Build of release {parsed.name}",
                            extra_markdown="".join(build.markdown))
     tables = gather_tables(work, out)

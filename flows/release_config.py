@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from xmdata.data import DATA_DIR
 from xmdata.runtime import storage
+from xmdata.runtime.cluster_spec import ClusterOptions
 from xmdata.runtime.storage_check import check_location
 from xmdata.schemas import ContractError
 
@@ -83,6 +84,8 @@ class ReleaseConfig(Strict):
     translation: TranslationConfig | None = None
     qa_translation: QATranslationConfig | None = None
     scoring: ScoringConfig | None = None
+    cluster: ClusterOptions | None = Field(None, description="where big stages run when no --dask-address: a "
+                                           "distributed cluster class (SLURM, Kubernetes…) with kwargs and adapt")
 
 
 def config_path(config: str) -> str:

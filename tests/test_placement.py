@@ -1,8 +1,8 @@
 """GPU-aware placement on a real LocalCluster, with a fake GPU resource: a GPU stage runs only on
 workers advertising GPU=1, a CPU stage only off them, and with no GPU worker a GPU stage still runs."""
 import pyarrow as pa
-import pytest
 import pyarrow.parquet as pq
+import pytest
 
 from xmdata.runtime.cluster import close_local_cluster, start_local_cluster
 from xmdata.runtime.executors import DaskExecutor

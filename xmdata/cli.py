@@ -30,6 +30,11 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
                    help="auto (default): small stages in this process, the rest on the cluster; "
                         "inprocess: everything here; dask: everything on the cluster. Env XMDATA_EXECUTOR")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary table")
+    p.add_argument("--cluster", default=None, metavar="CLASS",
+                   help="start this distributed cluster class for the big stages instead of a LocalCluster, "
+                        "e.g. dask_jobqueue.SLURMCluster or dask_kubernetes.operator.KubeCluster")
+    p.add_argument("--cluster-kwargs", default=None, metavar="K=V,…", help="its arguments, e.g. cores=8,memory=64GB")
+    p.add_argument("--adapt", default=None, metavar="MIN:MAX", help="scale it adaptively between MIN and MAX workers")
     p.add_argument("--storage-option", action="append", default=None, metavar="KEY=VALUE",
                    help="for s3:// gs:// az:// URLs, repeatable, e.g. endpoint_url=http://127.0.0.1:8333 "
                         "(credentials otherwise from the usual environment: AWS_ACCESS_KEY_ID, …)")

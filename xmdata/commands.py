@@ -11,11 +11,14 @@ from xmdata.schemas import CONTRACTS, ContractError
 from xmdata.schemas.readers import read_input
 
 
-def _run_flow(flow_fn, args, summary_dir: str | None = None, **params) -> dict:
+def _run_flow(flow_fn, args, summary_dir: str | None = None, cluster=None, **params) -> dict:
+    """`cluster`: a release config's; --cluster on the command line wins over it."""
+    from xmdata.runtime.cluster_spec import cluster_options
     from xmdata.runtime.progress import PROGRESS_ENV
     from xmdata.runtime.run_setup import run_environment
     from xmdata.runtime.storage_check import check_location
 
+    cluster = cluster_options(args.cluster, args.cluster_kwargs, args.adapt) or cluster
     args.out = storage.absolute(args.out)  # workers of an external cluster have another cwd
     check_location(args.out, "--out")  # a store we cannot write to stops here, before any start
     for folder in (args.out, summary_dir or args.out):
@@ -24,7 +27,7 @@ def _run_flow(flow_fn, args, summary_dir: str | None = None, **params) -> dict:
     os.environ[PROGRESS_ENV] = "0" if args.quiet else "1"
     started = time.perf_counter()
     log_dir = None if storage.is_url(summary_dir or args.out) else summary_dir or args.out
-    with run_environment(args.executor, args.dask_address, args.workers, log_dir, args.quiet):
+    with run_environment(args.executor, args.dask_address, args.workers, log_dir, args.quiet, cluster):
         summary = flow_fn(out=args.out, shards=args.shards, **params)
     if not args.quiet:
         print(storage.read_text(storage.join(summary_dir or args.out, "summary.md")))
@@ -51,7 +54,7 @@ def release(args) -> int:
     from xmdata.flows.release import release_flow
     from xmdata.flows.release_config import load_release_config
 
-    load_release_config(args.config)  # a broken config stops here, before any server starts
+    parsed, _, _ = load_release_config(args.config)  # a broken config stops here, before any server starts
     if args.work and storage.is_url(args.work):
         raise ContractError(f"--work {args.work}: a release's build folder is local (its stages write with "
                             f"local tools); --out may be a URL, the release is uploaded when built")
@@ -59,7 +62,8 @@ def release(args) -> int:
 
     out = staging_folder(storage.absolute(args.out)) if storage.is_url(args.out) else args.out
     work = os.path.abspath(args.work or os.path.join(out, "build"))
-    result = _run_flow(release_flow, args, summary_dir=work, config=args.config, seed=args.seed, work=work)
+    result = _run_flow(release_flow, args, summary_dir=work, cluster=parsed.cluster, config=args.config,
+                       seed=args.seed, work=work)
     print(f"release {result['release']}: {result['files']} files, release_sha256 {result['release_sha256']}")
     return 0
 

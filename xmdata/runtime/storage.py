@@ -39,19 +39,24 @@ def use_storage_options(options: dict | None) -> None:
         os.environ[STORAGE_OPTIONS_ENV] = json.dumps(options, sort_keys=True)
 
 
-def parse_storage_options(pairs: list[str] | None) -> dict:
-    """`--storage-option key=value` (repeatable): values are YAML scalars (true, 8, text)."""
+def key_values(pairs: list[str], flag: str) -> dict:
+    """['cores=8', 'memory=64GB'] -> {'cores': 8, 'memory': '64GB'}: values are YAML scalars."""
     import yaml
 
     from xmdata.schemas.contract import ContractError
 
     options = {}
-    for pair in pairs or []:
+    for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
-            raise ContractError(f"--storage-option {pair!r}: expected key=value")
+            raise ContractError(f"{flag} {pair!r}: expected key=value")
         options[key.strip()] = yaml.safe_load(value) if value else ""
     return options
+
+
+def parse_storage_options(pairs: list[str] | None) -> dict:
+    """`--storage-option key=value` (repeatable), e.g. endpoint_url=http://…, anon=true."""
+    return key_values(pairs or [], "--storage-option")
 
 
 def filesystem(path: str):
