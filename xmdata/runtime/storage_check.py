@@ -65,6 +65,8 @@ def _reason(exc: BaseException, url: str) -> str:
             or "InvalidAccessKeyId" in chain or "SignatureDoesNotMatch" in chain:
         return f"access to bucket {bucket!r} refused: check the credentials"
     if "connect" in chain.lower() or "timeout" in chain.lower() or isinstance(exc, (OSError, TimeoutError)):
+        if not url.startswith(("s3://", "s3a://")):
+            return f"cannot reach its store ({chain.splitlines()[0][:200]})"
         endpoint = storage.storage_options().get("endpoint_url") or _env_endpoint() or "the default endpoint"
         return f"cannot reach {endpoint} ({name}); check AWS_ENDPOINT_URL / --storage-option endpoint_url"
     return chain.splitlines()[0][:300]
