@@ -97,6 +97,12 @@ def test_an_unusable_store_is_refused_in_one_line_before_anything_starts(case, s
     assert not s3.filesystem().exists("xmdata/refused")
 
 
+def test_a_command_that_writes_with_local_tools_refuses_a_url_out(capsys):
+    assert main(["select-images", sample_path("images.csv"), "--out", "s3://xmdata/selection"]) == 2
+    err = capsys.readouterr().err
+    assert "writes its outputs with local tools" in err and err.count("\n") == 1
+
+
 def test_a_missing_input_object_is_refused_naming_it(s3, monkeypatch, capsys):
     for name, value in s3.env().items():
         monkeypatch.setenv(name, value)

@@ -11,13 +11,18 @@ from xmdata.schemas import CONTRACTS, ContractError
 from xmdata.schemas.readers import read_input
 
 
-def _run_flow(flow_fn, args, summary_dir: str | None = None, cluster=None, **params) -> dict:
-    """`cluster`: a release config's; --cluster on the command line wins over it."""
+def _run_flow(flow_fn, args, summary_dir: str | None = None, cluster=None, url_out: bool = False,
+              **params) -> dict:
+    """`cluster`: a release config's; --cluster on the command line wins over it. `url_out`: the
+    flow writes through runtime/storage.py, so --out may be an object-store URL."""
     from xmdata.runtime.cluster_spec import cluster_options
     from xmdata.runtime.progress import PROGRESS_ENV
     from xmdata.runtime.run_setup import run_environment
     from xmdata.runtime.storage_check import check_location
 
+    if storage.is_url(args.out) and not url_out:
+        raise ContractError(f"--out {args.out}: this command writes its outputs with local tools; give a local "
+                            f"folder (identify-language, score and release write to object stores)")
     cluster = cluster_options(args.cluster, args.cluster_kwargs, args.adapt) or cluster
     args.out = storage.absolute(args.out)  # workers of an external cluster have another cwd
     check_location(args.out, "--out")  # a store we cannot write to stops here, before any start
@@ -62,8 +67,8 @@ def release(args) -> int:
 
     out = staging_folder(storage.absolute(args.out)) if storage.is_url(args.out) else args.out
     work = os.path.abspath(args.work or os.path.join(out, "build"))
-    result = _run_flow(release_flow, args, summary_dir=work, cluster=parsed.cluster, config=args.config,
-                       seed=args.seed, work=work)
+    result = _run_flow(release_flow, args, summary_dir=work, cluster=parsed.cluster, url_out=True,
+                       config=args.config, seed=args.seed, work=work)
     print(f"release {result['release']}: {result['files']} files, release_sha256 {result['release_sha256']}")
     return 0
 
@@ -72,7 +77,7 @@ def identify_language(args) -> int:
     from xmdata.flows.language_id import identify_language_flow
 
     read_input(args.input, CONTRACTS["captions"])  # fail in a second, before any server starts
-    _run_flow(identify_language_flow, args, input_path=storage.absolute(args.input),
+    _run_flow(identify_language_flow, args, url_out=True, input_path=storage.absolute(args.input),
               lid_model=args.lid_model if args.lid_model == "lid.176" else os.path.abspath(args.lid_model))
     return 0
 
@@ -91,7 +96,7 @@ def select_images(args) -> int:
     if not os.path.isdir(args.input):
         read_input(args.input, CONTRACTS["images"])
     try:
-        _run_flow(select_images_flow, args, input_path=os.path.abspath(args.input),
+        _run_flow(select_images_flow, args, input_path=storage.absolute(args.input),
                   languages=args.languages, per_language=args.per_language, strategy=args.strategy,
                   within=args.within, seed=args.seed, strict=args.strict)
         code = 0
@@ -135,7 +140,7 @@ def score(args) -> int:
             args.workers = torch.cuda.device_count()  # one worker, one model copy, per GPU
     extra = {"max_image_pixels": args.max_image_pixels} if args.max_image_pixels else {}
     summary = _run_flow(
-        score_flow, args, input_path=storage.absolute(args.input), clip_model=args.clip_model,
+        score_flow, args, url_out=True, input_path=storage.absolute(args.input), clip_model=args.clip_model,
         pretrained=args.pretrained, image_root=args.image_root and storage.absolute(args.image_root),
         references_column=args.references_column,
         embeddings=args.embedding_dtype if args.embeddings else "none", batch_size=args.batch_size,
