@@ -42,6 +42,7 @@ def local_lid(cli_env, tmp_path_factory):
     return local_files(out)
 
 
+@pytest.mark.slow  # two CLI builds and a local one: ~25 s
 def test_s3_input_and_output_give_the_local_bytes_and_resume(s3, s3_env, local_lid):
     s3.filesystem().put(sample_path("captions.jsonl"), "xmdata/inputs/captions.jsonl")
     args = ["identify-language", "s3://xmdata/inputs/captions.jsonl", "--out", "s3://xmdata/lid", "--shards", "3"]
