@@ -13,12 +13,16 @@ from xmdata.flows.release_build import build_release_data, resolve_tiny_models
 from xmdata.flows.release_config import load_release_config
 from xmdata.flows.release_facts import release_facts
 from xmdata.flows.release_recipe import ModelChoice
+from xmdata.runtime import storage
 from xmdata.runtime.atomic import remove_stray_temp_files, write_text_atomic
+from xmdata.runtime.cluster_spec import ClusterOptions
+from xmdata.runtime.session import cluster_scope
 from xmdata.schemas.column_map import column_mapping
 from xmdata.tasks.release_card import build_card
 from xmdata.tasks.release_recipe_card import recipe_sections
 from xmdata.tasks.release_files import copy_files, gather_rejects, gather_tables
 from xmdata.tasks.release_manifest import release_files, write_manifest
+from xmdata.tasks.release_upload import staging_folder, upload_release
 
 PUBLISHED_FOLDERS = ("data", "rejects", "plots", "reports")
 
@@ -26,28 +30,31 @@ PUBLISHED_FOLDERS = ("data", "rejects", "plots", "reports")
 @flow(name="release")
 def release_flow(config: str = "demo", out: str = "releases/demo", shards: int | None = None,
                  seed: int | None = None, work: str | None = None, sample: bool = False,
-                 models: ModelChoice = "config") -> dict:
+                 models: ModelChoice = "config", cluster: ClusterOptions | None = None) -> dict:
     """Build the release a config describes into OUT, resumably, and write its card and manifest.
 
     Args:
         config: path to a release.yaml, or a packaged one by name (demo)
-        out: release folder; a relative path is relative to the serving process's directory
+        out: release folder, or an s3:// gs:// az:// URL (built in a local staging folder, then
+            uploaded with manifest.json last); a relative path is relative to the serving process's directory
         shards: override the config's shard count (recorded in the manifest)
         seed: override the config's seed (recorded in the manifest)
-        work: build folder with shards and completion records (default OUT/build)
+        work: local build folder with shards and completion records (default OUT/build)
         sample: build on the config's shipped sample inputs (its `sample:` section), offline
         models: config (the models the config names) or tiny (the offline tiny models instead)
+        cluster: a distributed cluster class (SLURM, Kubernetes…) for the big stages, over the config's
     """
     parsed, text, text_sha = load_release_config(config, sample, models)
     overrides = {k: v for k, v in {"shards": shards, "seed": seed}.items() if v is not None}
     parsed = parsed.model_copy(update=overrides)
     overrides |= ({"sample": True} if sample else {}) | ({"models": models} if models != "config" else {})
-    out = os.path.abspath(out)
-    work = os.path.abspath(work or os.path.join(out, "build"))
+    target = out if storage.is_url(out) else None  # an object store: built here, uploaded at the end
+    out = os.path.abspath(staging_folder(target) if target else storage.local(out))
+    work = os.path.abspath(storage.local(work) if work else os.path.join(out, "build"))
     remove_stray_temp_files(out)  # what a killed run left half-written, build folder included
     resolved = resolve_tiny_models(parsed)
-    with column_mapping(parsed.columns):  # the config's `columns:`, as --map on the commands
-        build = build_release_data(resolved, work)
+    with column_mapping(parsed.columns), cluster_scope(cluster or parsed.cluster):
+        build = build_release_data(resolved, work)  # `columns:` applied as --map on the commands
     summary = finish_build(work, build.reports, build.distributions, f"Build of release {parsed.name}",
                            extra_markdown="".join(build.markdown))
     tables = gather_tables(work, out)
@@ -62,7 +69,9 @@ def release_flow(config: str = "demo", out: str = "releases/demo", shards: int |
     write_text_atomic(card, os.path.join(out, "README.md"))
     manifest = write_manifest(out, facts, skip)
     _publish(out, manifest, card)
-    return {"release": out, "release_sha256": manifest["release_sha256"], "run": summary["run"],
+    if target:
+        upload_release(out, target, manifest)
+    return {"release": target or out, "release_sha256": manifest["release_sha256"], "run": summary["run"],
             "files": len(manifest["release"]["files"])}
 
 

@@ -14,6 +14,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from xmdata.data import DATA_DIR
+from xmdata.runtime import storage
+from xmdata.runtime.cluster_spec import ClusterOptions
+from xmdata.runtime.storage_check import check_location
 from xmdata.schemas import ContractError
 from xmdata.tasks.qa_input import DEFAULT_EXCLUDED_TASKS, DEFAULT_PER_TASK
 
@@ -92,6 +95,8 @@ class ReleaseConfig(Strict):
     scoring: ScoringConfig | None = None
     mmmeb: MmmebConfig | None = None
     benchmarks: BenchmarksConfig | None = None
+    cluster: ClusterOptions | None = Field(None, description="where big stages run when no --dask-address: a "
+                                           "distributed cluster class (SLURM, Kubernetes…) with kwargs and adapt")
 
 
 def config_path(config: str) -> str:
@@ -118,6 +123,13 @@ def load_release_config(config: str, sample: bool = False,
     return resolved, text, hashlib.sha256(text.encode()).hexdigest()
 
 
+def _input_exists(path: str, what: str) -> bool:
+    if not storage.is_url(path):
+        return os.path.exists(path)
+    check_location(path, f"release config: {what}", must_exist=True)  # a store's own error, one line
+    return True
+
+
 def _absolute_inputs(config: ReleaseConfig, base: str) -> ReleaseConfig:
     def absolute(p: str | None) -> str | None:
         if p is None or p == "lid.176" or p.startswith((TINY, IMPORTED)) or "://" in p:
@@ -136,9 +148,9 @@ def _absolute_inputs(config: ReleaseConfig, base: str) -> ReleaseConfig:
                 data[section][key] = absolute(data[section][key])
     missing = [f"{s}.{k}: {data[s][k]}" for s, keys in INPUT_FIELDS.items()
                for k in keys if data.get(s) and data[s][k] and not data[s][k].startswith(IMPORTED)
-               and not os.path.exists(data[s][k])]
+               and not _input_exists(data[s][k], f"{s}.{k}")]
     missing += [f"imports.{name}.source: {entry['source']}" for name, entry in data["imports"].items()
-                if not os.path.exists(entry["source"])]
+                if not _input_exists(entry["source"], f"imports.{name}.source")]
     missing += [f"imports.{name}.options.{k}: {entry['options'][k]}" for name, entry in data["imports"].items()
                 for k in IMPORT_PATH_OPTIONS if entry["options"][k] and not os.path.exists(entry["options"][k])]
     missing += [f"{s}.{k}: {data[s][k]} (no import {data[s][k][len(IMPORTED):].split('/')[0]!r})"

@@ -7,6 +7,7 @@ import os
 import platform
 
 from xmdata import __version__
+from xmdata.runtime import storage
 from xmdata.runtime.atomic import sha256_file
 from xmdata.tasks.release_manifest import canonical_sha256, git_state, model_fingerprint, package_versions
 
@@ -20,7 +21,10 @@ def input_facts(config: ReleaseConfig, base: str) -> dict:
     for section, keys in INPUT_FIELDS.items():
         for key in keys:
             path = (getattr(config, section).model_dump().get(key) if getattr(config, section) else None)
-            if path and os.path.isfile(path):
+            if path and storage.is_url(path):  # recorded as written: no machine-specific part
+                facts[f"{section}.{key}"] = {"path": path, "sha256": sha256_file(path),
+                                             "bytes": storage.filesystem(path)[0].size(path)}
+            elif path and os.path.isfile(path):
                 facts[f"{section}.{key}"] = {"path": os.path.relpath(path, base), "sha256": sha256_file(path),
                                              "bytes": os.path.getsize(path)}
     return facts

@@ -3,6 +3,7 @@ Prefect task per shard on Dask, the open_clip model loaded once per worker."""
 from __future__ import annotations
 
 import os
+import posixpath
 import time
 from typing import Literal
 
@@ -11,6 +12,7 @@ import pyarrow as pa
 from prefect import flow
 
 from xmdata.models.base import ModelSpec, looks_like_path
+from xmdata.runtime import storage
 from xmdata.runtime.atomic import remove_stray_temp_files
 from xmdata.runtime.execution import run_stage
 from xmdata.runtime.process import StageReport
@@ -45,7 +47,7 @@ def score_pairs(source: str | pa.Table, out: str, shards: int, image_root: str |
     pairs = read_score_input(source, references_column)  # refuses a broken input before writing anything
     remove_stray_temp_files(out)
     ingested = ingest(pairs, "pairs", shards, out)
-    stage = clip_score_stage(model, os.path.abspath(image_root) if image_root else None, references_column,
+    stage = clip_score_stage(model, storage.absolute(image_root) if image_root else None, references_column,
                              embeddings, batch_size, weight, prefix, max_pixels)
     scored = run_stage(stage, ingested.data_paths, out)
     return [ingested, scored], score_distributions(scored.data_paths)
@@ -53,7 +55,8 @@ def score_pairs(source: str | pa.Table, out: str, shards: int, image_root: str |
 
 def score_distributions(paths: list[str]) -> dict:
     """Data facts for summary.json: statuses, and mean scores rounded so that reruns match."""
-    frame = pl.concat([pl.read_parquet(p, columns=["status", "clip_score", "ref_clip_score"]) for p in paths])
+    columns = ["status", "clip_score", "ref_clip_score"]
+    frame = pl.concat([pl.from_arrow(storage.read_parquet(p, columns=columns)) for p in paths])
     means = {column: round(value, 4) for column in ("clip_score", "ref_clip_score")
              if (value := frame[column].drop_nulls().mean()) is not None}
     return {"status": label_counts(paths, "status"), "mean_score": means}
@@ -104,7 +107,7 @@ def score_flow(input_path: str, out: str, clip_model: str, pretrained: str | Non
     model = clip_model_spec(clip_model, pretrained, device, autocast)
     started = time.perf_counter()
     reports, distributions = score_pairs(
-        input_path, out, shards, image_root or os.path.dirname(os.path.abspath(input_path)), model,
+        input_path, out, shards, image_root or posixpath.dirname(storage.absolute(input_path)), model,
         references_column, None if embeddings == "none" else embeddings, batch_size, weight, prefix,
         max_image_pixels)
     run = scoring_run(reports[-1], time.perf_counter() - started)

@@ -71,4 +71,4 @@ def candidate_lid_stage(model: ModelSpec, accepted_labels: dict[str, list[str]],
 
 def candidate_qe_stage(model: ModelSpec, name: str = QE_STAGE) -> Stage:
     # 2: pairs batched by tokens (last digits of a score may move with its batch-mates)
-    return Stage(name, version="2", fn=estimate_candidate_quality, params={"model": model.to_dict()})
+    return Stage(name, version="2", fn=estimate_candidate_quality, params={"model": model.to_dict()}, gpu=True)

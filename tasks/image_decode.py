@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import io
 import os
+import posixpath
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from PIL import Image, UnidentifiedImageError
+
+from xmdata.runtime import storage
 
 DEFAULT_MAX_PIXELS = 64_000_000  # 8000 x 8000; below PIL's own bomb threshold (~89 M), so ours decides
 
@@ -38,9 +41,53 @@ def resolve_under_root(root: str, relative: str) -> str | None:
     Symlinks are resolved first, so `..`, an absolute path elsewhere and a link pointing outside all
     escape; an absolute path that lands inside the root is accepted.
     """
+    if storage.is_url(root):
+        return _resolve_under_url_root(root, relative)
     real_root = os.path.realpath(root)
     full = os.path.realpath(os.path.join(real_root, relative))
     return full if full.startswith(real_root.rstrip(os.sep) + os.sep) else None
+
+
+def _resolve_under_url_root(root: str, relative: str) -> str | None:
+    """The same rule in an object store (no symlinks there): `..`, a leading `/`, another bucket or
+    another scheme escape; an absolute URL that lands inside the root is accepted."""
+    scheme, root_path = root.split("://", 1)
+    root_path = posixpath.normpath(root_path)
+    if "://" in relative:
+        other_scheme, relative = relative.split("://", 1)
+        if other_scheme != scheme:
+            return None
+        full = posixpath.normpath(relative)
+    else:
+        full = posixpath.normpath(posixpath.join(root_path, relative))
+    return f"{scheme}://{full}" if full.startswith(root_path.rstrip("/") + "/") else None
+
+
+def _object_image(url: str, ref: ImageRef) -> Any:
+    """An image in an object store: its bytes, or a Decoded failure."""
+    try:
+        with storage.open_file(url, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return Decoded(reason="missing_image", message=f"{ref.path!r} does not exist")
+    except OSError as exc:
+        return Decoded(reason="unreadable_image", message=f"{ref.path!r}: {exc}")
+    return io.BytesIO(data) if data else Decoded(reason="empty_image_file", message=f"{ref.path!r} is empty")
+
+
+def _local_image(full: str, ref: ImageRef) -> Any:
+    """A local image's path, or a Decoded failure."""
+    try:
+        size = os.stat(full).st_size
+    except FileNotFoundError:
+        return Decoded(reason="missing_image", message=f"{ref.path!r} does not exist")
+    except OSError as exc:
+        return Decoded(reason="unreadable_image", message=f"{ref.path!r}: {exc.strerror}")
+    if not os.path.isfile(full):
+        return Decoded(reason="missing_image", message=f"{ref.path!r} is not a file")
+    if size == 0:
+        return Decoded(reason="empty_image_file", message=f"{ref.path!r} is an empty file")
+    return full
 
 
 def open_image(ref: ImageRef, root: str | None, max_pixels: int) -> Image.Image | Decoded:
@@ -53,17 +100,9 @@ def open_image(ref: ImageRef, root: str | None, max_pixels: int) -> Image.Image 
         full = resolve_under_root(root, ref.path) if root else None
         if full is None:
             return Decoded(reason="path_outside_root", message=f"{ref.path!r} is not under the image root")
-        try:
-            size = os.stat(full).st_size
-        except FileNotFoundError:
-            return Decoded(reason="missing_image", message=f"{ref.path!r} does not exist")
-        except OSError as exc:
-            return Decoded(reason="unreadable_image", message=f"{ref.path!r}: {exc.strerror}")
-        if not os.path.isfile(full):
-            return Decoded(reason="missing_image", message=f"{ref.path!r} is not a file")
-        if size == 0:
-            return Decoded(reason="empty_image_file", message=f"{ref.path!r} is an empty file")
-        source = full
+        source = _object_image(full, ref) if storage.is_url(full) else _local_image(full, ref)
+        if isinstance(source, Decoded):
+            return source
     try:
         image = Image.open(source)  # reads the header only: the size is known before any decoding
     except Image.DecompressionBombError as exc:

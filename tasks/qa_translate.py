@@ -128,4 +128,4 @@ def translate_qa_stage(translator: ModelSpec, source_language: str, targets: lis
         "translator": translator.to_dict(), "source_language": source_language, "target_languages": targets,
         "labels": {t: {k: labels[t][k] for k in ("question", "answer")} for t in targets},
         "num_beams": num_beams, "num_candidates": num_candidates, "batch_tokens": batch_tokens,
-        "max_new_tokens_ratio": max_new_tokens_ratio, "max_new_tokens_extra": max_new_tokens_extra})
+        "max_new_tokens_ratio": max_new_tokens_ratio, "max_new_tokens_extra": max_new_tokens_extra}, gpu=True)

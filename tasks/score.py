@@ -125,4 +125,4 @@ def clip_score_stage(model: ModelSpec, image_root: str | None, references_column
     return Stage(STAGE, version="1", fn=score_table, params={
         "model": model.to_dict(), "image_root": image_root, "references_column": references_column,
         "embeddings": embeddings, "batch_size": batch_size, "weight": weight, "prefix": prefix,
-        "max_pixels": max_pixels})
+        "max_pixels": max_pixels}, gpu=True)

@@ -1,10 +1,9 @@
 """A build's summary: what each stage kept and refused (reproducible), and how the run went."""
 from __future__ import annotations
 
-import os
-
 import polars as pl
 
+from xmdata.runtime import storage
 from xmdata.runtime.atomic import write_json_atomic, write_text_atomic
 from xmdata.runtime.process import StageReport
 
@@ -15,7 +14,7 @@ def stage_summary(report: StageReport) -> dict:
 
 
 def label_counts(paths: list[str], column: str) -> dict[str, int]:
-    frame = pl.concat([pl.read_parquet(p, columns=[column]) for p in paths])
+    frame = pl.concat([pl.from_arrow(storage.read_parquet(p, columns=[column])) for p in paths])
     counts = frame.group_by(column).len().sort(["len", column], descending=[True, False])
     return {row[column]: row["len"] for row in counts.iter_rows(named=True)}
 
@@ -33,7 +32,7 @@ def summary_markdown(summary: dict) -> str:
 def write_summary(root: str, reports: list[StageReport], distributions: dict) -> dict:
     """summary.json/.md hold data facts only (byte-identical across reruns); run.json how it ran."""
     summary = {"stages": {r.stage: stage_summary(r) for r in reports}, "distributions": distributions}
-    write_json_atomic(summary, os.path.join(root, "summary.json"))
-    write_text_atomic(summary_markdown(summary), os.path.join(root, "summary.md"))
-    write_json_atomic({r.stage: r.run_counts() for r in reports}, os.path.join(root, "run.json"))
+    write_json_atomic(summary, storage.join(root, "summary.json"))
+    write_text_atomic(summary_markdown(summary), storage.join(root, "summary.md"))
+    write_json_atomic({r.stage: r.run_counts() for r in reports}, storage.join(root, "run.json"))
     return summary

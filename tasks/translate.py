@@ -101,4 +101,4 @@ def translate_stage(translator: ModelSpec, columns: list[str], source_language: 
     # Still version 1: a shard that finished before out-of-memory backoff existed had no OOM to back off from.
     return Stage(STAGE, version="1", fn=translate_candidates, params={
         "translator": translator.to_dict(), "columns": columns, "source_language": source_language,
-        "target_languages": target_languages, **generation})
+        "target_languages": target_languages, **generation}, gpu=True)

@@ -84,3 +84,21 @@ def pytest_collection_modifyitems(config, items):
         skip = pytest.mark.skip(reason="needs a CUDA device")
         for item in gpu_items:
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def s3(tmp_path_factory):
+    """A real S3 server (SeaweedFS `weed server -s3`) on 127.0.0.1 for the whole run, its data in a
+    temp folder, with an empty bucket `xmdata`; stopped at the end."""
+    from s3_server import start_s3_server
+
+    server = start_s3_server(str(tmp_path_factory.mktemp("s3")))
+    server.filesystem().mkdir("xmdata")
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_env(cli_env, s3):
+    """cli_env plus the usual AWS variables pointing at that server."""
+    return {**cli_env, **s3.env()}

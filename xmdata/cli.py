@@ -31,6 +31,14 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
                    help="auto (default): small stages in this process, the rest on the cluster; "
                         "inprocess: everything here; dask: everything on the cluster. Env XMDATA_EXECUTOR")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary table")
+    p.add_argument("--cluster", default=None, metavar="CLASS",
+                   help="start this distributed cluster class for the big stages instead of a LocalCluster, "
+                        "e.g. dask_jobqueue.SLURMCluster or dask_kubernetes.operator.KubeCluster")
+    p.add_argument("--cluster-kwargs", default=None, metavar="K=V,…", help="its arguments, e.g. cores=8,memory=64GB")
+    p.add_argument("--adapt", default=None, metavar="MIN:MAX", help="scale it adaptively between MIN and MAX workers")
+    p.add_argument("--storage-option", action="append", default=None, metavar="KEY=VALUE",
+                   help="for s3:// gs:// az:// URLs, repeatable, e.g. endpoint_url=http://127.0.0.1:8333 "
+                        "(credentials otherwise from the usual environment: AWS_ACCESS_KEY_ID, …)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -64,6 +72,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "warm Dask cluster on 127.0.0.1 that every later command reuses")
     up.add_argument("--workers", type=positive_int, default=None, help="worker processes (default: one per core)")
     sub.add_parser("down", help="stop the xmdata service: workers, scheduler and Prefect server")
+    worker = sub.add_parser("worker", help="Dask worker(s) for an existing scheduler; --gpu: one per "
+                            "visible GPU, each advertising the resource GPU=1 (GPU stages run there)")
+    worker.add_argument("address", help="the scheduler, tcp://host:8786")
+    worker.add_argument("--gpu", action="store_true", help="one worker per visible GPU, each pinned to it")
     sub.add_parser("status", help="is the xmdata service up; its URLs, workers and loaded models")
 
     serve = sub.add_parser("serve", help="a Prefect server on 127.0.0.1 and a process serving the deployments "
@@ -155,7 +167,7 @@ def _add_import_parser(sub) -> None:
 def _add_map_option(sub) -> None:
     """`--map OLD=NEW,…` on every command that reads a table (schemas/column_map.py)."""
     for name, command in sub.choices.items():
-        if name in ("serve", "models", "up", "down", "status"):
+        if name in ("serve", "models", "up", "down", "status", "worker"):
             continue
         leaves = [command]
         for action in command._actions:  # argparse has no public way to list a parser's sub-commands
@@ -176,10 +188,12 @@ def main(argv: list[str] | None = None) -> int:
     from xmdata.models.base import ModelError
     from xmdata.runtime.execution import ShardsFailed
     from xmdata.runtime.service import ServiceError
+    from xmdata.runtime.storage import parse_storage_options, use_storage_options
     from xmdata.schemas import ContractError
     from xmdata.schemas.column_map import column_mapping, unused_keys
 
     try:
+        use_storage_options(parse_storage_options(getattr(args, "storage_option", None)))
         with column_mapping(getattr(args, "map", None)) as mapping:
             code = COMMANDS[args.command](args) or 0
     except (ContractError, ModelError) as exc:

@@ -6,23 +6,36 @@ import os
 import sys
 import time
 
+from xmdata.runtime import storage
 from xmdata.schemas import CONTRACTS, ContractError
 from xmdata.schemas.readers import read_input
 
 
-def _run_flow(flow_fn, args, summary_dir: str | None = None, **params) -> dict:
+def _run_flow(flow_fn, args, summary_dir: str | None = None, cluster=None, url_out: bool = False,
+              **params) -> dict:
+    """`cluster`: a release config's; --cluster on the command line wins over it. `url_out`: the
+    flow writes through runtime/storage.py, so --out may be an object-store URL."""
+    from xmdata.runtime.cluster_spec import cluster_options
     from xmdata.runtime.progress import PROGRESS_ENV
     from xmdata.runtime.run_setup import run_environment
+    from xmdata.runtime.storage_check import check_location
 
-    args.out = os.path.abspath(args.out)  # workers of an external cluster have another cwd
-    os.makedirs(args.out, exist_ok=True)
+    if storage.is_url(args.out) and not url_out:
+        raise ContractError(f"--out {args.out}: this command writes its outputs with local tools; give a local "
+                            f"folder (identify-language, score and release write to object stores)")
+    cluster = cluster_options(args.cluster, args.cluster_kwargs, args.adapt) or cluster
+    args.out = storage.absolute(args.out)  # workers of an external cluster have another cwd
+    check_location(args.out, "--out")  # a store we cannot write to stops here, before any start
+    for folder in (args.out, summary_dir or args.out):
+        if not storage.is_url(folder):  # an object store has no folders to make
+            os.makedirs(folder, exist_ok=True)
     os.environ[PROGRESS_ENV] = "0" if args.quiet else "1"
     started = time.perf_counter()
-    os.makedirs(summary_dir or args.out, exist_ok=True)
-    with run_environment(args.executor, args.dask_address, args.workers, summary_dir or args.out, args.quiet):
+    log_dir = None if storage.is_url(summary_dir or args.out) else summary_dir or args.out
+    with run_environment(args.executor, args.dask_address, args.workers, log_dir, args.quiet, cluster):
         summary = flow_fn(out=args.out, shards=args.shards, **params)
     if not args.quiet:
-        print(open(os.path.join(summary_dir or args.out, "summary.md"), encoding="utf-8").read())
+        print(storage.read_text(storage.join(summary_dir or args.out, "summary.md")))
         for stage, counts in summary["run"].items():
             print(f"{stage}: {counts['shards_run']} shard(s) run, {counts['shards_skipped']} skipped "
                   f"(already finished) of {counts['shards_total']}")
@@ -34,8 +47,9 @@ def release(args) -> int:
     """`xmdata demo` is the release of the packaged demo config."""
     if args.release_command == "verify":
         from xmdata.tasks.release_manifest import verify_release
+        from xmdata.tasks.release_upload import verify_remote_release
 
-        problems = verify_release(args.dir)
+        problems = (verify_remote_release if storage.is_url(args.dir) else verify_release)(args.dir)
         for line in problems:
             print(f"{args.dir}: {line}", file=sys.stderr)
         print(f"{args.dir}: {'differs from its manifest' if problems else 'every file matches its manifest'}")
@@ -45,10 +59,16 @@ def release(args) -> int:
     from xmdata.flows.release import release_flow
     from xmdata.flows.release_config import load_release_config
 
-    load_release_config(args.config, args.sample, args.models)  # a broken config stops here, before any server starts
-    work = os.path.abspath(args.work or os.path.join(args.out, "build"))
-    result = _run_flow(release_flow, args, summary_dir=work, config=args.config, seed=args.seed, work=work,
-                       sample=args.sample, models=args.models)
+    parsed, _, _ = load_release_config(args.config, args.sample, args.models)  # a broken config stops here
+    if args.work and storage.is_url(args.work):
+        raise ContractError(f"--work {args.work}: a release's build folder is local (its stages write with "
+                            f"local tools); --out may be a URL, the release is uploaded when built")
+    from xmdata.tasks.release_upload import staging_folder
+
+    out = staging_folder(storage.absolute(args.out)) if storage.is_url(args.out) else args.out
+    work = os.path.abspath(args.work or os.path.join(out, "build"))
+    result = _run_flow(release_flow, args, summary_dir=work, cluster=parsed.cluster, url_out=True,
+                       config=args.config, seed=args.seed, work=work, sample=args.sample, models=args.models)
     print(f"release {result['release']}: {result['files']} files, release_sha256 {result['release_sha256']}")
     return 0
 
@@ -57,7 +77,7 @@ def identify_language(args) -> int:
     from xmdata.flows.language_id import identify_language_flow
 
     read_input(args.input, CONTRACTS["captions"])  # fail in a second, before any server starts
-    _run_flow(identify_language_flow, args, input_path=os.path.abspath(args.input),
+    _run_flow(identify_language_flow, args, url_out=True, input_path=storage.absolute(args.input),
               lid_model=args.lid_model if args.lid_model == "lid.176" else os.path.abspath(args.lid_model))
     return 0
 
@@ -76,7 +96,7 @@ def select_images(args) -> int:
     if not os.path.isdir(args.input):
         read_input(args.input, CONTRACTS["images"])
     try:
-        _run_flow(select_images_flow, args, input_path=os.path.abspath(args.input),
+        _run_flow(select_images_flow, args, input_path=storage.absolute(args.input),
                   languages=args.languages, per_language=args.per_language, strategy=args.strategy,
                   within=args.within, seed=args.seed, strict=args.strict)
         code = 0
@@ -102,7 +122,11 @@ def score(args) -> int:
     from xmdata.tasks.score_input import read_score_input
 
     read_score_input(args.input, args.references_column)  # fail in a second, before any server starts
-    if args.image_root and not os.path.isdir(args.image_root):
+    if args.image_root and storage.is_url(args.image_root):
+        from xmdata.runtime.storage_check import check_location
+
+        check_location(args.image_root, "--image-root")
+    elif args.image_root and not os.path.isdir(args.image_root):
         raise ContractError(f"--image-root {args.image_root}: not a folder")
     if not looks_like_path(args.clip_model) and not args.pretrained:
         raise ModelError(f"open_clip: {args.clip_model!r} needs --pretrained (a tag such as "
@@ -116,8 +140,8 @@ def score(args) -> int:
             args.workers = torch.cuda.device_count()  # one worker, one model copy, per GPU
     extra = {"max_image_pixels": args.max_image_pixels} if args.max_image_pixels else {}
     summary = _run_flow(
-        score_flow, args, input_path=os.path.abspath(args.input), clip_model=args.clip_model,
-        pretrained=args.pretrained, image_root=args.image_root and os.path.abspath(args.image_root),
+        score_flow, args, url_out=True, input_path=storage.absolute(args.input), clip_model=args.clip_model,
+        pretrained=args.pretrained, image_root=args.image_root and storage.absolute(args.image_root),
         references_column=args.references_column,
         embeddings=args.embedding_dtype if args.embeddings else "none", batch_size=args.batch_size,
         weight=args.weight, prefix=args.prefix, device=args.device, autocast=args.autocast, **extra)
@@ -171,6 +195,12 @@ def service(args) -> int:
     return service_command(args)
 
 
-COMMANDS = {"up": service, "down": service, "status": service, "demo": release, "release": release, "serve": serve, "identify-language": identify_language, "select-images": select_images,
+def worker(args) -> int:
+    from xmdata.runtime.worker_command import worker_command
+
+    return worker_command(args)
+
+
+COMMANDS = {"worker": worker, "up": service, "down": service, "status": service, "demo": release, "release": release, "serve": serve, "identify-language": identify_language, "select-images": select_images,
             "translate": translate, "select-translations": select_translations, "translate-qa": translate_qa,
             "score": score, "evaluate": evaluate, "import": import_dataset, "validate": validate, "models": models}

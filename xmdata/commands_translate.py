@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 
 from xmdata.cli_translate import engine_arguments, qe_arguments
+from xmdata.runtime import storage
 from xmdata.schemas import ContractError
 
 
@@ -29,7 +30,7 @@ def translate(args) -> int:
         raise ContractError("; ".join(e["msg"] for e in exc.errors())) from exc
     # Fail in seconds, before a server starts: bad input, missing model paths, unsupported languages.
     preflight(args.input, args.columns, args.source, args.targets, translator, filters)
-    _run_flow(translate_flow, args, input_path=os.path.abspath(args.input), columns=args.columns,
+    _run_flow(translate_flow, args, input_path=storage.absolute(args.input), columns=args.columns,
               targets=args.targets, source=args.source, translator=translator, filters=filters)
     print(open(os.path.join(args.out, "translation_report.md"), encoding="utf-8").read())
     return 0
@@ -69,7 +70,7 @@ def translate_qa(args) -> int:
         raise ContractError("; ".join(e["msg"] for e in exc.errors())) from exc
     excluded = list(DEFAULT_EXCLUDED_TASKS) if args.exclude_tasks is None else args.exclude_tasks
     preflight_qa(args.input, args.source, args.targets, translator, filters)  # fail before a server starts
-    _run_flow(translate_qa_flow, args, input_path=os.path.abspath(args.input), targets=args.targets,
+    _run_flow(translate_qa_flow, args, input_path=storage.absolute(args.input), targets=args.targets,
               translator=translator, filters=filters, exclude_tasks=excluded, per_task=args.per_task,
               source=args.source)
     print(open(os.path.join(args.out, "qa_report.md"), encoding="utf-8").read())

@@ -25,8 +25,11 @@ def default_workers() -> int:
 
 
 def start_local_cluster(n_workers: int | None = None, memory_limit: str = "auto"):
-    """A LocalCluster of single-threaded worker processes; returns (cluster, client)."""
+    """A LocalCluster of single-threaded worker processes, plus one per visible GPU that advertises
+    GPU=1 (placement.py); returns (cluster, client)."""
     from distributed import Client, LocalCluster
+
+    from .placement import add_gpu_workers, gpu_ids
 
     workers = n_workers or default_workers()
     threads = str(worker_threads(workers))
@@ -39,6 +42,8 @@ def start_local_cluster(n_workers: int | None = None, memory_limit: str = "auto"
         dashboard_address=f"{host}:{dashboard or 0}", memory_limit=memory_limit,
         scheduler_kwargs={"dashboard": bool(dashboard)},
         env={"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads})
+    if gpus := gpu_ids():  # plus one worker per GPU, for the stages that want one (placement.py)
+        add_gpu_workers(cluster, gpus)
     return cluster, Client(cluster, set_as_default=False)
 
 

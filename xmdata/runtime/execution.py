@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import time
 
-import pyarrow.parquet as pq
-
+from . import storage
 from .atomic import sha256_file
 from .process import StageReport
 from .progress import ShardProgress
@@ -46,12 +45,14 @@ def _run_stage(stage: Stage, input_paths: list[str], root: str) -> StageReport:
     pending: list[tuple[int, str]] = []
     for path in input_paths:
         index = shard_index(path)
-        done = finished_record(stage, ShardPaths(root, stage.name, index), sha256_file(path))
+        paths = ShardPaths(root, stage.name, index)
+        # No record, nothing to compare: the input is hashed only when there is (one GET less on S3).
+        done = finished_record(stage, paths, sha256_file(path)) if storage.exists(paths.record) else None
         if done is not None:
             records[index] = done
         else:
             pending.append((index, path))
-    rows = sum(pq.read_metadata(path).num_rows for _, path in pending)
+    rows = sum(storage.parquet_rows(path) for _, path in pending)
     executor = current_session().executor_for(stage, rows, len(pending))
     tracker = StageTracker(stage.name, len(input_paths), len(records), executor.where)
     progress = ShardProgress(stage.name, len(input_paths), len(records))

@@ -13,7 +13,9 @@ from typing import Iterator
 
 from .cluster import default_workers, worker_threads
 
+from .placement import placement
 from .process import run_shard_job
+from .storage import storage_options
 from .stage import Stage
 
 Outcome = tuple[int, "dict | None", "str | None"]
@@ -74,8 +76,10 @@ class DaskExecutor:
         from distributed import as_completed
 
         token = uuid.uuid4().hex[:8]
-        futures = {self.client.submit(run_shard_job, stage, path, root, index, pure=False,
-                                      key=f"{stage.name}-{index:05d}-{token}"): index
+        options = storage_options() or None  # a worker elsewhere shares only the store with us
+        where = placement(self.client, stage)  # GPU stages on GPU workers, when there are any
+        futures = {self.client.submit(run_shard_job, stage, path, root, index, options, pure=False,
+                                      key=f"{stage.name}-{index:05d}-{token}", **where): index
                    for index, path in jobs}
         try:
             for future in as_completed(list(futures), loop=self.client.loop):

@@ -1,40 +1,50 @@
 """Running one stage over one shard, the unit of work, and over all shards of an input."""
 from __future__ import annotations
 
+import hashlib
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from . import storage
 from .atomic import sha256_file, write_json_atomic, write_parquet_atomic
 from .records import finished_record, make_record
 from .shards import ShardPaths
 from .stage import Stage
 
 
-def process_shard(stage: Stage, input_path: str, root: str, index: int, input_sha: str | None = None) -> dict:
-    """Read a shard, run the stage, write data and rejects, then the completion record."""
+def process_shard(stage: Stage, input_path: str, root: str, index: int, input_sha: str | None = None,
+                  source: bytes | None = None) -> dict:
+    """Read a shard (or its bytes, already fetched), run the stage, write data and rejects, then the
+    completion record."""
     paths = ShardPaths(root, stage.name, index)
     input_sha = input_sha or sha256_file(input_path)
-    table = pq.read_table(input_path)
+    table = pq.read_table(pa.BufferReader(source)) if source is not None else storage.read_parquet(input_path)
     kept, rejects = stage.fn(table, stage.params)
     return write_shard(stage, paths, input_sha, table.num_rows, kept, rejects)
 
 
-def run_shard_job(stage: Stage, input_path: str, root: str, index: int) -> dict:
+def run_shard_job(stage: Stage, input_path: str, root: str, index: int,
+                  storage_options: dict | None = None) -> dict:
     """What an executor runs for one shard: its record, and how the time went.
 
     A shard whose completion record already matches is returned as it is, not recomputed: Dask
     reruns a task whose worker died after finishing it, and that must cost a hash, not the work.
     Model loads (their imports included) are timed apart from the work (`models.registry`).
+    `storage_options`: the client's `--storage-option`s, for a worker that shares only the store.
     """
     from xmdata.models import registry  # light: backends are imported only when a model loads
 
+    storage.use_storage_options(storage_options)
     started, loads_before = time.perf_counter(), registry.load_seconds
-    input_sha = sha256_file(input_path)
+    # An object is fetched once, then hashed and parsed: one GET, not two.
+    source = storage.read_bytes(input_path) if storage.is_url(input_path) else None
+    input_sha = hashlib.sha256(source).hexdigest() if source is not None else sha256_file(input_path)
     done = finished_record(stage, ShardPaths(root, stage.name, index), input_sha)
-    record = done if done is not None else process_shard(stage, input_path, root, index, input_sha)
+    record = done if done is not None else process_shard(stage, input_path, root, index, input_sha, source)
     seconds = time.perf_counter() - started
     load_s = registry.load_seconds - loads_before
     return {"record": record, "recomputed": done is None, "seconds": seconds, "load_s": load_s}
@@ -43,9 +53,12 @@ def run_shard_job(stage: Stage, input_path: str, root: str, index: int) -> dict:
 def write_shard(stage: Stage, paths: ShardPaths, input_sha: str, rows_in: int, kept: pa.Table,
                 rejects: pa.Table) -> dict:
     """Data, then rejects, then the completion record: a shard counts as done only once all exist."""
-    write_parquet_atomic(kept, paths.data)
-    write_parquet_atomic(rejects, paths.rejects)
-    record = make_record(stage, paths, input_sha, rows_in, kept, rejects)
+    if storage.is_url(paths.data):  # two uploads at once (a round trip less); the record after both
+        with ThreadPoolExecutor(2) as pool:
+            written = tuple(pool.map(write_parquet_atomic, (kept, rejects), (paths.data, paths.rejects)))
+    else:
+        written = write_parquet_atomic(kept, paths.data), write_parquet_atomic(rejects, paths.rejects)
+    record = make_record(stage, paths, input_sha, rows_in, kept, rejects, written)
     write_json_atomic(record, paths.record)
     return record
 

@@ -2,18 +2,19 @@
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 
 import pyarrow as pa
 
+from . import storage
 from .atomic import sha256_file
 from .shards import ShardPaths
 from .stage import Stage
 
 
 def make_record(stage: Stage, paths: ShardPaths, input_sha256: str, rows_in: int,
-                kept: pa.Table, rejects: pa.Table) -> dict:
+                kept: pa.Table, rejects: pa.Table, written_sha256: tuple[str, str]) -> dict:
+    """`written_sha256`: of the data and rejects files, as `write_parquet_atomic` wrote them."""
     # No timestamps or hostnames: records are part of the output and must be reproducible.
     by_reason = Counter(rejects.column("reason").to_pylist()) if rejects.num_rows else Counter()
     return {
@@ -23,8 +24,8 @@ def make_record(stage: Stage, paths: ShardPaths, input_sha256: str, rows_in: int
         "rows_out": kept.num_rows,
         "rows_rejected": dict(sorted(by_reason.items())),
         "input_sha256": input_sha256,
-        "output_sha256": sha256_file(paths.data),
-        "rejects_sha256": sha256_file(paths.rejects),
+        "output_sha256": written_sha256[0],
+        "rejects_sha256": written_sha256[1],
         "params_hash": stage.params_hash,
         "code_version": stage.code_version,
     }
@@ -32,8 +33,7 @@ def make_record(stage: Stage, paths: ShardPaths, input_sha256: str, rows_in: int
 
 def read_record(paths: ShardPaths) -> dict | None:
     try:
-        with open(paths.record, encoding="utf-8") as f:
-            return json.load(f)
+        return json.loads(storage.read_text(paths.record))
     except (FileNotFoundError, json.JSONDecodeError):
         return None
 
@@ -41,7 +41,7 @@ def read_record(paths: ShardPaths) -> dict | None:
 def finished_record(stage: Stage, paths: ShardPaths, input_sha256: str) -> dict | None:
     """The shard's record if it matches this input, params and code and its files are intact."""
     record = read_record(paths)
-    if record is None or not all(os.path.exists(p) for p in (paths.data, paths.rejects)):
+    if record is None or not all(storage.exists(p) for p in (paths.data, paths.rejects)):
         return None
     expected = {"input_sha256": input_sha256, "params_hash": stage.params_hash,
                 "code_version": stage.code_version}

@@ -20,16 +20,17 @@ HEARTBEAT_S = 60.0  # a command running longer than the idle time keeps the serv
 
 @contextlib.contextmanager
 def run_environment(executor: str | None = None, dask_address: str | None = None,
-                    workers: int | None = None, log_dir: str | None = None, quiet: bool = False):
+                    workers: int | None = None, log_dir: str | None = None, quiet: bool = False,
+                    cluster=None):
     executor = resolve_executor(executor)  # a bad XMDATA_EXECUTOR stops here, before any start
     service = None
     if os.environ.get(SERVICE_ENV) != "off":
         service = running_service() if os.environ.get("PREFECT_API_URL") else ensure_service(quiet=quiet)
     address = dask_address or os.environ.get(DASK_ADDRESS_ENV)
-    warm = service["dask_address"] if service and not workers and not address else None
+    warm = service["dask_address"] if service and not workers and not address and not cluster else None
     url = os.environ.get("PREFECT_API_URL") or (service and service["prefect_api_url"])
     log = os.path.join(log_dir, "prefect-server.log") if log_dir and not url else None
-    with prefect_api(log_path=log, url=url), execution_session(executor, address, workers, warm), \
+    with prefect_api(log_path=log, url=url), execution_session(executor, address, workers, warm, cluster), \
             _keep_alive(service is not None):
         yield
 

@@ -5,7 +5,8 @@
 - `auto` (default): a stage whose pending rows fit under its `inline_rows` runs in this process,
   where nothing needs starting or shipping; so does any stage of at most SMALL_ROWS rows when no
   warm cluster is at hand. Everything else goes to a warm cluster — an address, or the xmdata
-  service (`xmdata up`) — or, failing both, a LocalCluster started for this run and closed after it.
+  service (`xmdata up`) — or, failing both, a LocalCluster (or the `--cluster` class: SLURM,
+  Kubernetes…, cluster_spec.py) started for this run and closed after it.
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ class ExecutionSession:
     address: str | None = None  # an existing scheduler: every stage runs there
     workers: int | None = None  # LocalCluster size when one must be started
     service_address: str | None = None  # the xmdata service's warm cluster, if up
+    cluster: object = None  # ClusterOptions: a cluster manager (SLURM, Kubernetes…) started when needed
     _client: object = None
     _cluster: object = None
 
@@ -55,6 +57,10 @@ class ExecutionSession:
         if self._client is None:
             if self.warm_address:
                 self._client = connect(self.warm_address)
+            elif self.cluster is not None:
+                from .cluster_spec import start_cluster
+
+                self._cluster, self._client = start_cluster(self.cluster, self.workers)
             else:
                 self._cluster, self._client = start_local_cluster(self.workers)
         return self._client
@@ -84,15 +90,27 @@ _default: ExecutionSession | None = None
 
 @contextlib.contextmanager
 def execution_session(executor: str | None = None, address: str | None = None,
-                      workers: int | None = None, service_address: str | None = None):
+                      workers: int | None = None, service_address: str | None = None, cluster=None):
     session = ExecutionSession(resolve_executor(executor), address or os.environ.get(DASK_ADDRESS_ENV),
-                               workers, service_address)
+                               workers, service_address, cluster)
     token = _current.set(session)
     try:
         yield session
     finally:
         _current.reset(token)
         session.close()
+
+
+@contextlib.contextmanager
+def cluster_scope(options):
+    """A flow's own cluster manager (a release config's `cluster:`, a deployment's parameter), unless
+    the run already has a cluster or an address: the command line wins over the config."""
+    current = current_session()
+    if options is None or current.cluster is not None or current.address:
+        yield current
+        return
+    with execution_session(current.executor, workers=current.workers, cluster=options) as session:
+        yield session
 
 
 def current_session() -> ExecutionSession:

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import storage
+
 
 def shard_of(key: str, n_shards: int) -> int:
     """A row's shard from its key alone: stable across runs, machines and input order."""
@@ -45,15 +47,15 @@ class ShardPaths:
 
     @property
     def data(self) -> str:
-        return os.path.join(self.root, self.stage, "data", f"{self.name}.parquet")
+        return storage.join(self.root, self.stage, "data", f"{self.name}.parquet")
 
     @property
     def rejects(self) -> str:
-        return os.path.join(self.root, self.stage, "rejects", f"{self.name}.parquet")
+        return storage.join(self.root, self.stage, "rejects", f"{self.name}.parquet")
 
     @property
     def record(self) -> str:
-        return os.path.join(self.root, self.stage, "_done", f"{self.name}.json")
+        return storage.join(self.root, self.stage, "_done", f"{self.name}.json")
 
 
 def remove_shards_beyond(root: str, stage: str, n_shards: int) -> int:
@@ -61,9 +63,9 @@ def remove_shards_beyond(root: str, stage: str, n_shards: int) -> int:
     they would otherwise sit in the release as stale rows. Returns how many files went."""
     removed = 0
     for kind in ("data", "rejects", "_done"):
-        folder = os.path.join(root, stage, kind)
-        for name in os.listdir(folder) if os.path.isdir(folder) else []:
+        folder = storage.join(root, stage, kind)
+        for name in storage.listdir(folder):
             if name.startswith("shard-") and shard_index(name) >= n_shards:
-                os.unlink(os.path.join(folder, name))
+                storage.remove(storage.join(folder, name))
                 removed += 1
     return removed

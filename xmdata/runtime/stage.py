@@ -19,6 +19,7 @@ class Stage:
     Bump ``version`` when a change to ``fn`` changes its output: finished shards are then redone.
     ``inline_rows``: up to this many pending rows the stage runs in the calling process even when a
     warm cluster is at hand (light stages: shipping the work costs more than doing it).
+    ``gpu``: its model wants a GPU; on a cluster with GPU workers it runs only there (placement.py).
     """
 
     name: str
@@ -26,6 +27,7 @@ class Stage:
     fn: StageFn
     params: dict = field(default_factory=dict)
     inline_rows: int = 0
+    gpu: bool = False
 
     @property
     def code_version(self) -> str:

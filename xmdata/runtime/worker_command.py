@@ -1,0 +1,37 @@
+"""`xmdata worker ADDRESS [--gpu]`: Dask workers for an existing scheduler, as the runs expect them.
+
+Plain: one single-threaded worker (a worker holds one copy of each model and runs one shard at a
+time). `--gpu`: one worker per visible GPU, each pinned to its device and advertising the Dask
+resource GPU=1, so translation, QE and scoring shards go there (placement.py). The same by hand:
+`CUDA_VISIBLE_DEVICES=0 dask worker ADDRESS --nthreads 1 --resources GPU=1`.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from xmdata.schemas.contract import ContractError
+
+from .placement import gpu_ids
+
+
+def worker_command(args) -> int:
+    dask = os.path.join(os.path.dirname(sys.executable), "dask")
+    base = [dask, "worker", args.address, "--nthreads", "1", "--no-dashboard"]
+    if not args.gpu:
+        return subprocess.call(base)
+    devices = gpu_ids()
+    if not devices:
+        raise ContractError("xmdata worker --gpu: no GPU visible (nvidia-smi -L lists none, "
+                            "CUDA_VISIBLE_DEVICES is empty); start a plain worker instead")
+    procs = [subprocess.Popen(base + ["--resources", "GPU=1", "--name", f"{os.uname().nodename}-gpu-{d}"],
+                              env={**os.environ, "CUDA_VISIBLE_DEVICES": d}) for d in devices]
+    try:
+        return max(p.wait() for p in procs)
+    finally:  # Ctrl-C: every worker goes with this command
+        for p in procs:
+            if p.poll() is None:
+                p.terminate()
+        for p in procs:
+            p.wait()
