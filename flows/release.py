@@ -9,9 +9,9 @@ from prefect import flow
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 
 from xmdata.flows.finish import finish_build
-from xmdata.flows.release_build import build_release_data, resolve_tiny_models
-from xmdata.flows.release_config import load_release_config
+from xmdata.flows.release_build import build_release_data
 from xmdata.flows.release_facts import release_facts
+from xmdata.flows.release_preflight import checked_release
 from xmdata.runtime.atomic import remove_stray_temp_files, write_text_atomic
 from xmdata.schemas.column_map import column_mapping
 from xmdata.tasks.release_card import build_card
@@ -33,13 +33,11 @@ def release_flow(config: str = "demo", out: str = "releases/demo", shards: int |
         seed: override the config's seed (recorded in the manifest)
         work: build folder with shards and completion records (default OUT/build)
     """
-    parsed, text, text_sha = load_release_config(config)
-    overrides = {k: v for k, v in {"shards": shards, "seed": seed}.items() if v is not None}
-    parsed = parsed.model_copy(update=overrides)
+    # Every stage's refusals (config, overrides, inputs, models) before the first stage writes.
+    parsed, resolved, text, text_sha, overrides = checked_release(config, shards, seed)
     out = os.path.abspath(out)
     work = os.path.abspath(work or os.path.join(out, "build"))
     remove_stray_temp_files(out)  # what a killed run left half-written, build folder included
-    resolved = resolve_tiny_models(parsed)
     with column_mapping(parsed.columns):  # the config's `columns:`, as --map on the commands
         build = build_release_data(resolved, work)
     summary = finish_build(work, build.reports, build.distributions, f"Build of release {parsed.name}",

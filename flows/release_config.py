@@ -11,7 +11,7 @@ import os
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from xmdata.data import DATA_DIR
 from xmdata.schemas import ContractError
@@ -23,6 +23,9 @@ INPUT_FIELDS = {"language_id": ["input"], "image_selection": ["input", "language
                 "qa_translation": ["input"], "scoring": ["input", "images"]}
 PACKAGED = {"demo": os.path.join(DATA_DIR, "releases", "demo.yaml")}
 TINY = "tiny:"
+# Which tiny models each model field may name (models/tiny.py builds them); a translator's must be its backend's.
+TINY_MODELS = {"translator.model": ("m2m100", "madlad"), "filters.qe_model": ("cometkiwi",),
+               "scoring.clip_model": ("open_clip",)}
 
 
 class Strict(BaseModel):
@@ -82,10 +85,30 @@ class ReleaseConfig(Strict):
     qa_translation: QATranslationConfig | None = None
     scoring: ScoringConfig | None = None
 
+    @model_validator(mode="after")
+    def _known_tiny_models(self):
+        """`tiny:<name>` must name a tiny model the field can use: refused here, not after a build."""
+        named = [("scoring.clip_model", "scoring.clip_model", self.scoring and self.scoring.clip_model, None)]
+        for section in ("translation", "qa_translation"):
+            if c := getattr(self, section):
+                named.append((f"{section}.translator.model", "translator.model", c.translator.model,
+                              c.translator.backend))
+                named.append((f"{section}.filters.qe_model", "filters.qe_model", c.filters and c.filters.qe_model, None))
+        for where, kind, name, backend in named:
+            if not (name and name.startswith(TINY)):
+                continue
+            allowed = (backend,) if backend else TINY_MODELS[kind]
+            if name[len(TINY):] not in allowed:
+                raise ValueError(f"{where}: {name!r} is not a tiny model it can use; use "
+                                 + " or ".join(f"'{TINY}{a}'" for a in allowed))
+        return self
+
 
 def config_path(config: str) -> str:
     """A packaged config by name (demo) or a path to a release.yaml."""
     path = PACKAGED.get(config, config)
+    if os.path.isdir(path):
+        raise ContractError(f"release config {config!r}: is a folder; give the release.yaml file")
     if not os.path.isfile(path):
         raise ContractError(f"release config {config!r}: no such file (packaged: {', '.join(PACKAGED)})")
     return os.path.abspath(path)
@@ -94,13 +117,28 @@ def config_path(config: str) -> str:
 def load_release_config(config: str) -> tuple[ReleaseConfig, str, str]:
     """(validated config with paths made absolute, the file's text, its sha256)."""
     path = config_path(config)
-    text = open(path, encoding="utf-8").read()
     try:
+        text = open(path, encoding="utf-8").read()
         parsed = ReleaseConfig.model_validate(yaml.safe_load(text) or {})
-    except (yaml.YAMLError, ValidationError) as exc:
-        raise ContractError(f"release config {path}: {exc}") from exc
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, ValidationError) as exc:
+        raise ContractError(f"release config {path}: {_one_paragraph(exc)}") from exc
     resolved = _absolute_inputs(parsed, os.path.dirname(path))
     return resolved, text, hashlib.sha256(text.encode()).hexdigest()
+
+
+def with_overrides(config: ReleaseConfig, overrides: dict) -> ReleaseConfig:
+    """The config with --shards / --seed (or the UI's form) applied, validated like the file itself."""
+    try:
+        return ReleaseConfig.model_validate({**config.model_dump(), **overrides})
+    except ValidationError as exc:
+        raise ContractError(f"release overrides {overrides}: {_one_paragraph(exc)}") from exc
+
+
+def _one_paragraph(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'config'}: {e['msg'].removeprefix('Value error, ')}"
+                         for e in exc.errors())
+    return " ".join(str(exc).split())
 
 
 def _absolute_inputs(config: ReleaseConfig, base: str) -> ReleaseConfig:

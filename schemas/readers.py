@@ -1,6 +1,7 @@
 """Read any input a user points at: Parquet, CSV, JSONL/NDJSON, JSON, and any URL polars reads."""
 from __future__ import annotations
 
+import json
 import os
 
 import polars as pl
@@ -28,6 +29,8 @@ def read_any(path: str) -> pa.Table:
     is_remote = "://" in path
     if not is_remote and not os.path.exists(path):
         raise ContractError(f"{path}: file not found")
+    if not is_remote and os.path.isdir(path):
+        raise ContractError(f"{path}: is a folder; give a table file ({', '.join(sorted(READERS))})")
     suffix = next((s for s in READERS if path.lower().endswith(s)), None)
     if suffix is None:
         raise ContractError(f"{path}: unknown format; expected one of {', '.join(sorted(READERS))}")
@@ -35,8 +38,32 @@ def read_any(path: str) -> pa.Table:
         table = READERS[suffix](path).to_arrow()
     except Exception as exc:  # polars raises many kinds; the user needs the file and the cause
         first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise ContractError(f"{path}: cannot read as {suffix[1:]}: {first_line}") from exc
+        cause = (not is_remote and _json_problem(path, suffix)) or first_line
+        raise ContractError(f"{path}: cannot read as {suffix[1:]}: {cause}") from exc
+    if table.num_rows == 0:  # a header-only CSV, an empty JSONL: nothing to do is not a success
+        raise ContractError(f"{path}: no rows (the file holds {'only a header' if table.num_columns else 'nothing'})")
     return apply_active_map(table, path)
+
+
+def _json_problem(path: str, suffix: str) -> str | None:
+    """Where a JSON/JSONL file breaks (polars says only "Syntax at character 0"): line and cause."""
+    if suffix not in (".jsonl", ".ndjson", ".json"):
+        return None
+    try:
+        with open(path, encoding="utf-8") as handle:
+            if suffix == ".json":
+                json.load(handle)
+                return None
+            for number, line in enumerate(handle, 1):
+                if line.strip() and not isinstance(json.loads(line), dict):
+                    return f"line {number} is not a JSON object (one object per line expected)"
+    except UnicodeDecodeError as exc:
+        return f"not UTF-8 text ({exc.reason} at byte {exc.start})"
+    except json.JSONDecodeError as exc:
+        where = f"line {exc.lineno}" if suffix == ".json" else f"line {number}"
+        truncated = " (truncated?)" if "Unterminated" in exc.msg or "Expecting" in exc.msg else ""
+        return f"{where} is not valid JSON{truncated}: {exc.msg} at column {exc.colno}"
+    return None
 
 
 def read_input(path: str, contract: TableContract) -> pa.Table:

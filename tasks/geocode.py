@@ -91,7 +91,11 @@ def read_exif_gps(path) -> tuple[float | None, float | None, str | None]:
     try:
         with Image.open(path) as image:
             gps = image.getexif().get_ifd(0x8825)  # the GPSInfo IFD
+    except Image.DecompressionBombError as error:  # a header claiming billions of pixels: never decoded
+        return None, None, f"image_too_large: {error}"[:200]
     except (OSError, UnidentifiedImageError, SyntaxError) as error:
+        return None, None, f"unreadable_exif: {type(error).__name__}: {error}"[:200]
+    except Exception as error:  # noqa: BLE001 - Pillow's plugins raise what they like on hostile files
         return None, None, f"unreadable_exif: {type(error).__name__}: {error}"[:200]
     if not gps or 2 not in gps or 4 not in gps:
         return None, None, "no_gps"

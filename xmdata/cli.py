@@ -160,6 +160,21 @@ def _add_map_option(sub) -> None:
                               help="rename input columns before the contract check, e.g. ImageID=id,Latitude=latitude")
 
 
+def check_output_folder(path: str, flag: str) -> None:
+    """An output folder that could never be written is refused before anything starts."""
+    from xmdata.schemas import ContractError
+
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise ContractError(f"{flag} {path}: exists and is not a folder")
+    parent = os.path.dirname(os.path.abspath(path))
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        raise ContractError(f"{flag} {path}: {parent} is a file, not a folder")
+    if not os.access(parent if not os.path.isdir(path) else path, os.W_OK | os.X_OK):
+        raise ContractError(f"{flag} {path}: {parent if not os.path.isdir(path) else path} is not writable")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if not args.verbose:  # before Prefect and Dask read their logging config
@@ -174,6 +189,9 @@ def main(argv: list[str] | None = None) -> int:
     from xmdata.schemas.column_map import column_mapping, unused_keys
 
     try:
+        for flag in ("out", "work"):
+            if getattr(args, flag, None):
+                check_output_folder(args.__dict__[flag], f"--{flag}")
         with column_mapping(getattr(args, "map", None)) as mapping:
             code = COMMANDS[args.command](args) or 0
     except (ContractError, ModelError) as exc:

@@ -43,9 +43,9 @@ def release(args) -> int:
     if not args.config or not args.out:
         raise ContractError("xmdata release needs --config FILE and --out DIR (or: xmdata release verify DIR)")
     from xmdata.flows.release import release_flow
-    from xmdata.flows.release_config import load_release_config
+    from xmdata.flows.release_preflight import checked_release
 
-    load_release_config(args.config)  # a broken config stops here, before any server starts
+    checked_release(args.config, args.shards, args.seed)  # a broken config, input or model stops here
     work = os.path.abspath(args.work or os.path.join(args.out, "build"))
     result = _run_flow(release_flow, args, summary_dir=work, config=args.config, seed=args.seed, work=work)
     print(f"release {result['release']}: {result['files']} files, release_sha256 {result['release_sha256']}")
@@ -64,16 +64,10 @@ def identify_language(args) -> int:
 def select_images(args) -> int:
     import polars as pl
 
+    from xmdata.flows.release_preflight import check_image_inputs
     from xmdata.flows.select_images import ShortfallError, select_images_flow
-    from xmdata.tasks.language_areas import load_language_areas
 
-    try:  # fail fast on a broken area file, as on any broken input
-        load_language_areas(args.languages)
-    except (OSError, ValueError) as exc:
-        source = args.languages or "language areas"
-        raise ContractError(str(exc) if str(exc).startswith(source) else f"{source}: {exc}") from exc
-    if not os.path.isdir(args.input):
-        read_input(args.input, CONTRACTS["images"])
+    check_image_inputs(args.input, args.languages)  # fail fast, before any server starts
     try:
         _run_flow(select_images_flow, args, input_path=os.path.abspath(args.input),
                   languages=args.languages, per_language=args.per_language, strategy=args.strategy,
