@@ -8,6 +8,7 @@ import pyarrow as pa
 
 from xmdata.schemas.column_map import apply_active_map
 from xmdata.schemas.contract import ContractError
+from xmdata.schemas.evaluation import require_ids
 from xmdata.schemas.readers import read_any
 
 from .eval_scored import read_score_run, scored_rows
@@ -26,6 +27,13 @@ def read_table(path: str | None, option: str = "INPUT") -> pa.Table:
     table, left_out = scored_rows(table, path, reasons)
     if left_out and (record := LEFT_OUT.get()) is not None:
         record[where(path)] = left_out
+    return table
+
+
+def read_items(o: dict, key: str = "input", option: str = "INPUT") -> pa.Table:
+    """read_table for metrics whose rows are items: null, empty and repeated ids are refused."""
+    table = read_table(o[key], option)
+    require_ids(table, o["id_column"], o[key])
     return table
 
 

@@ -24,14 +24,19 @@ def has_letters(text: str) -> bool:
     return any(ch.isalpha() for ch in IMAGE_PLACEHOLDER.sub("", text))
 
 
+def split_unlabelable(table: pa.Table, column: str = "text") -> tuple[pa.Table, pa.Table]:
+    """(rows with a text to label, rejects: empty_text, no_letters). Also `xmdata validate`'s."""
+    kept, empty = split_by_mask(table, blank_mask(table.column(column)), STAGE, "empty_text", column)
+    letterless = pa.array([not has_letters(t) for t in kept.column(column).to_pylist()], pa.bool_())
+    kept, no_letters = split_by_mask(kept, letterless, STAGE, "no_letters", column)
+    return kept, concat_rejects([empty, no_letters])
+
+
 def identify_language(table: pa.Table, params: dict) -> tuple[pa.Table, pa.Table]:
     """Add lid_label / lid_prob; rows with no text are rejected as empty_text, rows without a letter
     (digits, symbols, control characters, image placeholders only) as no_letters."""
     column = params["text_column"]
-    kept, rejects = split_by_mask(table, blank_mask(table.column(column)), STAGE, "empty_text", column)
-    letterless = pa.array([not has_letters(t) for t in kept.column(column).to_pylist()], pa.bool_())
-    kept, no_letters = split_by_mask(kept, letterless, STAGE, "no_letters", column)
-    rejects = concat_rejects([rejects, no_letters])
+    kept, rejects = split_unlabelable(table, column)
     model = get_model("language_identifier", ModelSpec(**params["model"]))
     labels, probs = model.predict(model.prepare(kept.column(column).to_pylist()))
     kept = kept.append_column("lid_label", pa.array(labels, pa.string()))

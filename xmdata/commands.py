@@ -84,9 +84,15 @@ def select_images(args) -> int:
 def validate(args) -> int:
     if args.table not in CONTRACTS:
         raise ContractError(f"unknown table {args.table!r}; known: {', '.join(sorted(CONTRACTS))}")
+    from xmdata.tasks.validate_rows import describe_rejects, would_reject
+
     table = read_input(args.input, CONTRACTS[args.table])
-    print(f"{args.input}: {table.num_rows} rows conform to '{args.table}'")
-    return 0
+    rejects = would_reject(table, CONTRACTS[args.table])
+    print(f"{args.input}: {table.num_rows} rows have the types of '{args.table}'; "
+          f"{table.num_rows - rejects.num_rows} would be kept, {rejects.num_rows} refused")
+    for line in describe_rejects(rejects):
+        print(f"  {line}")
+    return 1 if rejects.num_rows else 0
 
 
 def score(args) -> int:
