@@ -8,6 +8,7 @@ import os
 import pyarrow.compute as pc
 
 from xmdata.models.base import ModelError, ModelSpec, looks_like_path, resolve_local_path
+from xmdata.models.fasttext_lid import check_fasttext_file
 from xmdata.schemas import CAPTIONS, IMAGES, ContractError
 from xmdata.schemas.readers import read_any, read_input
 
@@ -35,8 +36,7 @@ def preflight_release(config: ReleaseConfig) -> None:
     resolved to their folders (flows/release_build.resolve_tiny_models)."""
     if c := config.language_id:
         read_input(c.input, CAPTIONS)
-        if c.lid_model != "lid.176":
-            resolve_local_path(ModelSpec("fasttext", c.lid_model))
+        check_fasttext_file(ModelSpec("fasttext", c.lid_model))
     if c := config.image_selection:
         check_image_inputs(c.input, c.languages)
     if c := config.translation:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 import time
@@ -10,9 +11,33 @@ from xmdata.schemas import CONTRACTS, ContractError
 from xmdata.schemas.readers import read_input
 
 
+class _InputErrorsOnce(logging.Filter):
+    """A refused input or model (exit 2) is printed by the CLI in one line; Prefect's console copy of
+    it, traceback and all, is dropped. The Prefect API (the UI's run logs) still gets it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from xmdata.models.base import ModelError
+
+        if record.levelno < logging.ERROR:
+            return True
+        if record.exc_info and isinstance(record.exc_info[1], (ContractError, ModelError)):
+            return False
+        return not any(f"{name}(" in record.getMessage() or f"{name}:" in record.getMessage()
+                       for name in ("ContractError", "ModelError"))
+
+
+INPUT_ERRORS_ONCE = _InputErrorsOnce()
+
+
 def _run_flow(flow_fn, args, summary_dir: str | None = None, **params) -> dict:
+    import prefect  # noqa: F401  (configures logging: its console handler is then in place)
+
     from xmdata.runtime.progress import PROGRESS_ENV
     from xmdata.runtime.run_setup import run_environment
+
+    if not args.verbose:
+        for handler in logging.getLogger().handlers:
+            handler.addFilter(INPUT_ERRORS_ONCE)  # one instance: a second run adds nothing
 
     args.out = os.path.abspath(args.out)  # workers of an external cluster have another cwd
     os.makedirs(args.out, exist_ok=True)
@@ -55,9 +80,13 @@ def release(args) -> int:
 def identify_language(args) -> int:
     from xmdata.flows.language_id import identify_language_flow
 
+    from xmdata.models.base import ModelSpec
+    from xmdata.models.fasttext_lid import check_fasttext_file
+
+    lid_model = args.lid_model if args.lid_model == "lid.176" else os.path.abspath(args.lid_model)
     read_input(args.input, CONTRACTS["captions"])  # fail in a second, before any server starts
-    _run_flow(identify_language_flow, args, input_path=os.path.abspath(args.input),
-              lid_model=args.lid_model if args.lid_model == "lid.176" else os.path.abspath(args.lid_model))
+    check_fasttext_file(ModelSpec("fasttext", lid_model))
+    _run_flow(identify_language_flow, args, input_path=os.path.abspath(args.input), lid_model=lid_model)
     return 0
 
 
