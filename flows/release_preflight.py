@@ -7,10 +7,11 @@ import os
 
 import pyarrow.compute as pc
 
-from xmdata.models.base import ModelError, ModelSpec, looks_like_path, resolve_local_path
+from xmdata.models.base import ModelSpec
 from xmdata.models.fasttext_lid import check_fasttext_file
 from xmdata.schemas import CAPTIONS, IMAGES, ContractError
 from xmdata.schemas.readers import read_any, read_input
+from xmdata.tasks.score_input import check_clip_model
 
 from .release_config import ReleaseConfig, load_release_config, with_overrides
 
@@ -51,11 +52,7 @@ def preflight_release(config: ReleaseConfig) -> None:
         read_input(c.input, CAPTIONS)
         if "path" not in read_input(c.images, IMAGES).column_names:
             raise ContractError(f"scoring.images {c.images}: no path column")
-        if looks_like_path(c.clip_model):
-            resolve_local_path(ModelSpec("open_clip", c.clip_model))
-        elif not c.pretrained:
-            raise ModelError(f"scoring.clip_model {c.clip_model!r} needs `pretrained` (a tag or a checkpoint "
-                             f"path): random weights score nothing")
+        check_clip_model(c.clip_model, c.pretrained, "scoring.pretrained")
 
 
 def translation_texts(c):

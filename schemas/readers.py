@@ -34,15 +34,25 @@ def read_any(path: str) -> pa.Table:
     suffix = next((s for s in READERS if path.lower().endswith(s)), None)
     if suffix is None:
         raise ContractError(f"{path}: unknown format; expected one of {', '.join(sorted(READERS))}")
+    if not is_remote and suffix not in (".parquet", ".pq"):
+        _require_utf8_text(path)
     try:
         table = READERS[suffix](path).to_arrow()
-    except Exception as exc:  # polars raises many kinds; the user needs the file and the cause
+    except (Exception, pl.exceptions.PanicException) as exc:  # polars raises many kinds (a panic too)
         first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         cause = (not is_remote and _json_problem(path, suffix)) or first_line
         raise ContractError(f"{path}: cannot read as {suffix[1:]}: {cause}") from exc
     if table.num_rows == 0:  # a header-only CSV, an empty JSONL: nothing to do is not a success
         raise ContractError(f"{path}: no rows (the file holds {'only a header' if table.num_columns else 'nothing'})")
     return apply_active_map(table, path)
+
+
+def _require_utf8_text(path: str) -> None:
+    """Text formats must be UTF-8: a UTF-16 file (Excel's "Unicode text") makes polars panic."""
+    with open(path, "rb") as handle:
+        head = handle.read(1 << 16)
+    if b"\x00" in head:
+        raise ContractError(f"{path}: not UTF-8 text (it holds NUL bytes: UTF-16 or binary); save it as UTF-8")
 
 
 def _json_problem(path: str, suffix: str) -> str | None:

@@ -23,6 +23,9 @@ def read_table(path: str | None, option: str = "INPUT") -> pa.Table:
     if not path:
         raise ContractError(f"{option} is required")
     run = read_score_run(path) if os.path.isdir(path) else None
+    if run is None and os.path.isdir(path):
+        raise ContractError(f"{path}: a folder, but not a score run (no clip_score/data/shard-*.parquet in it); "
+                            f"give a table file or the OUT of `xmdata score`")
     table, reasons = (apply_active_map(run[0], path), run[1]) if run is not None else (read_any(path), None)
     table, left_out = scored_rows(table, path, reasons)
     if left_out and (record := LEFT_OUT.get()) is not None:

@@ -126,15 +126,13 @@ def validate(args) -> int:
 
 def score(args) -> int:
     from xmdata.flows.score import score_flow
-    from xmdata.models.base import ModelError, looks_like_path
-    from xmdata.tasks.score_input import read_score_input
+    from xmdata.models.base import ModelError
+    from xmdata.tasks.score_input import check_clip_model, read_score_input
 
     read_score_input(args.input, args.references_column)  # fail in a second, before any server starts
     if args.image_root and not os.path.isdir(args.image_root):
         raise ContractError(f"--image-root {args.image_root}: not a folder")
-    if not looks_like_path(args.clip_model) and not args.pretrained:
-        raise ModelError(f"open_clip: {args.clip_model!r} needs --pretrained (a tag such as "
-                         f"frozen_laion5b_s13b_b90k, or a checkpoint path): random weights score nothing")
+    check_clip_model(args.clip_model, args.pretrained)
     if args.device == "cuda":
         import torch
 
