@@ -238,3 +238,78 @@ def test_argument_errors_exit_2_in_argparse_before_anything(tmp_path, capsys):
             main(argv)
         assert exit_.value.code == 2 and "error:" in capsys.readouterr().err
         assert not (tmp_path / "o").exists()
+
+
+# Rows a stage refuses one by one: counted by reason, rows in == rows out + rejects, never silent.
+
+def test_identify_language_rejects_texts_with_nothing_to_label_and_counts_every_row(tmp_path, capsys, prefect_server):
+    texts = {"ok": "A red bicycle leans against a wall.", "control": "\x01\x02\x03", "image": "<|image_1|>",
+             "image-nl": "<|image_1|>\n", "digits": "12345 678", "symbols": "!!! ??? ...", "blank": "   ",
+             "emoji": "\U0001F600\U0001F600", "huge": "word " * 200_000, "mixed": "<|image_1|> A cat on a mat."}
+    rows = [{"id": k, "text": v} for k, v in texts.items()] + [{"id": "ok", "text": "again"}, {"id": "", "text": "x"}]
+    jsonl("in.jsonl", rows)(tmp_path)
+    out = tmp_path / "out"
+    assert main(["identify-language", str(tmp_path / "in.jsonl"), "--out", str(out), "--executor", "inprocess",
+                 "--shards", "2", "--quiet"]) == 0
+    import json
+
+    stages = json.load(open(out / "summary.json"))["stages"]
+    assert stages["captions"]["rejected"] == {"duplicate_id": 1, "empty_id": 1}
+    assert stages["language_id"]["rejected"] == {"empty_text": 1, "no_letters": 6}
+    for stage in stages.values():
+        assert stage["rows_in"] == stage["rows_out"] + sum(stage["rejected"].values())
+    assert stages["captions"]["rows_in"] == len(rows) and stages["language_id"]["rows_out"] == 3  # ok, huge, mixed
+
+
+def test_photo_folder_refuses_bombs_symlinks_out_and_broken_files_with_reasons(tmp_path):
+    from adversarial_inputs import png_bomb
+    from xmdata.tasks.image_folder import images_from_folder
+
+    photos, outside = tmp_path / "photos", tmp_path / "secret"
+    photos.mkdir()
+    outside.mkdir()
+    png_bomb("bomb.png")(photos)
+    random_bytes("noise.jpg")(photos)
+    text("empty.jpg", b"")(photos)
+    from PIL import Image
+
+    Image.new("RGB", (8, 8)).save(outside / "elsewhere.jpg")
+    Image.new("RGB", (8, 8)).save(photos / "no-exif.jpg")
+    os.symlink(outside / "elsewhere.jpg", photos / "link.jpg")
+    os.symlink(tmp_path / "missing.jpg", photos / "dangling.jpg")
+    kept, rejects = images_from_folder(str(photos))
+    reasons = dict(zip(rejects.column("row_id").to_pylist(), rejects.column("reason").to_pylist()))
+    assert reasons == {"bomb.png": "image_too_large", "dangling.jpg": "path_outside_folder",
+                       "empty.jpg": "unreadable_exif", "link.jpg": "path_outside_folder", "no-exif.jpg": "no_gps",
+                       "noise.jpg": "unreadable_exif"}
+    assert kept.num_rows + rejects.num_rows == 6
+
+
+def test_coordinates_out_of_range_or_missing_are_rejected_by_reason():
+    from xmdata.tasks.geocode import split_coordinates
+
+    table = pa.table({"id": list("abcdefg"), "latitude": [10.0, 95.0, None, float("nan"), -90.0, 1.0, float("inf")],
+                      "longitude": [20.0, 1.0, 3.0, 1.0, 180.0, -180.5, 2.0]})
+    kept, rejects = split_coordinates(table)
+    assert kept.column("id").to_pylist() == ["a", "e"]
+    assert sorted(zip(rejects.column("row_id").to_pylist(), rejects.column("reason").to_pylist())) == [
+        ("b", "invalid_coordinates"), ("c", "no_gps"), ("d", "invalid_coordinates"),
+        ("f", "invalid_coordinates"), ("g", "invalid_coordinates")]
+
+
+def test_validate_says_which_rows_the_stages_would_refuse_and_why(tmp_path, capsys):
+    (tmp_path / "images.csv").write_text("id,latitude,longitude\na,1,2\n,3,4\na,5,6\nc,95,7\nd,,8\ne,10,200\nf,0,0\n")
+    assert main(["validate", str(tmp_path / "images.csv"), "--table", "images"]) == 1
+    out = capsys.readouterr().out
+    assert "7 rows have the types of 'images'; 2 would be kept, 5 refused" in out
+    for line in ("ingest: duplicate_id: 1 row(s) (first: 'a')", "ingest: empty_id: 1 row(s)",
+                 "geocode: invalid_coordinates: 2 row(s) (first: 'c', 'e')", "geocode: no_gps: 1 row(s) (first: 'd')"):
+        assert line in out
+    jsonl("captions.jsonl", [{"id": "a", "text": "hello", "language": "english"}, {"id": "b", "text": "<|image_1|>"},
+                             {"id": "c", "text": "bonjour", "language": "fr"}])(tmp_path)
+    assert main(["validate", str(tmp_path / "captions.jsonl")]) == 1
+    out = capsys.readouterr().out
+    assert "language: not_a_language_code: 1 row(s) (first: 'a')" in out and "no_letters: 1 row(s) (first: 'b')" in out
+    assert main(["validate", str(tmp_path / "captions.jsonl"), "--map", "nothing=x"]) == 1
+    jsonl("good.jsonl", [{"id": "c", "text": "bonjour", "language": "fr"}])(tmp_path)
+    assert main(["validate", str(tmp_path / "good.jsonl")]) == 0
