@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import os
-from typing import Literal
+from typing import Annotated, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from xmdata.data import DATA_DIR
 from xmdata.schemas import ContractError
@@ -26,6 +26,15 @@ TINY = "tiny:"
 # Which tiny models each model field may name (models/tiny.py builds them); a translator's must be its backend's.
 TINY_MODELS = {"translator.model": ("m2m100", "madlad"), "filters.qe_model": ("cometkiwi",),
                "scoring.clip_model": ("open_clip",)}
+
+
+def _distinct(items: list[str]) -> list[str]:
+    if repeated := sorted({item for item in items if items.count(item) > 1}):
+        raise ValueError(f"{', '.join(repeated)} given more than once")
+    return items
+
+
+Names = Annotated[list[str], Field(min_length=1), AfterValidator(_distinct)]  # targets, columns
 
 
 class Strict(BaseModel):
@@ -47,17 +56,17 @@ class ImageSelectionConfig(Strict):
 
 class TranslationConfig(Strict):
     input: str
-    columns: list[str] = ["text"]
+    columns: Names = ["text"]
     source: str = "en"
     only_source_language: bool = Field(True, description="translate only rows whose `language` is the source")
-    targets: list[str] = Field(min_length=1)
+    targets: Names
     translator: TranslatorOptions = TranslatorOptions()
     filters: FilterOptions = FilterOptions()
 
 
 class QATranslationConfig(Strict):
     input: str
-    targets: list[str] = Field(min_length=1)
+    targets: Names
     translator: TranslatorOptions = TranslatorOptions(backend="madlad", num_beams=1, num_candidates=1)
     filters: FilterOptions | None = Field(None, description="set to score candidates with LID and QE")
 

@@ -51,6 +51,8 @@ def numbers(table: pa.Table, column: str, source: str, id_column: str = "id") ->
 
 def require_in_scale(table: pa.Table, column: str, low: float, high: float, source: str,
                      id_column: str = "id") -> None:
+    if low > high:
+        raise ContractError(f"--rating-scale {low:g} {high:g}: MIN is above MAX")
     values = numbers(table, column, source, id_column)
     bad = (values < low) | (values > high)
     if bad.any():

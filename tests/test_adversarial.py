@@ -149,7 +149,32 @@ REFUSED = [
      "import openimages {d}/oi", "openimages"),
     ("import/out-is-a-file", all_of(jsonl("xm/captions.jsonl", [{"id": "a"}]), text("out", "x")),
      "import xm3600 {d}/xm", "exists and is not a folder"),
+    ("import/xm3600-key-is-a-list", jsonl("xm/captions.jsonl", [{"image/key": ["k"], "en": {"caption": ["a"]}}]),
+     "import xm3600 {d}/xm", "is no key"),
+    ("import/xm3600-not-utf8", text("xm/captions.jsonl", b'{"image/key": "caf\xe9"}\n'), "import xm3600 {d}/xm",
+     "not UTF-8"),
+    ("import/mmeb-query-is-a-number", jsonl("mm/VQA/train.jsonl", [{"qry": 5, "qry_image_path": "", "pos_text": "x",
+                                                                    "pos_image_path": "p"}]),
+     "import mmeb-train {d}/mm", "'query': record 1 has 5"),
+    ("import/xvnli-hypothesis-is-a-number", jsonl("x/test.jsonl", [{"gold_label": "entailment", "sentence1": "a",
+                                                                    "sentence2": 5, "pairID": "1", "Flikr30kID": "2"}]),
+     "import xvnli {d}/x/test.jsonl", "has 5 (int)"),
+    ("import/flickr8k-missing-token-file", text("f8/ExpertAnnotations.txt", "a.jpg\tb.jpg#0\t1\t2\t3\n"),
+     "import flickr8k-expert {d}/f8", "Flickr8k.token.txt"),
+    ("eval/pascal50s-fractional-votes", jsonl("p.jsonl", [{"id": "a", "score_a": 0.1, "score_b": 0.2, "votes_a": 1.5,
+                                                            "votes_b": 3, "category": "HC"}]),
+     "evaluate pascal50s {d}/p.jsonl", "not whole numbers"),
+    ("eval/rating-scale-reversed", ratings("in.parquet", ["a", "b"], [0.1, 0.2], [1, 2]),
+     "evaluate correlation {d}/in.parquet --rating-scale 4 1", "MIN is above MAX"),
+    ("eval/xvnli-unknown-label", jsonl("xv.jsonl", [{"id": "a", "clip_score": 0.1, "label": "weird", "image_id": "i"}]),
+     "evaluate xvnli {d}/xv.jsonl", "not in"),
+    ("eval/cider-references-for-other-images", all_of(
+        jsonl("c.jsonl", [{"image_id": "i", "text": "a cat", "system": "s", "language": "en"}]),
+        jsonl("r.jsonl", [{"image_id": "j", "text": "a dog", "language": "en"}])),
+     "evaluate cider {d}/c.jsonl --references {d}/r.jsonl", "missing"),
     # release configs
+    ("release/repeated-target", config("r.yaml", "name: x\ntranslation: {input: captions.jsonl, targets: [fr, fr]}\n"),
+     "release --config {d}/r.yaml", "fr given more than once"),
     ("release/config-is-a-folder", folder("conf"), "release --config {d}/conf", "is a folder"),
     ("release/config-missing", None, "release --config {d}/none.yaml", "no such file"),
     ("release/config-is-a-list", config("r.yaml", "- name: x\n"), "release --config {d}/r.yaml", "r.yaml"),
@@ -233,7 +258,8 @@ def test_argument_errors_exit_2_in_argparse_before_anything(tmp_path, capsys):
                  ["select-images", IMAGES, "--per-language", "-3", "--out", str(tmp_path / "o")],
                  ["evaluate", "correlation", CAPTIONS, "--out", str(tmp_path / "o"), "--rating-scale", "1"],
                  ["translate", CAPTIONS, "--columns", "text", "--targets", "fr", "--min-lid-prob", "1.5",
-                  "--out", str(tmp_path / "o")]):
+                  "--out", str(tmp_path / "o")],
+                 ["translate", CAPTIONS, "--columns", "text", "--targets", "fr,de,fr", "--out", str(tmp_path / "o")]):
         with pytest.raises(SystemExit) as exit_:
             main(argv)
         assert exit_.value.code == 2 and "error:" in capsys.readouterr().err
