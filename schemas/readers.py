@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import polars as pl
 import pyarrow as pa
@@ -42,9 +43,24 @@ def read_any(path: str) -> pa.Table:
         first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         cause = (not is_remote and _json_problem(path, suffix)) or first_line
         raise ContractError(f"{path}: cannot read as {suffix[1:]}: {cause}") from exc
+    if suffix in (".csv", ".tsv"):
+        _check_header(path, table.column_names, suffix)
     if table.num_rows == 0:  # a header-only CSV, an empty JSONL: nothing to do is not a success
         raise ContractError(f"{path}: no rows (the file holds {'only a header' if table.num_columns else 'nothing'})")
     return apply_active_map(table, path)
+
+
+def _check_header(path: str, names: list[str], suffix: str) -> None:
+    """Two columns of one name (polars renames the second `<name>_duplicated_0`), or one column whose
+    name holds another separator: the table read is not the table the file holds."""
+    repeated = [n.rsplit("_duplicated_", 1)[0] for n in names if re.search(r"_duplicated_\d+$", n)]
+    if repeated:
+        raise ContractError(f"{path}: column {repeated[0]!r} appears more than once in the header")
+    other = next((sep for sep in (";", "\t", "|", ",") if len(names) == 1 and sep in names[0]), None)
+    if other is not None:
+        expected = "tab" if suffix == ".tsv" else "comma"
+        raise ContractError(f"{path}: one column named {names[0][:60]!r}: the file looks {other!r}-separated; "
+                            f"{suffix} files are read {expected}-separated")
 
 
 def _require_utf8_text(path: str) -> None:

@@ -38,12 +38,14 @@ def identify_language(table: pa.Table, params: dict) -> tuple[pa.Table, pa.Table
     column = params["text_column"]
     kept, rejects = split_unlabelable(table, column)
     model = get_model("language_identifier", ModelSpec(**params["model"]))
-    labels, probs = model.predict(model.prepare(kept.column(column).to_pylist()))
+    # Placeholders are not words of the text's language (fastText reads "<|image_1|> Ein Hund." as en).
+    texts = [IMAGE_PLACEHOLDER.sub(" ", t) for t in kept.column(column).to_pylist()]
+    labels, probs = model.predict(model.prepare(texts))
     kept = kept.append_column("lid_label", pa.array(labels, pa.string()))
     kept = kept.append_column("lid_prob", pa.array(probs, pa.float32()))
     return kept, rejects
 
 
 def language_id_stage(model: ModelSpec, text_column: str = "text") -> Stage:
-    return Stage(STAGE, version="2", fn=identify_language,  # 2: no_letters rejects
+    return Stage(STAGE, version="2", fn=identify_language,  # 2: no_letters rejects, placeholders not read
                  params={"model": model.to_dict(), "text_column": text_column}, inline_rows=LIGHT_ROWS)

@@ -46,6 +46,10 @@ REFUSED = [
      "in.csv"),
     ("lid/binary-as-parquet", random_bytes("in.parquet"), "identify-language {d}/in.parquet", "cannot read as parquet"),
     ("lid/binary-as-jsonl", random_bytes("in.jsonl"), "identify-language {d}/in.jsonl", "not UTF-8 text"),
+    ("lid/repeated-header-column", text("in.csv", "id,text,text\na,b,c\n"), "identify-language {d}/in.csv",
+     "appears more than once"),
+    ("lid/semicolon-csv", text("in.csv", "id;text\na;hello\n"), "identify-language {d}/in.csv", "';'-separated"),
+    ("lid/ragged-csv", text("in.csv", "id,text\na,b,c\n"), "identify-language {d}/in.csv", "cannot read as csv"),
     ("lid/folder-as-input", folder("in"), "identify-language {d}/in", "is a folder"),
     ("lid/unknown-suffix", text("in.txt", "id,text\na,b\n"), "identify-language {d}/in.txt", "unknown format"),
     ("lid/missing-file", None, "identify-language {d}/nowhere.csv", "file not found"),
@@ -268,6 +272,21 @@ def test_argument_errors_exit_2_in_argparse_before_anything(tmp_path, capsys):
 
 # Rows a stage refuses one by one: counted by reason, rows in == rows out + rejects, never silent.
 
+def test_language_id_stage_rejects_texts_without_letters_and_keeps_the_rest():
+    from xmdata.models.base import ModelSpec
+    from xmdata.tasks.language_id import language_id_stage
+
+    texts = ["\x01\x02", "<|image_1|>", "<image>", " 12 34 ", "?!", "\u200b\u200b", None, "",
+             "<|image_1|> Ein Hund.", "Un chat noir."]
+    table = pa.table({"id": [f"t{i}" for i in range(len(texts))], "text": pa.array(texts, pa.string())})
+    stage = language_id_stage(ModelSpec("fasttext", "lid.176"))
+    kept, rejects = stage.fn(table, stage.params)
+    assert kept.column("id").to_pylist() == ["t8", "t9"] and kept.column("lid_label").to_pylist() == ["de", "fr"]
+    assert rejects.column("reason").to_pylist() == ["empty_text"] * 2 + ["no_letters"] * 6
+    assert kept.num_rows + rejects.num_rows == table.num_rows
+
+
+@pytest.mark.slow  # starts the test run's xmdata service
 def test_identify_language_rejects_texts_with_nothing_to_label_and_counts_every_row(tmp_path, capsys, prefect_server):
     texts = {"ok": "A red bicycle leans against a wall.", "control": "\x01\x02\x03", "image": "<|image_1|>",
              "image-nl": "<|image_1|>\n", "digits": "12345 678", "symbols": "!!! ??? ...", "blank": "   ",
