@@ -55,7 +55,7 @@ class FastTextLanguageIdentifier:
         path = bundled_lid176_path() if self.spec.name_or_path == LID176 else resolve_local_path(self.spec)
         try:
             self.model = fasttext.load_model(path)
-        except ValueError as exc:
+        except (ValueError, RuntimeError, MemoryError) as exc:  # a bad file says "Unknown loss", or asks for TBs
             raise ModelError(f"fasttext: {path} is not a fastText model: {exc}") from exc
 
     def prepare(self, texts: Sequence[str]) -> list[str]:

@@ -28,7 +28,15 @@ def check_clip_model(clip_model: str, pretrained: str | None, option: str = "--p
     from xmdata.models.base import ModelError, ModelSpec, looks_like_path, resolve_local_path
 
     if looks_like_path(clip_model):
-        resolve_local_path(ModelSpec("open_clip", clip_model))
+        path = resolve_local_path(ModelSpec("open_clip", clip_model))
+        if os.path.isdir(path):
+            from pathlib import Path
+
+            from xmdata.models.open_clip_scorer import local_model_config
+
+            if local_model_config(Path(path))[1] is None and not pretrained:
+                raise ModelError(f"open_clip: {path} holds no weights (open_clip_model.safetensors) and no "
+                                 f"{option} was given: random weights score nothing")
     elif not pretrained:
         raise ModelError(f"open_clip: {clip_model!r} needs {option} (a tag such as frozen_laion5b_s13b_b90k, "
                          f"or a checkpoint path): random weights score nothing")

@@ -113,6 +113,16 @@ REFUSED = [
      "score {d}/in.jsonl --clip-model {d}/none --references-column refs", "'refs'"),
     ("score/references-column-is-text", jsonl("in.jsonl", [{"id": "a", "text": "a", "image_path": "a.png"}]),
      "score {d}/in.jsonl --clip-model {d}/none --references-column text", "already uses"),
+    ("score/model-folder-with-broken-config", all_of(jsonl("in.jsonl", [{"id": "a", "text": "a", "image_path": "a.png"}]),
+                                                     text("clip/model.json", "{not json")),
+     "score {d}/in.jsonl --clip-model {d}/clip", "exactly one open_clip model config"),
+    ("score/model-folder-without-weights", all_of(
+        jsonl("in.jsonl", [{"id": "a", "text": "a", "image_path": "a.png"}]),
+        text("clip/m.json", '{"embed_dim": 4, "vision_cfg": {}, "text_cfg": {}}')),
+     "score {d}/in.jsonl --clip-model {d}/clip", "holds no weights"),
+    ("translate/qe-folder-without-checkpoint", folder("qe"),
+     "translate " + CAPTIONS + " --columns text --targets fr --model {m2m100} --qe-model {d}/qe",
+     "no COMET checkpoint"),
     # evaluate: ids, ratings, embeddings, layouts
     ("eval/correlation-duplicate-ids", ratings("in.parquet", ["a", "a", "b"], [0.1, 0.2, 0.3], [1, 2, 3]),
      "evaluate correlation {d}/in.parquet", "repeated"),
@@ -358,3 +368,28 @@ def test_validate_says_which_rows_the_stages_would_refuse_and_why(tmp_path, caps
     assert main(["validate", str(tmp_path / "captions.jsonl"), "--map", "nothing=x"]) == 1
     jsonl("good.jsonl", [{"id": "c", "text": "bonjour", "language": "fr"}])(tmp_path)
     assert main(["validate", str(tmp_path / "good.jsonl")]) == 0
+
+
+def test_release_overrides_from_the_ui_are_validated_before_anything_is_written(tmp_path):
+    from xmdata.flows.release import release_flow
+    from xmdata.schemas import ContractError
+
+    config("r.yaml", "name: x\nlanguage_id: {input: captions.jsonl}\n")(tmp_path)
+    for shards in (0, -4):  # the form's number field, as `prefect deployment run -p shards=0` sends it
+        with pytest.raises(ContractError, match="shards"):
+            release_flow.fn(config=str(tmp_path / "r.yaml"), out=str(tmp_path / "out"), shards=shards)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow  # a flow run: the broken model is found only when a shard loads it
+def test_a_model_that_fails_to_load_mid_run_exits_2_in_one_line_without_traceback(tmp_path, capsys, prefect_server):
+    from xmdata.models.fasttext_lid import FASTTEXT_MAGIC
+
+    text("lid.bin", FASTTEXT_MAGIC + b"\x0c\x00\x00\x00 but no model after the magic")(tmp_path)
+    capsys.readouterr()
+    code = main(["identify-language", CAPTIONS, "--lid-model", str(tmp_path / "lid.bin"), "--executor", "inprocess",
+                 "--shards", "1", "--quiet", "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err, err[-3000:]
+    shown = [line for line in err.splitlines() if "| ERROR" in line or line.startswith("xmdata:")]
+    assert len(shown) == 1 and shown[0].startswith("xmdata: error: fasttext:"), err  # (tests log Prefect's INFO)

@@ -12,18 +12,19 @@ from xmdata.schemas.readers import read_input
 
 
 class _InputErrorsOnce(logging.Filter):
-    """A refused input or model (exit 2) is printed by the CLI in one line; Prefect's console copy of
-    it, traceback and all, is dropped. The Prefect API (the UI's run logs) still gets it."""
+    """A refused input or model (exit 2) or failed shards (exit 1) are printed by the CLI in one
+    line; Prefect's console copy, traceback and all, is dropped. The Prefect API (the UI's run
+    logs) still gets it; -v shows it."""
+
+    NAMES = ("ContractError", "ModelError", "ShardsFailed")
 
     def filter(self, record: logging.LogRecord) -> bool:
-        from xmdata.models.base import ModelError
-
         if record.levelno < logging.ERROR:
             return True
-        if record.exc_info and isinstance(record.exc_info[1], (ContractError, ModelError)):
+        if record.exc_info and type(record.exc_info[1]).__name__ in self.NAMES:
             return False
         return not any(f"{name}(" in record.getMessage() or f"{name}:" in record.getMessage()
-                       for name in ("ContractError", "ModelError"))
+                       for name in self.NAMES)
 
 
 INPUT_ERRORS_ONCE = _InputErrorsOnce()
