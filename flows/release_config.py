@@ -84,7 +84,7 @@ class ReleaseConfig(Strict):
     version: str = "0.1.0"
     description: str = ""
     license: str = "cc-by-4.0"
-    seed: int = 0
+    seed: int = Field(0, ge=0)
     shards: int = Field(8, ge=1)
     columns: dict[str, str] = Field(default_factory=dict, description="column mapping applied to every input "
                                     "before its contract check, as --map: {ImageID: id, Latitude: latitude}")

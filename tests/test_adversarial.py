@@ -199,6 +199,8 @@ REFUSED = [
      "release --config {d}/r.yaml", "transltion"),
     ("release/bad-name", config("r.yaml", "name: ../x\nlanguage_id: {input: captions.jsonl}\n"),
      "release --config {d}/r.yaml", "name"),
+    ("release/negative-seed", config("r.yaml", "name: x\nseed: -3\nlanguage_id: {input: captions.jsonl}\n"),
+     "release --config {d}/r.yaml", "seed"),
     ("release/shards-zero", config("r.yaml", "name: x\nshards: 0\nlanguage_id: {input: captions.jsonl}\n"),
      "release --config {d}/r.yaml", "shards"),
     ("release/input-missing", config("r.yaml", "name: x\nlanguage_id: {input: nowhere.jsonl}\n"),
@@ -273,7 +275,9 @@ def test_argument_errors_exit_2_in_argparse_before_anything(tmp_path, capsys):
                  ["evaluate", "correlation", CAPTIONS, "--out", str(tmp_path / "o"), "--rating-scale", "1"],
                  ["translate", CAPTIONS, "--columns", "text", "--targets", "fr", "--min-lid-prob", "1.5",
                   "--out", str(tmp_path / "o")],
-                 ["translate", CAPTIONS, "--columns", "text", "--targets", "fr,de,fr", "--out", str(tmp_path / "o")]):
+                 ["translate", CAPTIONS, "--columns", "text", "--targets", "fr,de,fr", "--out", str(tmp_path / "o")],
+                 ["select-images", IMAGES, "--seed", "-5", "--out", str(tmp_path / "o")],
+                 ["evaluate", "mmmeb", CAPTIONS, "--seed", "-1", "--out", str(tmp_path / "o")]):
         with pytest.raises(SystemExit) as exit_:
             main(argv)
         assert exit_.value.code == 2 and "error:" in capsys.readouterr().err

@@ -6,6 +6,7 @@ import os
 import sys
 
 from xmdata.cli_translate import add_translation_commands
+from xmdata.tasks.eval_args import seed_int  # argparse only
 from xmdata.runtime.session import EXECUTORS
 
 EXIT_BAD_INPUT = 2
@@ -47,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     release.add_argument("--config", help="release.yaml, or a packaged config by name (demo)")
     release.add_argument("--out", help="release folder")
     release.add_argument("--work", default=None, help="build folder: shards and records (default OUT/build)")
-    release.add_argument("--seed", type=int, default=None, help="override the config's seed")
+    release.add_argument("--seed", type=seed_int, default=None, help="override the config's seed")
     _add_run_options(release)
     release.set_defaults(shards=None)  # the config's
     verify = release.add_subparsers(dest="release_command").add_parser(
@@ -83,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     select.add_argument("--strategy", choices=["greedy", "optimal"], default="greedy")
     select.add_argument("--within", choices=["random", "spread"], default="random",
                         help="inside a level: seeded random, or spread over subdivisions and grid cells")
-    select.add_argument("--seed", type=int, default=0)
+    select.add_argument("--seed", type=seed_int, default=0)
     select.add_argument("--strict", action="store_true", help="fail when a language gets fewer than K")
     select.add_argument("--out", required=True)
     _add_run_options(select)
@@ -117,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     models_sub = models.add_subparsers(dest="models_command", required=True)
     tiny = models_sub.add_parser("build-tiny", help="build tiny real-architecture models offline")
     tiny.add_argument("dir")
-    tiny.add_argument("--seed", type=int, default=0)
+    tiny.add_argument("--seed", type=seed_int, default=0)
     from xmdata.cli_translate import add_convert_command
     add_convert_command(models_sub)
 
