@@ -3,14 +3,12 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import re
 from typing import Sequence
 
 from .base import ModelError, ModelSpec, resolve_local_path
 
 LID176 = "lid.176"
 FASTTEXT_MAGIC = (793712314).to_bytes(4, "little")  # the first four bytes of every fastText model file
-_WHITESPACE = re.compile(r"\s+")
 
 
 def bundled_lid176_path() -> str:
@@ -41,7 +39,7 @@ def normalise_for_lid(text: str) -> str:
     """fastText refuses newlines and reads control characters as noise: fold all whitespace."""
     if not text.isprintable():  # rare: the per-character pass costs more than fastText itself
         text = "".join(ch if ch.isprintable() or ch.isspace() else " " for ch in text)
-    return _WHITESPACE.sub(" ", text).strip()
+    return " ".join(text.split())  # str.split: the same whitespace as re's \s, at a third of the cost
 
 
 class FastTextLanguageIdentifier:
@@ -63,9 +61,18 @@ class FastTextLanguageIdentifier:
 
     def predict(self, batch: list[str]) -> tuple[list[str], list[float]]:
         # One line at a time: fasttext-predict's list form returns labels without probabilities.
+        # The binding's own predict (`.f`), not the wrapper's: the wrapper re-checks every line and
+        # zips tuples, which made language ID slower than a bare loop (measured: 0.87x the bare loop
+        # with this, 1.3x with the wrapper; ./run bench orchestration).
+        predict = self.model.f.predict
         labels, probs = [], []
         for text in batch:
-            label, prob = self.model.predict(text, k=1)
-            labels.append(label[0].removeprefix("__label__") if label else "und")
-            probs.append(min(1.0, float(prob[0])) if len(prob) else 0.0)
+            found = predict(text + "\n", 1, 0.0, "strict")
+            if found:
+                prob, label = found[0]
+                labels.append(label.removeprefix("__label__"))
+                probs.append(min(1.0, prob))
+            else:
+                labels.append("und")
+                probs.append(0.0)
         return labels, probs

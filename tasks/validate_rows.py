@@ -34,7 +34,7 @@ def would_reject(table: pa.Table, contract: TableContract) -> pa.Table:
     if "text" in kept.column_names and contract.name in ("captions", "language_id", "score_input"):
         from .language_id import split_unlabelable
 
-        kept, refused = split_unlabelable(kept, "text")
+        kept, refused, _ = split_unlabelable(kept, "text")
         parts.append(refused)
     if "language" in kept.column_names and pa.types.is_string(kept.schema.field("language").type):
         values = kept.column("language").to_pylist()
