@@ -9,9 +9,9 @@ from prefect import flow
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 
 from xmdata.flows.finish import finish_build
-from xmdata.flows.release_build import build_release_data, resolve_tiny_models
-from xmdata.flows.release_config import load_release_config
+from xmdata.flows.release_build import build_release_data
 from xmdata.flows.release_facts import release_facts
+from xmdata.flows.release_preflight import checked_release
 from xmdata.flows.release_recipe import ModelChoice
 from xmdata.runtime import storage
 from xmdata.runtime.atomic import remove_stray_temp_files, write_text_atomic
@@ -44,15 +44,13 @@ def release_flow(config: str = "demo", out: str = "releases/demo", shards: int |
         models: config (the models the config names) or tiny (the offline tiny models instead)
         cluster: a distributed cluster class (SLURM, Kubernetes…) for the big stages, over the config's
     """
-    parsed, text, text_sha = load_release_config(config, sample, models)
-    overrides = {k: v for k, v in {"shards": shards, "seed": seed}.items() if v is not None}
-    parsed = parsed.model_copy(update=overrides)
+    # Every stage's refusals (config, overrides, inputs, models) before the first stage writes.
+    parsed, resolved, text, text_sha, overrides = checked_release(config, shards, seed, sample, models)
     overrides |= ({"sample": True} if sample else {}) | ({"models": models} if models != "config" else {})
     target = out if storage.is_url(out) else None  # an object store: built here, uploaded at the end
     out = os.path.abspath(staging_folder(target) if target else storage.local(out))
     work = os.path.abspath(storage.local(work) if work else os.path.join(out, "build"))
     remove_stray_temp_files(out)  # what a killed run left half-written, build folder included
-    resolved = resolve_tiny_models(parsed)
     with column_mapping(parsed.columns), cluster_scope(cluster or parsed.cluster):
         build = build_release_data(resolved, work)  # `columns:` applied as --map on the commands
     summary = finish_build(work, build.reports, build.distributions, f"Build of release {parsed.name}",

@@ -10,12 +10,11 @@ import os
 from dataclasses import dataclass, field
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from xmdata.runtime.process import StageReport
-from xmdata.schemas import CAPTIONS, IMAGES
-from xmdata.schemas.readers import read_any, read_input
+from xmdata.schemas import CAPTIONS, IMAGES, ContractError
+from xmdata.schemas.readers import read_input
 from xmdata.tasks.score_input import pairs_from_captions
 
 from .benchmarks import build_benchmarks
@@ -23,6 +22,7 @@ from .language_id import label_languages
 from .mmmeb import build_mmmeb
 from .release_config import TINY, ReleaseConfig
 from .release_imports import resolve_imported, run_imports
+from .release_preflight import translation_texts
 from .score import clip_model_spec, score_pairs
 from .select_images import select_geo_diverse
 from .translate import publish_report, translate_texts
@@ -60,7 +60,7 @@ def resolve_tiny_models(config: ReleaseConfig) -> ReleaseConfig:
         if str(holder[key]).startswith(TINY):
             backend = holder[key][len(TINY):]
             if backend not in tiny:
-                raise ValueError(f"{holder[key]}: no tiny model of that name; known: {', '.join(sorted(tiny))}")
+                raise ContractError(f"{holder[key]}: no tiny model of that name; known: {', '.join(sorted(tiny))}")
             holder[key] = tiny[backend].name_or_path
             if key == "clip_model" or holder.get("backend") == "open_clip":
                 holder["pretrained"] = tiny[backend].option("pretrained")
@@ -80,9 +80,7 @@ def build_release_data(config: ReleaseConfig, work: str) -> Build:
                                                c.strategy, c.within, config.seed)
         build.add(reports, stats)
     if c := config.translation:
-        texts = read_any(c.input)
-        if c.only_source_language and "language" in texts.column_names:
-            texts = texts.filter(pc.equal(texts.column("language"), c.source))
+        texts = translation_texts(c)
         reports, stats, selection = translate_texts(texts, work, shards, c.columns, c.source, c.targets,
                                                     c.translator, c.filters)
         publish_report(selection)

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import os
-from typing import Literal
+from typing import Annotated, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from xmdata.data import DATA_DIR
 from xmdata.runtime import storage
@@ -30,6 +30,18 @@ INPUT_FIELDS = {"language_id": ["input"], "image_selection": ["input", "language
                 "qa_translation": ["input"], "scoring": ["input", "images"]}
 PACKAGED = {"demo": os.path.join(DATA_DIR, "releases", "demo.yaml")}
 TINY = "tiny:"
+# Which tiny models each model field may name (models/tiny.py builds them); a translator's must be its backend's.
+TINY_MODELS = {"translator.model": ("m2m100", "madlad"), "filters.qe_model": ("cometkiwi",),
+               "scoring.clip_model": ("open_clip",)}
+
+
+def _distinct(items: list[str]) -> list[str]:
+    if repeated := sorted({item for item in items if items.count(item) > 1}):
+        raise ValueError(f"{', '.join(repeated)} given more than once")
+    return items
+
+
+Names = Annotated[list[str], Field(min_length=1), AfterValidator(_distinct)]  # targets, columns
 
 
 class Strict(BaseModel):
@@ -51,17 +63,17 @@ class ImageSelectionConfig(Strict):
 
 class TranslationConfig(Strict):
     input: str
-    columns: list[str] = ["text"]
+    columns: Names = ["text"]
     source: str = "en"
     only_source_language: bool = Field(True, description="translate only rows whose `language` is the source")
-    targets: list[str] = Field(min_length=1)
+    targets: Names
     translator: TranslatorOptions = TranslatorOptions()
     filters: FilterOptions = FilterOptions()
 
 
 class QATranslationConfig(Strict):
     input: str
-    targets: list[str] = Field(min_length=1)
+    targets: Names
     translator: TranslatorOptions = TranslatorOptions(backend="madlad", num_beams=1, num_candidates=1)
     filters: FilterOptions | None = Field(None, description="set to score candidates with LID and QE")
     exclude_tasks: list[str] = Field(list(DEFAULT_EXCLUDED_TASKS), description="tasks left out (the paper's six)")
@@ -82,7 +94,7 @@ class ReleaseConfig(Strict):
     description: str = ""
     license: str = "cc-by-4.0"
     citation: str = Field("", description="BibTeX of the paper the release reproduces (in the card)")
-    seed: int = 0
+    seed: int = Field(0, ge=0)
     shards: int = Field(8, ge=1)
     columns: dict[str, str] = Field(default_factory=dict, description="column mapping applied to every input "
                                     "before its contract check, as --map: {ImageID: id, Latitude: latitude}")
@@ -98,10 +110,30 @@ class ReleaseConfig(Strict):
     cluster: ClusterOptions | None = Field(None, description="where big stages run when no --dask-address: a "
                                            "distributed cluster class (SLURM, Kubernetes…) with kwargs and adapt")
 
+    @model_validator(mode="after")
+    def _known_tiny_models(self):
+        """`tiny:<name>` must name a tiny model the field can use: refused here, not after a build."""
+        named = [("scoring.clip_model", "scoring.clip_model", self.scoring and self.scoring.clip_model, None)]
+        for section in ("translation", "qa_translation"):
+            if c := getattr(self, section):
+                named.append((f"{section}.translator.model", "translator.model", c.translator.model,
+                              c.translator.backend))
+                named.append((f"{section}.filters.qe_model", "filters.qe_model", c.filters and c.filters.qe_model, None))
+        for where, kind, name, backend in named:
+            if not (name and name.startswith(TINY)):
+                continue
+            allowed = (backend,) if backend else TINY_MODELS[kind]
+            if name[len(TINY):] not in allowed:
+                raise ValueError(f"{where}: {name!r} is not a tiny model it can use; use "
+                                 + " or ".join(f"'{TINY}{a}'" for a in allowed))
+        return self
+
 
 def config_path(config: str) -> str:
     """A packaged config by name (demo) or a path to a release.yaml."""
     path = PACKAGED.get(config, config)
+    if os.path.isdir(path):
+        raise ContractError(f"release config {config!r}: is a folder; give the release.yaml file")
     if not os.path.isfile(path):
         raise ContractError(f"release config {config!r}: no such file (packaged: {', '.join(PACKAGED)})")
     return os.path.abspath(path)
@@ -112,13 +144,13 @@ def load_release_config(config: str, sample: bool = False,
     """(validated config with paths made absolute, the file's text, its sha256). SAMPLE merges the
     config's `sample:` section over it; MODELS tiny swaps in the tiny models (release_recipe.py)."""
     path = config_path(config)
-    text = open(path, encoding="utf-8").read()
     try:
+        text = open(path, encoding="utf-8").read()
         raw = yaml.safe_load(text) or {}
         data = apply_sample(raw, sample)
         parsed = ReleaseConfig.model_validate(tiny_models(data) if models == "tiny" else data)
-    except (yaml.YAMLError, ValidationError, AttributeError) as exc:
-        raise ContractError(f"release config {path}: {exc}") from exc
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, ValidationError, AttributeError) as exc:
+        raise ContractError(f"release config {path}: {_one_paragraph(exc)}") from exc
     resolved = _absolute_inputs(parsed, os.path.dirname(path))
     return resolved, text, hashlib.sha256(text.encode()).hexdigest()
 
@@ -128,6 +160,21 @@ def _input_exists(path: str, what: str) -> bool:
         return os.path.exists(path)
     check_location(path, f"release config: {what}", must_exist=True)  # a store's own error, one line
     return True
+
+
+def with_overrides(config: ReleaseConfig, overrides: dict) -> ReleaseConfig:
+    """The config with --shards / --seed (or the UI's form) applied, validated like the file itself."""
+    try:
+        return ReleaseConfig.model_validate({**config.model_dump(), **overrides})
+    except ValidationError as exc:
+        raise ContractError(f"release overrides {overrides}: {_one_paragraph(exc)}") from exc
+
+
+def _one_paragraph(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'config'}: {e['msg'].removeprefix('Value error, ')}"
+                         for e in exc.errors())
+    return " ".join(str(exc).split())
 
 
 def _absolute_inputs(config: ReleaseConfig, base: str) -> ReleaseConfig:

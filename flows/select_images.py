@@ -14,7 +14,7 @@ from prefect.artifacts import create_table_artifact
 from xmdata.runtime.atomic import remove_stray_temp_files, write_parquet_atomic
 from xmdata.runtime.execution import run_stage
 from xmdata.runtime.process import StageReport
-from xmdata.schemas import IMAGES
+from xmdata.schemas import IMAGES, ContractError
 from xmdata.schemas.readers import read_input
 from xmdata.tasks.geocode import geocode_stage
 from xmdata.tasks.image_folder import images_from_folder
@@ -38,6 +38,8 @@ def read_candidates(input_path: str) -> tuple[pa.Table, pa.Table | None]:
 
 def select_geo_diverse(input_path: str, out: str, shards: int, languages: str | None, per_language: int,
                        strategy: str, within: str, seed: int) -> tuple[list[StageReport], dict, pa.Table]:
+    if seed < 0:  # the UI's form takes any integer; numpy's generators do not
+        raise ContractError(f"seed must be a non-negative integer, got {seed}")
     areas = load_language_areas(languages)  # a broken area file stops here, before any write
     images, exif_rejects = read_candidates(input_path)
     remove_stray_temp_files(out)

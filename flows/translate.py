@@ -14,6 +14,8 @@ from prefect.artifacts import create_table_artifact
 
 from xmdata.models.base import ModelSpec, resolve_local_path
 from xmdata.models.ct2_convert import ensure_converted
+from xmdata.models.cometkiwi import checkpoint_path
+from xmdata.models.fasttext_lid import check_fasttext_file
 from xmdata.models.registry import translator_languages
 from xmdata.runtime.atomic import remove_stray_temp_files, write_json_atomic, write_parquet_atomic
 from xmdata.runtime.execution import run_stage
@@ -33,7 +35,11 @@ from .translation_options import FilterOptions, TranslatorOptions
 def check_before_loading(translator: ModelSpec, source: str, targets: list[str], *specs: ModelSpec) -> None:
     """Missing model paths and unsupported languages stop the run before any weights load."""
     for spec in (translator, *specs):
-        if spec.is_local:
+        if spec.backend == "fasttext":
+            check_fasttext_file(spec)
+        elif spec.backend == "cometkiwi" and spec.is_local:
+            checkpoint_path(resolve_local_path(spec))  # a folder without checkpoints/model.ckpt
+        elif spec.is_local:
             resolve_local_path(spec)
     if translator.option("engine") == "ctranslate2":  # conversion on first use, refused before any shard
         ensure_converted(translator, translator.option("compute_type"))

@@ -8,6 +8,7 @@ from typing import Sequence
 from .base import ModelError, ModelSpec, resolve_local_path
 
 LID176 = "lid.176"
+FASTTEXT_MAGIC = (793712314).to_bytes(4, "little")  # the first four bytes of every fastText model file
 
 
 def bundled_lid176_path() -> str:
@@ -19,6 +20,19 @@ def bundled_lid176_path() -> str:
     if not os.path.exists(path):
         raise ModelError(f"fasttext: bundled lid.176 model missing at {path}")
     return path
+
+
+def check_fasttext_file(spec: ModelSpec) -> None:
+    """A fastText model path that is missing, a folder or another kind of file, refused in a
+    millisecond (before a run writes anything) rather than when a shard loads it."""
+    if spec.name_or_path == LID176:
+        return
+    path = resolve_local_path(spec)
+    if not os.path.isfile(path):
+        raise ModelError(f"fasttext: {path} is a folder, not a fastText model file (.bin or .ftz)")
+    with open(path, "rb") as handle:
+        if handle.read(4) != FASTTEXT_MAGIC:
+            raise ModelError(f"fasttext: {path} is not a fastText model (.bin or .ftz)")
 
 
 def normalise_for_lid(text: str) -> str:
@@ -39,7 +53,7 @@ class FastTextLanguageIdentifier:
         path = bundled_lid176_path() if self.spec.name_or_path == LID176 else resolve_local_path(self.spec)
         try:
             self.model = fasttext.load_model(path)
-        except ValueError as exc:
+        except (ValueError, RuntimeError, MemoryError) as exc:  # a bad file says "Unknown loss", or asks for TBs
             raise ModelError(f"fasttext: {path} is not a fastText model: {exc}") from exc
 
     def prepare(self, texts: Sequence[str]) -> list[str]:

@@ -19,13 +19,22 @@ WEIGHT_FILES = ("open_clip_model.safetensors", "open_clip_pytorch_model.bin")  #
 
 def local_model_config(directory: Path) -> tuple[str, Path | None]:
     """The model name (config file stem) and weights file of a local model directory."""
-    configs = [p for p in sorted(directory.glob("*.json"))
-               if {"embed_dim", "vision_cfg", "text_cfg"} <= set(json.loads(p.read_text()))]
+    configs = [p for p in sorted(directory.glob("*.json")) if {"embed_dim", "vision_cfg", "text_cfg"} <= _keys(p)]
     if len(configs) != 1:
         raise ModelError(f"open_clip: {directory} must hold exactly one open_clip model config JSON, "
                          f"found {[p.name for p in configs]}")
     weights = next((directory / n for n in WEIGHT_FILES if (directory / n).is_file()), None)
     return configs[0].stem, weights
+
+
+def _keys(path: Path) -> set:
+    """The top-level keys of a JSON object file; none for a file that is not one (a broken JSON
+    beside the model is then reported as a missing config, not as a JSONDecodeError)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return set()
+    return set(data) if isinstance(data, dict) else set()
 
 
 def worker_device(device: str) -> str:

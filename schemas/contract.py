@@ -35,6 +35,8 @@ class TableContract:
     required: frozenset[str] = field(default_factory=frozenset)
     id_column: str = "id"
     description: str = ""
+    # Columns that must hold text already: a number there (JSON, Parquet) is a wrong column, not a text.
+    text_columns: frozenset[str] = field(default_factory=frozenset)
 
     @property
     def optional(self) -> list[str]:

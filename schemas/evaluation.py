@@ -51,6 +51,8 @@ def numbers(table: pa.Table, column: str, source: str, id_column: str = "id") ->
 
 def require_in_scale(table: pa.Table, column: str, low: float, high: float, source: str,
                      id_column: str = "id") -> None:
+    if low > high:
+        raise ContractError(f"--rating-scale {low:g} {high:g}: MIN is above MAX")
     values = numbers(table, column, source, id_column)
     bad = (values < low) | (values > high)
     if bad.any():
@@ -80,12 +82,30 @@ def vectors(table: pa.Table, column: str, source: str, id_column: str = "id") ->
         raise ContractError([Violation(source, column, f"embeddings have different lengths ({lengths[0]} and "
                                       f"{lengths[bad][0]})", row_labels(table, bad, id_column))])
     dim = int(lengths[0]) if len(lengths) else 0
+    if len(lengths) and dim == 0:
+        raise ContractError([Violation(source, column, "embeddings are empty lists")])
     matrix = pc.list_flatten(array).to_numpy(zero_copy_only=False).astype(np.float32).reshape(len(array), dim)
     bad = ~np.isfinite(matrix).all(axis=1)
     if bad.any():
         raise ContractError([Violation(source, column, f"{int(bad.sum())} embedding(s) hold NaN or infinity",
                                       row_labels(table, bad, id_column))])
+    zero = ~matrix.any(axis=1)  # no direction: every cosine with it is 0, so it ties with everything
+    if zero.any():
+        raise ContractError([Violation(source, column, f"{int(zero.sum())} embedding(s) are all zeros",
+                                      row_labels(table, zero, id_column))])
     return matrix
+
+
+def require_ids(table: pa.Table, id_column: str, source: str) -> None:
+    """Rows that are items have an id, and each id once: a repeated item would be counted twice."""
+    if id_column not in table.column_names:
+        return
+    values = table.column(id_column).to_pylist()
+    blank = np.array([v is None or not str(v).strip() for v in values], dtype=bool)
+    if blank.any():
+        raise ContractError([Violation(source, id_column, f"{int(blank.sum())} id(s) are null or empty",
+                                      tuple(f"row {i}" for i in np.flatnonzero(blank)[:MAX_ROWS_SHOWN]))])
+    require_unique(table, [id_column], source, id_column)
 
 
 def require_unique(table: pa.Table, columns: list[str], source: str, id_column: str = "id") -> None:

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import io
+import json
 import os
+import re
 
 import polars as pl
 import pyarrow as pa
@@ -32,6 +34,8 @@ def read_any(path: str) -> pa.Table:
     is_remote = storage.is_url(path)
     if not is_remote and not os.path.exists(storage.local(path)):
         raise ContractError(f"{path}: file not found")
+    if not is_remote and os.path.isdir(storage.local(path)):
+        raise ContractError(f"{path}: is a folder; give a table file ({', '.join(sorted(READERS))})")
     suffix = next((s for s in READERS if path.lower().endswith(s)), None)
     if suffix is None:
         raise ContractError(f"{path}: unknown format; expected one of {', '.join(sorted(READERS))}")
@@ -39,6 +43,8 @@ def read_any(path: str) -> pa.Table:
         from xmdata.runtime.storage_check import check_location
 
         check_location(path, "input", must_exist=True)
+    elif suffix not in (".parquet", ".pq"):
+        _require_utf8_text(storage.local(path))
     try:
         if is_remote:
             with storage.open_file(path, "rb") as f:
@@ -46,10 +52,57 @@ def read_any(path: str) -> pa.Table:
         else:
             source = storage.local(path)
         table = READERS[suffix](source).to_arrow()
-    except Exception as exc:  # polars raises many kinds; the user needs the file and the cause
+    except (Exception, pl.exceptions.PanicException) as exc:  # polars raises many kinds (a panic too)
         first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise ContractError(f"{path}: cannot read as {suffix[1:]}: {first_line}") from exc
+        cause = (not is_remote and _json_problem(path, suffix)) or first_line
+        raise ContractError(f"{path}: cannot read as {suffix[1:]}: {cause}") from exc
+    if suffix in (".csv", ".tsv"):
+        _check_header(path, table.column_names, suffix)
+    if table.num_rows == 0:  # a header-only CSV, an empty JSONL: nothing to do is not a success
+        raise ContractError(f"{path}: no rows (the file holds {'only a header' if table.num_columns else 'nothing'})")
     return apply_active_map(table, path)
+
+
+def _check_header(path: str, names: list[str], suffix: str) -> None:
+    """Two columns of one name (polars renames the second `<name>_duplicated_0`), or one column whose
+    name holds another separator: the table read is not the table the file holds."""
+    repeated = [n.rsplit("_duplicated_", 1)[0] for n in names if re.search(r"_duplicated_\d+$", n)]
+    if repeated:
+        raise ContractError(f"{path}: column {repeated[0]!r} appears more than once in the header")
+    other = next((sep for sep in (";", "\t", "|", ",") if len(names) == 1 and sep in names[0]), None)
+    if other is not None:
+        expected = "tab" if suffix == ".tsv" else "comma"
+        raise ContractError(f"{path}: one column named {names[0][:60]!r}: the file looks {other!r}-separated; "
+                            f"{suffix} files are read {expected}-separated")
+
+
+def _require_utf8_text(path: str) -> None:
+    """Text formats must be UTF-8: a UTF-16 file (Excel's "Unicode text") makes polars panic."""
+    with open(path, "rb") as handle:
+        head = handle.read(1 << 16)
+    if b"\x00" in head:
+        raise ContractError(f"{path}: not UTF-8 text (it holds NUL bytes: UTF-16 or binary); save it as UTF-8")
+
+
+def _json_problem(path: str, suffix: str) -> str | None:
+    """Where a JSON/JSONL file breaks (polars says only "Syntax at character 0"): line and cause."""
+    if suffix not in (".jsonl", ".ndjson", ".json"):
+        return None
+    try:
+        with open(path, encoding="utf-8") as handle:
+            if suffix == ".json":
+                json.load(handle)
+                return None
+            for number, line in enumerate(handle, 1):
+                if line.strip() and not isinstance(json.loads(line), dict):
+                    return f"line {number} is not a JSON object (one object per line expected)"
+    except UnicodeDecodeError as exc:
+        return f"not UTF-8 text ({exc.reason} at byte {exc.start})"
+    except json.JSONDecodeError as exc:
+        where = f"line {exc.lineno}" if suffix == ".json" else f"line {number}"
+        truncated = " (truncated?)" if "Unterminated" in exc.msg or "Expecting" in exc.msg else ""
+        return f"{where} is not valid JSON{truncated}: {exc.msg} at column {exc.colno}"
+    return None
 
 
 def read_input(path: str, contract: TableContract) -> pa.Table:

@@ -22,6 +22,7 @@ SCORE_INPUT = TableContract(
     ]),
     required=frozenset({"id", "text"}),
     description="Image–text pairs to score: one row per caption, translation or foil, with its image.",
+    text_columns=frozenset({"text", "language"}),
 )
 
 # Why a row was not scored; each also lands in the rejects table under this reason.
@@ -57,7 +58,7 @@ def score_input_contract(references_column: str | None) -> TableContract:
         name=SCORE_INPUT.name,
         schema=SCORE_INPUT.schema.append(pa.field(references_column, pa.list_(pa.string()))),
         required=SCORE_INPUT.required | {references_column},
-        description=SCORE_INPUT.description)
+        description=SCORE_INPUT.description, text_columns=SCORE_INPUT.text_columns)
 
 
 def check_image_columns(columns: list[str], source: str) -> None:

@@ -22,6 +22,7 @@ CAPTIONS = TableContract(
     ]),
     required=frozenset({"id", "text"}),
     description="Texts to process: one row per caption, with its declared language if known.",
+    text_columns=frozenset({"text", "language"}),
 )
 
 IMAGES = TableContract(

@@ -54,6 +54,7 @@ QA_INPUT = TableContract(
     ]),
     required=frozenset({"id", "task", "query", "positive"}),
     description="MMEB-style instances to translate (MMEB names qry/pos_text/neg_text/subset accepted).",
+    text_columns=frozenset({"query", "positive", "negative"}),
 )
 
 QA_PART_FIELDS = [

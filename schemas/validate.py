@@ -26,6 +26,12 @@ def find_violations(table: pa.Table, contract: TableContract, source: str) -> li
             continue
         target = pl.from_arrow(pa.nulls(0, type=field.type)).dtype
         column = df[field.name]
+        if field.name in contract.text_columns and column.dtype not in (pl.String, pl.Null):
+            violations.append(Violation(source, field.name, f"has type {column.dtype}, expected text (string)"))
+            continue
+        if column.dtype.is_nested() and not pa.types.is_nested(field.type):  # polars casts a struct to text
+            violations.append(Violation(source, field.name, f"has type {column.dtype}, expected {field.type}"))
+            continue
         try:
             converted = column.cast(target, strict=False)
         except pl.exceptions.PolarsError:

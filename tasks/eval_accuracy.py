@@ -60,6 +60,10 @@ def pascal50s_accuracy(table: pa.Table, score_a: str, score_b: str, votes_a: str
         table = table.sort_by(id_column)
     sa, sb = numbers(table, score_a, source, id_column), numbers(table, score_b, source, id_column)
     va, vb = numbers(table, votes_a, source, id_column), numbers(table, votes_b, source, id_column)
+    fractional = (va != np.round(va)) | (vb != np.round(vb))
+    if fractional.any():  # votes are counts of judgements: 1.5 is a column of something else
+        raise ContractError([Violation(source, f"{votes_a}/{votes_b}", f"{int(fractional.sum())} vote count(s) "
+                                      "are not whole numbers", row_labels(table, fractional, id_column))])
     negative = (va < 0) | (vb < 0)
     if negative.any():
         raise ContractError([Violation(source, f"{votes_a}/{votes_b}", f"{int(negative.sum())} negative vote "

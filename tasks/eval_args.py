@@ -14,7 +14,14 @@ def _common(p: argparse.ArgumentParser, input_help: str) -> None:
 
 
 def _seed(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--seed", type=int, default=0, help="seed for every random choice (default 0)")
+    p.add_argument("--seed", type=seed_int, default=0, help="seed for every random choice (default 0)")
+
+
+def seed_int(text: str) -> int:
+    """Seeds are non-negative integers: numpy's generators refuse the rest, mid-run."""
+    if int(text) < 0:
+        raise argparse.ArgumentTypeError(f"a seed is a non-negative integer, got {text}")
+    return int(text)
 
 
 def _pos(text: str) -> int:

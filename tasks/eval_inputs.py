@@ -8,6 +8,7 @@ import pyarrow as pa
 
 from xmdata.schemas.column_map import apply_active_map
 from xmdata.schemas.contract import ContractError
+from xmdata.schemas.evaluation import require_ids
 from xmdata.schemas.readers import read_any
 
 from .eval_scored import read_score_run, scored_rows
@@ -22,10 +23,20 @@ def read_table(path: str | None, option: str = "INPUT") -> pa.Table:
     if not path:
         raise ContractError(f"{option} is required")
     run = read_score_run(path) if os.path.isdir(path) else None
+    if run is None and os.path.isdir(path):
+        raise ContractError(f"{path}: a folder, but not a score run (no clip_score/data/shard-*.parquet in it); "
+                            f"give a table file or the OUT of `xmdata score`")
     table, reasons = (apply_active_map(run[0], path), run[1]) if run is not None else (read_any(path), None)
     table, left_out = scored_rows(table, path, reasons)
     if left_out and (record := LEFT_OUT.get()) is not None:
         record[where(path)] = left_out
+    return table
+
+
+def read_items(o: dict, key: str = "input", option: str = "INPUT") -> pa.Table:
+    """read_table for metrics whose rows are items: null, empty and repeated ids are refused."""
+    table = read_table(o[key], option)
+    require_ids(table, o["id_column"], o[key])
     return table
 
 

@@ -9,7 +9,7 @@ from xmdata.schemas.contract import ContractError
 from xmdata.schemas.evaluation import labels, require_columns, vectors
 
 from .eval_backretrieval import Side, evaluate_backretrieval
-from .eval_inputs import heading, read_table, where
+from .eval_inputs import heading, read_items, where
 from .eval_mmmeb import mmmeb_precision
 from .eval_plots import draw_xlr_scatter
 from .eval_report import Report, md_table
@@ -47,14 +47,14 @@ def _pairs(src: pa.Table, tgt: pa.Table, key: str, sources: tuple[str, str], id_
 
 
 def run_backretrieval(o: dict) -> Report:
-    table = read_table(o["input"])
+    table = read_items(o)
     texts = o["text_column"] or ["text_embedding"]
     texts = [texts] if isinstance(texts, str) else list(texts)  # the flow may pass one name
     if o["target"] is None and not (o["source_language"] and o["target_language"]):
         raise ContractError("backretrieval needs --target FILE or both --source-language and --target-language")
     target_path = o["target"] or o["input"]
     src = _rows_of(table, o["source_language"], o["language_column"], o["input"])
-    tgt = _rows_of(read_table(o["target"], "--target") if o["target"] else table, o["target_language"],
+    tgt = _rows_of(read_items(o, "target", "--target") if o["target"] else table, o["target_language"],
                    o["language_column"], target_path)
     source, target = (_side(t, texts, o["image_column"], p, o["id_column"]) for t, p in ((src, o["input"]), (tgt, target_path)))
     pairs = _pairs(src, tgt, o["pair_column"], (o["input"], target_path), o["id_column"]) if o["pair_column"] else None
@@ -84,8 +84,8 @@ def run_mmmeb(o: dict) -> Report:
         from .eval_mmmeb_pools import run_mmmeb_pools
 
         return run_mmmeb_pools(o)
-    table = read_table(o["input"])
-    against = read_table(o["against"], "--against") if o["against"] else None
+    table = read_items(o)
+    against = read_items(o, "against", "--against") if o["against"] else None
     tasks = tuple(t.strip() for t in o["all_candidates_tasks"].split(",") if t.strip())
     result = mmmeb_precision(table, o["query_column"], o["target_column"], o["task_column"], o["language_column"],
                              o["target_key_column"], tasks, o["seed"], against, o["input"], o["against"] or "",

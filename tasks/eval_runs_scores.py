@@ -7,7 +7,7 @@ from .eval_accuracy import pascal50s_accuracy, valse_accuracy
 from .eval_correlation import STATISTICS, rating_correlations
 from .eval_crosslingual import cross_language_pearson
 from .eval_inference import marvl_accuracy, xvnli_accuracy
-from .eval_inputs import auto_column, heading, read_table, where
+from .eval_inputs import auto_column, heading, read_items, where
 from .eval_plots import draw_cross_language, draw_quartile_breakdown
 from .eval_report import Report, md_table
 
@@ -16,7 +16,7 @@ ACCURACY_COLUMNS = ["group", "n", "correct", "accuracy", "ties", "reason"]
 
 
 def run_correlation(o: dict) -> Report:
-    table = read_table(o["input"])
+    table = read_items(o)
     lang = auto_column(table, o["language_column"], "language")
     scale = tuple(o["rating_scale"]) if o["rating_scale"] else None
     result = rating_correlations(table, o["score_column"], o["rating_column"], lang, scale, o["qe_column"],
@@ -52,7 +52,7 @@ def _accuracy_rows(per_group: dict, tasks: tuple[str, ...]) -> list[dict]:
 
 
 def run_valse(o: dict) -> Report:
-    table = read_table(o["input"])
+    table = read_items(o)
     phenomenon = auto_column(table, o["phenomenon_column"], "phenomenon")
     lang = auto_column(table, o["language_column"], "language")
     result = valse_accuracy(table, o["caption_score_column"], o["foil_score_column"], phenomenon, lang,
@@ -67,7 +67,7 @@ def run_valse(o: dict) -> Report:
 
 
 def run_xvnli(o: dict) -> Report:
-    table = read_table(o["input"])
+    table = read_items(o)
     result = xvnli_accuracy(table, o["score_column"], o["label_column"], o["image_column"],
                             auto_column(table, o["language_column"], "language"), o["input"], o["id_column"])
     rows = _accuracy_rows({**result["per_language"], "all": result["overall"]}, ("task1", "task2", "task3"))
@@ -77,7 +77,7 @@ def run_xvnli(o: dict) -> Report:
 
 
 def run_marvl(o: dict) -> Report:
-    table = read_table(o["input"])
+    table = read_items(o)
     scores = [c.strip() for c in o["score_columns"].split(",") if c.strip()]
     result = marvl_accuracy(table, scores, o["label_column"], o["caption_column"],
                             auto_column(table, o["language_column"], "language"), o["input"], o["id_column"])
@@ -90,7 +90,7 @@ def run_marvl(o: dict) -> Report:
 
 
 def run_pascal50s(o: dict) -> Report:
-    table = read_table(o["input"])
+    table = read_items(o)
     result = pascal50s_accuracy(table, o["score_a_column"], o["score_b_column"], o["votes_a_column"],
                                 o["votes_b_column"], o["category_column"], o["seed"], o["input"], o["id_column"])
     rows = [{"group": k, **v} for k, v in result["per_category"].items()] + [{"group": "all", **result["overall"]}]

@@ -64,8 +64,8 @@ def reverse_geocode(lat: np.ndarray, lon: np.ndarray) -> dict[str, np.ndarray]:
             "geo_place_km": distance.astype(np.float32), "geo_flag": flag}
 
 
-def geocode(table: pa.Table, params: dict | None = None) -> tuple[pa.Table, pa.Table]:
-    """IMAGES-contract table -> (rows with country/admin1/continent/geo_place_km/geo_flag, rejects)."""
+def split_coordinates(table: pa.Table) -> tuple[pa.Table, pa.Table]:
+    """(rows with usable coordinates, rejects: no_gps, invalid_coordinates). Also `xmdata validate`'s."""
     lat_col, lon_col = table.column("latitude"), table.column("longitude")
     missing = pc.or_kleene(pc.is_null(lat_col), pc.is_null(lon_col))
     table, no_gps = split_by_mask(table, missing, STAGE, "no_gps")
@@ -76,12 +76,19 @@ def geocode(table: pa.Table, params: dict | None = None) -> tuple[pa.Table, pa.T
     refused = table.filter(pa.array(bad))
     values = [f"{a},{o}" for a, o in zip(lat[bad], lon[bad])]
     invalid = make_rejects(STAGE, "invalid_coordinates", refused.column("id").to_pylist(), values)
-    table = table.filter(pa.array(~bad))
-    found = reverse_geocode(lat[~bad], lon[~bad])
+    return table.filter(pa.array(~bad)), concat_rejects([no_gps, invalid])
+
+
+def geocode(table: pa.Table, params: dict | None = None) -> tuple[pa.Table, pa.Table]:
+    """IMAGES-contract table -> (rows with country/admin1/continent/geo_place_km/geo_flag, rejects)."""
+    table, rejects = split_coordinates(table)
+    lat = table.column("latitude").to_numpy().astype(np.float64)
+    lon = table.column("longitude").to_numpy().astype(np.float64)
+    found = reverse_geocode(lat, lon)
     for name, values in found.items():
         kind = pa.float32() if name == "geo_place_km" else pa.string()
         table = table.append_column(name, pa.array(values, type=kind))
-    return table, concat_rejects([no_gps, invalid])
+    return table, rejects
 
 
 def read_exif_gps(path) -> tuple[float | None, float | None, str | None]:
@@ -91,7 +98,11 @@ def read_exif_gps(path) -> tuple[float | None, float | None, str | None]:
     try:
         with Image.open(path) as image:
             gps = image.getexif().get_ifd(0x8825)  # the GPSInfo IFD
+    except Image.DecompressionBombError as error:  # a header claiming billions of pixels: never decoded
+        return None, None, f"image_too_large: {error}"[:200]
     except (OSError, UnidentifiedImageError, SyntaxError) as error:
+        return None, None, f"unreadable_exif: {type(error).__name__}: {error}"[:200]
+    except Exception as error:  # noqa: BLE001 - Pillow's plugins raise what they like on hostile files
         return None, None, f"unreadable_exif: {type(error).__name__}: {error}"[:200]
     if not gps or 2 not in gps or 4 not in gps:
         return None, None, "no_gps"

@@ -17,6 +17,8 @@ import pyarrow.parquet as pq
 
 from xmdata.runtime.atomic import sha256_file, write_json_atomic
 
+from .model_content import content_sha256
+
 MANIFEST = "manifest.json"
 NOT_RELEASED = {MANIFEST}  # plus the build folder, when it sits inside the release
 PACKAGES = ["xmdata", "prefect", "dask", "distributed", "pyarrow", "polars", "numpy", "pydantic", "torch",
@@ -74,8 +76,9 @@ def model_fingerprint(role: str, ref: str, resolved: str, backend: str, revision
         return entry | {"revision": revision}
     paths = [resolved] if os.path.isfile(resolved) else sorted(
         os.path.join(d, n) for d, _, names in os.walk(resolved) for n in names)
-    lines = [f"{os.path.relpath(p, resolved) if p != resolved else os.path.basename(p)}\0{sha256_file(p)}\n"
-             for p in paths]
+    home = os.path.dirname(os.path.abspath(resolved))  # the models' folder, which files may name
+    lines = [f"{os.path.relpath(p, resolved) if p != resolved else os.path.basename(p)}\0"
+             f"{content_sha256(p, home)}\n" for p in paths]
     return entry | {"files": len(paths), "sha256": hashlib.sha256("".join(lines).encode()).hexdigest()}
 
 

@@ -22,6 +22,28 @@ def read_score_input(source: str | pa.Table, references_column: str | None = Non
     return conform(raw, contract, source=name)
 
 
+def check_clip_model(clip_model: str, pretrained: str | None, option: str = "--pretrained") -> None:
+    """A local model folder or checkpoint that is missing, or a hub name without pretrained weights,
+    refused before a run writes anything (a shard would fail on it after the ingest)."""
+    from xmdata.models.base import ModelError, ModelSpec, looks_like_path, resolve_local_path
+
+    if looks_like_path(clip_model):
+        path = resolve_local_path(ModelSpec("open_clip", clip_model))
+        if os.path.isdir(path):
+            from pathlib import Path
+
+            from xmdata.models.open_clip_scorer import local_model_config
+
+            if local_model_config(Path(path))[1] is None and not pretrained:
+                raise ModelError(f"open_clip: {path} holds no weights (open_clip_model.safetensors) and no "
+                                 f"{option} was given: random weights score nothing")
+    elif not pretrained:
+        raise ModelError(f"open_clip: {clip_model!r} needs {option} (a tag such as frozen_laion5b_s13b_b90k, "
+                         f"or a checkpoint path): random weights score nothing")
+    if pretrained and looks_like_path(pretrained):
+        resolve_local_path(ModelSpec("open_clip", pretrained))
+
+
 def pairs_from_captions(captions: pa.Table, images: pa.Table) -> pa.Table:
     """Score input from texts with an image_id and images with a path: id, image_path, text, language
     and image_id. A text whose image is unknown keeps a null path (refused as no_image_reference)."""

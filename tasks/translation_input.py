@@ -32,7 +32,8 @@ def read_translation_input(source: str | pa.Table, columns: list[str]) -> tuple[
     for column in columns:
         dtype = raw.schema.field(column).type if column in raw.column_names else pa.string()
         fields.append(pa.field(column, pa.list_(pa.string()) if is_list_type(dtype) else pa.string()))
-    contract = TableContract("translation_input", pa.schema(fields), required=frozenset({"id", *columns}))
+    contract = TableContract("translation_input", pa.schema(fields), required=frozenset({"id", *columns}),
+                             text_columns=frozenset(f.name for f in fields[1:] if f.type == pa.string()))
     table = conform(raw, contract, source=name).select(["id", *columns])
     return table, [f.name for f in fields[1:] if is_list_type(f.type)]
 

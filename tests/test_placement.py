@@ -60,3 +60,13 @@ def test_model_stages_are_marked_as_wanting_a_gpu_and_light_ones_not(tiny_models
     assert clip_score_stage(tiny_models["open_clip"], None).gpu
     assert not language_id_stage(ModelSpec("fasttext", "lid.176")).gpu
     assert not candidate_lid_stage(ModelSpec("fasttext", "lid.176"), {}).gpu
+
+
+def test_a_gpu_worker_without_a_gpu_is_refused_in_one_line(monkeypatch, capsys):
+    from xmdata.cli import main
+
+    monkeypatch.delenv("XMDATA_GPU_WORKERS", raising=False)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert main(["worker", "tcp://127.0.0.1:1", "--gpu"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no GPU visible" in err[0]

@@ -7,6 +7,7 @@ import sys
 
 from xmdata.cli_translate import add_translation_commands
 from xmdata.flows.release_recipe import MODEL_CHOICES
+from xmdata.tasks.eval_args import seed_int  # argparse only
 from xmdata.runtime.session import EXECUTORS
 
 EXIT_BAD_INPUT = 2
@@ -57,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     release.add_argument("--config", help="release.yaml, or a packaged config by name (demo)")
     release.add_argument("--out", help="release folder")
     release.add_argument("--work", default=None, help="build folder: shards and records (default OUT/build)")
-    release.add_argument("--seed", type=int, default=None, help="override the config's seed")
+    release.add_argument("--seed", type=seed_int, default=None, help="override the config's seed")
     release.add_argument("--sample", action="store_true",
                          help="build on the config's shipped sample inputs (its `sample:` section), offline")
     release.add_argument("--models", choices=MODEL_CHOICES, default="config",
@@ -101,7 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     select.add_argument("--strategy", choices=["greedy", "optimal"], default="greedy")
     select.add_argument("--within", choices=["random", "spread"], default="random",
                         help="inside a level: seeded random, or spread over subdivisions and grid cells")
-    select.add_argument("--seed", type=int, default=0)
+    select.add_argument("--seed", type=seed_int, default=0)
     select.add_argument("--strict", action="store_true", help="fail when a language gets fewer than K")
     select.add_argument("--out", required=True)
     _add_run_options(select)
@@ -135,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     models_sub = models.add_subparsers(dest="models_command", required=True)
     tiny = models_sub.add_parser("build-tiny", help="build tiny real-architecture models offline")
     tiny.add_argument("dir")
-    tiny.add_argument("--seed", type=int, default=0)
+    tiny.add_argument("--seed", type=seed_int, default=0)
     from xmdata.cli_translate import add_convert_command
     add_convert_command(models_sub)
 
@@ -178,6 +179,21 @@ def _add_map_option(sub) -> None:
                               help="rename input columns before the contract check, e.g. ImageID=id,Latitude=latitude")
 
 
+def check_output_folder(path: str, flag: str) -> None:
+    """An output folder that could never be written is refused before anything starts."""
+    from xmdata.schemas import ContractError
+
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise ContractError(f"{flag} {path}: exists and is not a folder")
+    parent = os.path.dirname(os.path.abspath(path))
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        raise ContractError(f"{flag} {path}: {parent} is a file, not a folder")
+    if not os.access(parent if not os.path.isdir(path) else path, os.W_OK | os.X_OK):
+        raise ContractError(f"{flag} {path}: {parent if not os.path.isdir(path) else path} is not writable")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if not args.verbose:  # before Prefect and Dask read their logging config
@@ -188,12 +204,15 @@ def main(argv: list[str] | None = None) -> int:
     from xmdata.models.base import ModelError
     from xmdata.runtime.execution import ShardsFailed
     from xmdata.runtime.service import ServiceError
-    from xmdata.runtime.storage import parse_storage_options, use_storage_options
+    from xmdata.runtime.storage import is_url, parse_storage_options, use_storage_options
     from xmdata.schemas import ContractError
     from xmdata.schemas.column_map import column_mapping, unused_keys
 
     try:
         use_storage_options(parse_storage_options(getattr(args, "storage_option", None)))
+        for flag in ("out", "work"):
+            if getattr(args, flag, None) and not is_url(args.__dict__[flag]):  # a store: storage_check
+                check_output_folder(args.__dict__[flag], f"--{flag}")
         with column_mapping(getattr(args, "map", None)) as mapping:
             code = COMMANDS[args.command](args) or 0
     except (ContractError, ModelError) as exc:

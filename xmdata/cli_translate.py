@@ -33,6 +33,8 @@ def comma_list(text: str) -> list[str]:
     items = [item.strip() for item in text.split(",") if item.strip()]
     if not items:
         raise argparse.ArgumentTypeError("expected a comma-separated list")
+    if repeated := sorted({item for item in items if items.count(item) > 1}):
+        raise argparse.ArgumentTypeError(f"{', '.join(repeated)} given more than once")
     return items
 
 

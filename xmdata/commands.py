@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 import time
@@ -11,10 +12,31 @@ from xmdata.schemas import CONTRACTS, ContractError
 from xmdata.schemas.readers import read_input
 
 
+class _InputErrorsOnce(logging.Filter):
+    """A refused input or model (exit 2) or failed shards (exit 1) are printed by the CLI in one
+    line; Prefect's console copy, traceback and all, is dropped. The Prefect API (the UI's run
+    logs) still gets it; -v shows it."""
+
+    NAMES = ("ContractError", "ModelError", "ShardsFailed")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.ERROR:
+            return True
+        if record.exc_info and type(record.exc_info[1]).__name__ in self.NAMES:
+            return False
+        return not any(f"{name}(" in record.getMessage() or f"{name}:" in record.getMessage()
+                       for name in self.NAMES)
+
+
+INPUT_ERRORS_ONCE = _InputErrorsOnce()
+
+
 def _run_flow(flow_fn, args, summary_dir: str | None = None, cluster=None, url_out: bool = False,
               **params) -> dict:
     """`cluster`: a release config's; --cluster on the command line wins over it. `url_out`: the
     flow writes through runtime/storage.py, so --out may be an object-store URL."""
+    import prefect  # noqa: F401  (configures logging: its console handler is then in place)
+
     from xmdata.runtime.cluster_spec import cluster_options
     from xmdata.runtime.progress import PROGRESS_ENV
     from xmdata.runtime.run_setup import run_environment
@@ -23,6 +45,9 @@ def _run_flow(flow_fn, args, summary_dir: str | None = None, cluster=None, url_o
     if storage.is_url(args.out) and not url_out:
         raise ContractError(f"--out {args.out}: this command writes its outputs with local tools; give a local "
                             f"folder (identify-language, score and release write to object stores)")
+    if not args.verbose:
+        for handler in logging.getLogger().handlers:
+            handler.addFilter(INPUT_ERRORS_ONCE)  # one instance: a second run adds nothing
     cluster = cluster_options(args.cluster, args.cluster_kwargs, args.adapt) or cluster
     args.out = storage.absolute(args.out)  # workers of an external cluster have another cwd
     check_location(args.out, "--out")  # a store we cannot write to stops here, before any start
@@ -57,9 +82,10 @@ def release(args) -> int:
     if not args.config or not args.out:
         raise ContractError("xmdata release needs --config FILE and --out DIR (or: xmdata release verify DIR)")
     from xmdata.flows.release import release_flow
-    from xmdata.flows.release_config import load_release_config
+    from xmdata.flows.release_preflight import checked_release
 
-    parsed, _, _ = load_release_config(args.config, args.sample, args.models)  # a broken config stops here
+    # A broken config, input or model stops here, before any server starts.
+    parsed, *_ = checked_release(args.config, args.shards, args.seed, args.sample, args.models)
     if args.work and storage.is_url(args.work):
         raise ContractError(f"--work {args.work}: a release's build folder is local (its stages write with "
                             f"local tools); --out may be a URL, the release is uploaded when built")
@@ -76,25 +102,24 @@ def release(args) -> int:
 def identify_language(args) -> int:
     from xmdata.flows.language_id import identify_language_flow
 
+    from xmdata.models.base import ModelSpec
+    from xmdata.models.fasttext_lid import check_fasttext_file
+
+    lid_model = args.lid_model if args.lid_model == "lid.176" else os.path.abspath(args.lid_model)
     read_input(args.input, CONTRACTS["captions"])  # fail in a second, before any server starts
+    check_fasttext_file(ModelSpec("fasttext", lid_model))
     _run_flow(identify_language_flow, args, url_out=True, input_path=storage.absolute(args.input),
-              lid_model=args.lid_model if args.lid_model == "lid.176" else os.path.abspath(args.lid_model))
+              lid_model=lid_model)
     return 0
 
 
 def select_images(args) -> int:
     import polars as pl
 
+    from xmdata.flows.release_preflight import check_image_inputs
     from xmdata.flows.select_images import ShortfallError, select_images_flow
-    from xmdata.tasks.language_areas import load_language_areas
 
-    try:  # fail fast on a broken area file, as on any broken input
-        load_language_areas(args.languages)
-    except (OSError, ValueError) as exc:
-        source = args.languages or "language areas"
-        raise ContractError(str(exc) if str(exc).startswith(source) else f"{source}: {exc}") from exc
-    if not os.path.isdir(args.input):
-        read_input(args.input, CONTRACTS["images"])
+    check_image_inputs(args.input, args.languages)  # fail fast, before any server starts
     try:
         _run_flow(select_images_flow, args, input_path=storage.absolute(args.input),
                   languages=args.languages, per_language=args.per_language, strategy=args.strategy,
@@ -111,15 +136,21 @@ def select_images(args) -> int:
 def validate(args) -> int:
     if args.table not in CONTRACTS:
         raise ContractError(f"unknown table {args.table!r}; known: {', '.join(sorted(CONTRACTS))}")
+    from xmdata.tasks.validate_rows import describe_rejects, would_reject
+
     table = read_input(args.input, CONTRACTS[args.table])
-    print(f"{args.input}: {table.num_rows} rows conform to '{args.table}'")
-    return 0
+    rejects = would_reject(table, CONTRACTS[args.table])
+    print(f"{args.input}: {table.num_rows} rows have the types of '{args.table}'; "
+          f"{table.num_rows - rejects.num_rows} would be kept, {rejects.num_rows} refused")
+    for line in describe_rejects(rejects):
+        print(f"  {line}")
+    return 1 if rejects.num_rows else 0
 
 
 def score(args) -> int:
     from xmdata.flows.score import score_flow
-    from xmdata.models.base import ModelError, looks_like_path
-    from xmdata.tasks.score_input import read_score_input
+    from xmdata.models.base import ModelError
+    from xmdata.tasks.score_input import check_clip_model, read_score_input
 
     read_score_input(args.input, args.references_column)  # fail in a second, before any server starts
     if args.image_root and storage.is_url(args.image_root):
@@ -128,9 +159,7 @@ def score(args) -> int:
         check_location(args.image_root, "--image-root")
     elif args.image_root and not os.path.isdir(args.image_root):
         raise ContractError(f"--image-root {args.image_root}: not a folder")
-    if not looks_like_path(args.clip_model) and not args.pretrained:
-        raise ModelError(f"open_clip: {args.clip_model!r} needs --pretrained (a tag such as "
-                         f"frozen_laion5b_s13b_b90k, or a checkpoint path): random weights score nothing")
+    check_clip_model(args.clip_model, args.pretrained)
     if args.device == "cuda":
         import torch
 

@@ -57,21 +57,31 @@ def require_file(path: str, fmt: str, what: str) -> str:
     return path
 
 
+def text_lines(path: str, fmt: str):
+    """(line number, line) of a UTF-8 text file; a missing, unreadable or non-UTF-8 file is a ContractError."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            yield from enumerate(handle, start=1)
+    except UnicodeDecodeError as exc:
+        raise ContractError(f"{fmt}: {path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    except OSError as exc:
+        raise ContractError(f"{fmt}: {path}: {exc.strerror or exc}") from exc
+
+
 def json_lines(path: str, fmt: str, expected: str, required: tuple[str, ...]) -> list[tuple[int, dict]]:
     """(line number, object) of a JSON Lines file whose every object has the required keys."""
     records = []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise layout_error(fmt, path, expected, number, line, f"not JSON: {exc.msg}") from exc
-            missing = [k for k in required if not isinstance(record, dict) or k not in record]
-            if missing:
-                raise layout_error(fmt, path, expected, number, line, f"no {', '.join(missing)}")
-            records.append((number, record))
+    for number, line in text_lines(path, fmt):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise layout_error(fmt, path, expected, number, line, f"not JSON: {exc.msg}") from exc
+        missing = [k for k in required if not isinstance(record, dict) or k not in record]
+        if missing:
+            raise layout_error(fmt, path, expected, number, line, f"no {', '.join(missing)}")
+        records.append((number, record))
     if not records:
         raise layout_error(fmt, path, expected, problem="the file has no records")
     return records
@@ -80,15 +90,14 @@ def json_lines(path: str, fmt: str, expected: str, required: tuple[str, ...]) ->
 def tab_rows(path: str, fmt: str, expected: str, columns: int) -> list[tuple[int, list[str]]]:
     """(line number, fields) of a headerless tab-separated file with exactly `columns` fields a line."""
     rows = []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            fields = line.rstrip("\r\n").split("\t")
-            if len(fields) != columns:
-                raise layout_error(fmt, path, expected, number, line,
-                                   f"{len(fields)} tab-separated field(s), not {columns}")
-            rows.append((number, fields))
+    for number, line in text_lines(path, fmt):
+        if not line.strip():
+            continue
+        fields = line.rstrip("\r\n").split("\t")
+        if len(fields) != columns:
+            raise layout_error(fmt, path, expected, number, line,
+                               f"{len(fields)} tab-separated field(s), not {columns}")
+        rows.append((number, fields))
     if not rows:
         raise layout_error(fmt, path, expected, problem="the file has no rows")
     return rows
@@ -102,8 +111,22 @@ def rows_table(rows: list[dict], schema: pa.Schema | None = None) -> pa.Table:
     for key in keys:
         values = [r.get(key) for r in rows]
         if schema is not None and key in schema.names:
-            arrays.append(pa.array(values, schema.field(key).type))
+            arrays.append(_typed(values, key, schema.field(key).type))
         else:
             array = pa.array(values)
             arrays.append(array.cast(pa.string()) if pa.types.is_null(array.type) else array)
     return pa.Table.from_arrays(arrays, names=keys)
+
+
+def _typed(values: list, key: str, kind: pa.DataType) -> pa.Array:
+    """The values as `kind`, or a ContractError naming the column and the first value that is not."""
+    try:
+        return pa.array(values, kind)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        for number, value in enumerate(values, start=1):
+            try:
+                pa.array([value], kind)
+            except (pa.ArrowInvalid, pa.ArrowTypeError):
+                raise ContractError(f"column {key!r}: record {number} has {value!r} ({type(value).__name__}), "
+                                    f"expected {kind}") from exc
+        raise ContractError(f"column {key!r}: not {kind}: {exc}") from exc

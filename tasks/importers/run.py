@@ -26,7 +26,12 @@ def import_dataset(fmt: str, source: str, out: str, options: ImportOptions | Non
     if not os.path.exists(source):
         raise ContractError(f"{fmt}: {source}: no such file or folder")
     options = options or ImportOptions()
-    imported = adapter(fmt)(source, options)
+    try:
+        imported = adapter(fmt)(source, options)
+    except ContractError as exc:  # name the source when the adapter could not
+        if source in str(exc) or fmt in str(exc):
+            raise
+        raise ContractError(f"{fmt}: {source}: {exc}") from exc
     root = image_root(options.images, out)
     tables, id_rejects = {}, []
     for name, (table, contract) in imported.tables.items():

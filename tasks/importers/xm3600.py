@@ -49,6 +49,8 @@ def read_xm3600(source: str, options: ImportOptions) -> Imported:
     listed = attributions(os.path.dirname(os.path.abspath(path)))
     captions, images, rejects = [], [], []
     for number, record in records:
+        if not isinstance(record["image/key"], (str, int)) or not str(record["image/key"]).strip():
+            raise layout_error(FORMAT, path, EXPECTED, number, None, f"image/key {record['image/key']!r} is no key")
         key, locale = str(record["image/key"]), record.get("image/locale")
         languages = {k: v for k, v in record.items() if not k.startswith("image/")}
         for language, entry in sorted(languages.items()):
@@ -59,7 +61,8 @@ def read_xm3600(source: str, options: ImportOptions) -> Imported:
             for index, text in enumerate(entry["caption"]):
                 caption_id = f"{key}/{language}/{index}"
                 if not isinstance(text, str) or not text.strip():
-                    rejects.append(reject(FORMAT, "empty_caption", [caption_id], [text]))
+                    reason = "caption_not_text" if text is not None and not isinstance(text, str) else "empty_caption"
+                    rejects.append(reject(FORMAT, reason, [caption_id], [text]))
                     continue
                 captions.append({"id": caption_id, "text": text, "language": language, "image_id": key,
                                  "caption_index": index,

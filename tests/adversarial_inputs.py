@@ -1,0 +1,91 @@
+"""Bad inputs, written as a careless user or an attacker would hand them over: builders of files
+for tests/test_adversarial.py. Each builder writes into a folder and returns nothing."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from xmdata.data import sample_path
+
+SAMPLE = os.path.dirname(sample_path("captions.jsonl"))
+DEMO = os.path.join(os.path.dirname(SAMPLE), "releases", "demo.yaml")
+
+
+def text(name: str, content: str | bytes):
+    def write(folder):
+        data = content.encode("utf-8") if isinstance(content, str) else content
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(data)
+    return write
+
+
+def jsonl(name: str, rows: list[dict]):
+    return text(name, "".join(json.dumps(r) + "\n" for r in rows))
+
+
+def parquet(name: str, columns: dict):
+    def write(folder):
+        pq.write_table(pa.table(columns), folder / name)
+    return write
+
+
+def folder(name: str):
+    return lambda f: (f / name).mkdir(parents=True, exist_ok=True)
+
+
+def demo_config(name: str, edit=lambda text: text):
+    """The packaged demo config with sample paths made absolute, then `edit`ed."""
+    def write(f):
+        (f / name).write_text(edit(open(DEMO, encoding="utf-8").read().replace("../sample", SAMPLE)))
+    return write
+
+
+def config(name: str, body: str):
+    """A release.yaml beside a copy of the sample captions and images."""
+    def write(f):
+        shutil.copy(sample_path("captions.jsonl"), f / "captions.jsonl")
+        shutil.copy(sample_path("images.csv"), f / "images.csv")
+        (f / name).write_text(body)
+    return write
+
+
+def embeddings(name: str, query, target, ids=None):
+    """An MMMEB table: one task, one language, the given query and target vectors."""
+    n = len(query)
+    return parquet(name, {"id": ids or [f"q{i}" for i in range(n)], "task": ["VQA"] * n, "language": ["en"] * n,
+                          "query_embedding": pa.array([list(map(float, v)) for v in query], pa.list_(pa.float32())),
+                          "target_embedding": pa.array([list(map(float, v)) for v in target], pa.list_(pa.float32()))})
+
+
+def ratings(name: str, ids, score, rating):
+    return parquet(name, {"id": pa.array(ids, pa.string()), "clip_score": pa.array(score, pa.float64()),
+                          "rating": pa.array(rating, pa.float64())})
+
+
+def png_bomb(name: str):
+    """A valid PNG header claiming 100,000 x 100,000 pixels (10 gigapixels), 67 bytes on disk."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    data = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 100_000, 100_000, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(b"\0")) + chunk(b"IEND", b""))
+    return text(name, data)
+
+
+def random_bytes(name: str, size: int = 4096):
+    return text(name, np.random.default_rng(0).integers(0, 256, size, dtype=np.uint8).tobytes())
+
+
+def all_of(*builders):
+    def write(f):
+        for build in builders:
+            build(f)
+    return write

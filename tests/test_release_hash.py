@@ -1,0 +1,66 @@
+"""release_sha256 depends on the config, the inputs and the models' content only: not on where the
+tiny models are cached, which Prefect home ran the build, or the working directory."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from xmdata.data import sample_path
+from xmdata.tasks.release_manifest import model_fingerprint
+
+BIN = os.path.dirname(sys.executable)
+CONFIG = """name: hash-check
+shards: 2
+translation:
+  input: captions.jsonl
+  targets: [ar]
+  translator: {backend: m2m100, model: "tiny:m2m100", num_beams: 2, num_candidates: 2}
+  filters: {qe_model: "tiny:cometkiwi"}
+scoring: {input: captions.jsonl, images: images.csv, clip_model: "tiny:open_clip"}
+"""
+
+
+@pytest.mark.slow  # builds the tiny models once more (~7 s)
+def test_model_fingerprint_ignores_the_folder_the_models_were_built_in(tmp_path):
+    from xmdata.models.tiny import build_tiny_models
+
+    first, second = build_tiny_models(tmp_path / "a"), build_tiny_models(tmp_path / "somewhere" / "else")
+    for backend in ("cometkiwi", "open_clip"):  # the two whose files name their sibling folder
+        a, b = (model_fingerprint("r", "x", s[backend].name_or_path, backend, None) for s in (first, second))
+        assert a == b
+    tampered = tmp_path / "a" / "cometkiwi" / "hparams.yaml"
+    tampered.write_text(tampered.read_text().replace("dropout: 0.1", "dropout: 0.2"))
+    assert model_fingerprint("r", "x", first["cometkiwi"].name_or_path, "cometkiwi", None) != \
+        model_fingerprint("r", "x", second["cometkiwi"].name_or_path, "cometkiwi", None)
+
+
+def _inputs(folder):
+    folder.mkdir(parents=True)
+    lines = open(sample_path("captions.jsonl"), encoding="utf-8").read().splitlines()[:3]
+    (folder / "captions.jsonl").write_text("\n".join(lines) + "\n")
+    shutil.copy(sample_path("images.csv"), folder / "images.csv")
+    shutil.copytree(os.path.join(os.path.dirname(sample_path("images.csv")), "images"), folder / "images")
+    (folder / "release.yaml").write_text(CONFIG)
+    return folder
+
+
+@pytest.mark.slow
+def test_release_sha256_is_the_same_with_other_caches_prefect_homes_and_folders(tmp_path):
+    hashes = []
+    for machine in ("one", "two-with-a-longer-name"):
+        root = tmp_path / machine
+        inputs = _inputs(root / "project")
+        env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+        env.update(XMDATA_CACHE=str(root / "cache"), PREFECT_HOME=str(root / "prefect"),
+                   XMDATA_SERVICE="off", XMDATA_EXECUTOR="inprocess")
+        result = subprocess.run([os.path.join(BIN, "xmdata"), "release", "--config", "release.yaml",
+                                 "--out", str(root / "out"), "--quiet"], cwd=inputs, env=env,
+                                capture_output=True, text=True, timeout=900)
+        assert result.returncode == 0, result.stderr[-3000:]
+        manifest = json.load(open(root / "out" / "manifest.json"))
+        assert str(root) not in json.dumps(manifest["release"])  # no path of this machine in the facts
+        hashes.append(manifest["release_sha256"])
+    assert hashes[0] == hashes[1]
