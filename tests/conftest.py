@@ -16,6 +16,17 @@ os.environ.setdefault("XMDATA_IDLE_MINUTES", "15")  # a service a crashed test r
 os.environ.pop("PREFECT_API_URL", None)  # the service's server, never a developer's
 
 
+@pytest.fixture(autouse=True)
+def _environment_of_its_own():
+    """What a test (or a CLI run inside it: XMDATA_PROGRESS, OMP_NUM_THREADS…) sets in os.environ
+    ends with it; the session fixtures, set up before, stay."""
+    saved = dict(os.environ)
+    yield
+    if os.environ != saved:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
 @pytest.fixture(scope="session")
 def tiny_models(tmp_path_factory):
     """{backend: ModelSpec} for every backend, built offline with the real classes — the same

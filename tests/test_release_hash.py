@@ -48,18 +48,23 @@ def _inputs(folder):
 
 
 @pytest.mark.slow
-def test_release_sha256_is_the_same_with_other_caches_prefect_homes_and_folders(tmp_path):
-    hashes = []
-    for machine in ("one", "two-with-a-longer-name"):
+def test_release_sha256_is_the_same_with_other_caches_prefect_homes_and_folders(tmp_path, prefect_server):
+    machines = {}
+    for machine in ("one", "two-with-a-longer-name"):  # two "machines" building side by side
         root = tmp_path / machine
         inputs = _inputs(root / "project")
         env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+        # Their own cache (tiny models built there), Prefect home and folder; the session's Prefect
+        # API, so that neither waits for a server of its own to start.
         env.update(XMDATA_CACHE=str(root / "cache"), PREFECT_HOME=str(root / "prefect"),
-                   XMDATA_SERVICE="off", XMDATA_EXECUTOR="inprocess")
-        result = subprocess.run([os.path.join(BIN, "xmdata"), "release", "--config", "release.yaml",
-                                 "--out", str(root / "out"), "--quiet"], cwd=inputs, env=env,
-                                capture_output=True, text=True, timeout=900)
-        assert result.returncode == 0, result.stderr[-3000:]
+                   PREFECT_API_URL=prefect_server, XMDATA_SERVICE="off", XMDATA_EXECUTOR="inprocess")
+        machines[root] = subprocess.Popen([os.path.join(BIN, "xmdata"), "release", "--config", "release.yaml",
+                                           "--out", str(root / "out"), "--quiet"], cwd=inputs, env=env,
+                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    hashes = []
+    for root, proc in machines.items():
+        _, stderr = proc.communicate(timeout=900)
+        assert proc.returncode == 0, stderr[-3000:]
         manifest = json.load(open(root / "out" / "manifest.json"))
         assert str(root) not in json.dumps(manifest["release"])  # no path of this machine in the facts
         hashes.append(manifest["release_sha256"])

@@ -8,6 +8,7 @@ import subprocess
 import time
 
 import pytest
+from cli_runs import run_xmdata
 from demo_runs import BIN
 
 from xmdata.cli import main
@@ -18,7 +19,7 @@ VOLATILE = {"run.json", "prefect-server.log"}
 
 
 def xmdata(env, *args, timeout=300):
-    return subprocess.run([XMDATA, *args, "-q"], env=env, capture_output=True, text=True, timeout=timeout)
+    return run_xmdata([*args, "-q"], env)  # in this process: what a build writes is the point
 
 
 def local_files(root) -> dict[str, bytes]:
@@ -49,7 +50,7 @@ def test_s3_input_and_output_give_the_local_bytes_and_resume(s3, s3_env, local_l
     first = xmdata(s3_env, *args)
     assert first.returncode == 0, first.stderr[-2000:]
     assert s3_files(s3, "xmdata/lid") == local_lid
-    again = subprocess.run([XMDATA, *args], env=s3_env, capture_output=True, text=True, timeout=300)
+    again = run_xmdata(args, s3_env)
     assert "language_id: 0 shard(s) run, 3 skipped" in again.stdout  # the records on S3 are trusted
     assert json.loads(s3.filesystem().cat_file("xmdata/lid/run.json"))["language_id"]["shards_skipped"] == 3
 
@@ -61,7 +62,7 @@ def test_a_shard_whose_record_was_lost_is_redone_and_a_changed_object_is_not_tru
     assert xmdata(s3_env, *args).returncode == 0
     fs.rm_file("xmdata/lid-edit/language_id/_done/shard-00001.json")  # as if killed before the record
     fs.pipe_file("xmdata/lid-edit/language_id/data/shard-00002.parquet", b"not the recorded object")
-    rerun = subprocess.run([XMDATA, *args], env=s3_env, capture_output=True, text=True, timeout=300)
+    rerun = run_xmdata(args, s3_env)
     assert "language_id: 2 shard(s) run, 1 skipped" in rerun.stdout, rerun.stderr[-2000:]
     assert s3_files(s3, "xmdata/lid-edit") == local_lid
 
@@ -192,10 +193,10 @@ def test_demo_release_to_s3_has_the_local_release_hash_and_verifies(s3, s3_env, 
     published = s3_files(s3, "xmdata/demo")
     assert set(published) == set(local["release"]["files"]) | {"manifest.json"}  # no build/ uploaded
     assert all(published[name] == (demo_release / name).read_bytes() for name in local["release"]["files"])
-    verify = [XMDATA, "release", "verify", "s3://xmdata/demo"]
-    assert subprocess.run(verify, env=s3_env, capture_output=True, timeout=120).returncode == 0
+    verify = ["release", "verify", "s3://xmdata/demo"]
+    assert run_xmdata(verify, s3_env).returncode == 0
     s3.filesystem().pipe_file("xmdata/demo/data/captions.parquet", b"edited")
-    edited = subprocess.run(verify, env=s3_env, capture_output=True, text=True, timeout=120)
+    edited = run_xmdata(verify, s3_env)
     assert edited.returncode == 1 and "data/captions.parquet: bytes" in edited.stderr
 
 
