@@ -42,7 +42,11 @@ def served(tmp_path, tiny_models):
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}  # serve starts its own server
     env["PREFECT_HOME"] = str(tmp_path / "prefect")  # its own database, not the session server's
     log = tmp_path / "serve.log"
-    proc = subprocess.Popen([os.path.join(BIN, "xmdata"), "serve", "--port", str(port)], cwd=tmp_path, env=env,
+    # As from a terminal, where Ctrl-C reaches it: a test run started in the background (`cmd &`
+    # without job control) has SIGINT ignored, and an ignored signal stays ignored across exec.
+    ctrl_c = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])"
+    proc = subprocess.Popen([sys.executable, "-c", ctrl_c, os.path.join(BIN, "xmdata"), "serve", "--port", str(port)],
+                            cwd=tmp_path, env=env,
                             stdout=open(log, "w"), stderr=subprocess.STDOUT, start_new_session=True)
     try:
         wait_for_line(log, "serving 7 deployments", proc)

@@ -9,6 +9,10 @@ from __future__ import annotations
 import os
 
 BIND_ENV = "XMDATA_BIND"
+# A single-threaded worker is handed one shard at a time, none queued behind it (Dask's default
+# saturation 1.1 queues a second): a shard that kills its worker then takes no innocent queued
+# shard with it, which Dask would count towards that shard's three allowed deaths.
+ONE_SHARD_A_WORKER = {"distributed.scheduler.worker-saturation": 1.0}
 
 
 def bind_host() -> str:
@@ -27,6 +31,7 @@ def default_workers() -> int:
 def start_local_cluster(n_workers: int | None = None, memory_limit: str = "auto"):
     """A LocalCluster of single-threaded worker processes, plus one per visible GPU that advertises
     GPU=1 (placement.py); returns (cluster, client)."""
+    import dask
     from distributed import Client, LocalCluster
 
     from .placement import add_gpu_workers, gpu_ids
@@ -36,14 +41,15 @@ def start_local_cluster(n_workers: int | None = None, memory_limit: str = "auto"
     host = bind_host()
     # The dashboard is served only when asked for, and then only where XMDATA_BIND says.
     dashboard = os.environ.get("XMDATA_DASHBOARD")
-    cluster = LocalCluster(
-        n_workers=workers, threads_per_worker=1, processes=True, host=host,
-        # Its HTTP endpoint (health, metrics; pages only with XMDATA_DASHBOARD) on a free port.
-        dashboard_address=f"{host}:{dashboard or 0}", memory_limit=memory_limit,
-        scheduler_kwargs={"dashboard": bool(dashboard)},
-        env={"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads})
-    if gpus := gpu_ids():  # plus one worker per GPU, for the stages that want one (placement.py)
-        add_gpu_workers(cluster, gpus)
+    with dask.config.set(ONE_SHARD_A_WORKER):
+        cluster = LocalCluster(
+            n_workers=workers, threads_per_worker=1, processes=True, host=host,
+            # Its HTTP endpoint (health, metrics; pages only with XMDATA_DASHBOARD) on a free port.
+            dashboard_address=f"{host}:{dashboard or 0}", memory_limit=memory_limit,
+            scheduler_kwargs={"dashboard": bool(dashboard)},
+            env={"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads})
+        if gpus := gpu_ids():  # plus one worker per GPU, for the stages that want one (placement.py)
+            add_gpu_workers(cluster, gpus)
     return cluster, Client(cluster, set_as_default=False)
 
 
