@@ -12,10 +12,11 @@ from xmdata.runtime.stage import Stage
 from .rejects import blank_mask, concat_rejects, split_by_mask
 
 STAGE = "language_id"
-# fastText labels ~150k short texts a second a core; sending shards to the warm cluster costs ~0.6
-# CPU-s and ~1 s of wall (the client's distributed import and connection, shard files, transfers).
-# On 2 cores, 200k captions took 5.2 s in-process and 5.4 s on the cluster, at 1.2x vs 1.6x the
-# bare loop's CPU-s (./run bench orchestration): parallel pays for language ID only past ~250k rows.
+# fastText labels ~150k short texts a second a core; sending shards to the warm cluster costs ~0.4
+# CPU-s more (the client's distributed import and connection, shard files, transfers). 200k captions
+# on the quiet 2-core machine: in-process 4.8 s wall at 1.43x the bare loop's CPU-s, on the warm
+# cluster 4.0 s at 1.50x (./run bench orchestration): below ~250k rows the cluster buys less than a
+# second of wall with more CPU, so language ID stays in the command's process up to there.
 LIGHT_ROWS = 250_000
 # Image placeholders of multimodal instruction data (MMEB's <|image_1|>, LLaVA's <image>): not language.
 IMAGE_PLACEHOLDER = re.compile(r"<\|?image[^<>]{0,16}\|?>", re.IGNORECASE)
