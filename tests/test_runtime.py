@@ -32,7 +32,7 @@ def test_shard_assignment_is_stable_and_order_free():
     for a, b in zip(shards, reversed_shards):
         assert sorted(a.column("id").to_pylist()) == sorted(b.column("id").to_pylist())
         assert a.column("id").to_pylist() == sorted(a.column("id").to_pylist(), key=lambda k: int(k[1:]))
-    for index, shard in enumerate(shards):  # the split's inlined hash is shard_of's, row for row
+    for index, shard in enumerate(shards):  # every row sits in the shard its id alone names
         assert all(shard_of(k, 4) == index for k in shard.column("id").to_pylist())
     assert split_into_shards(table, "id", 1)[0].equals(table)
 
