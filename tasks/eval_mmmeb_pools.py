@@ -8,19 +8,22 @@ import numpy as np
 import pyarrow as pa
 
 from xmdata.schemas.contract import ContractError
+from xmdata.schemas.evaluation import require_columns, require_ids, vectors
 
 from .eval_inputs import heading, read_table
+from .eval_ranking import unit_rows
 from .eval_report import Report, md_table
 from .eval_retrieval import group_rng, mcnemar
 
 AVG3 = ("I2T", "T2I", "C")
 
 
-def _vectors(table: pa.Table) -> tuple[dict[str, int], np.ndarray]:
-    """(row of each id, the embeddings as one float64 matrix)."""
-    ids = table.column("id").to_pylist()
-    matrix = np.asarray(table.column("embedding").to_pylist(), dtype=np.float64).reshape(len(ids), -1)
-    return {i: n for n, i in enumerate(ids)}, matrix
+def _vectors(table: pa.Table, source: str) -> tuple[dict[str, int], np.ndarray]:
+    """(row of each id, the embeddings as unit rows: cosine, as `evaluate mmmeb` scores), checked as
+    every evaluation input is (ids once; no null, ragged, non-finite or all-zero embedding)."""
+    require_columns(table, {"id": "label", "embedding": "vector"}, source)
+    require_ids(table, "id", source)
+    return {i: n for n, i in enumerate(table.column("id").to_pylist())}, unit_rows(vectors(table, "embedding", source))
 
 
 def group_hits(rows: list[dict], queries, candidates, rng: np.random.Generator) -> np.ndarray | None:
@@ -28,8 +31,12 @@ def group_hits(rows: list[dict], queries, candidates, rng: np.random.Generator) 
     (q_row, q_matrix), (c_row, c_matrix) = queries, candidates
     if any(r["id"] not in q_row or any(c not in c_row for c in r["pool"]) for r in rows):
         return None
-    pools = np.array([[c_row[c] for c in r["pool"]] for r in rows])
-    sims = np.einsum("npd,nd->np", c_matrix[pools], q_matrix[[q_row[r["id"]] for r in rows]])
+    # Each query against the group's candidates once (queries x candidates), then its pool picked out:
+    # gathering a pool's vectors per query would hold queries x 1,000 x width floats at once.
+    union = sorted({c for r in rows for c in r["pool"]})
+    column = {c: j for j, c in enumerate(union)}
+    every = q_matrix[[q_row[r["id"]] for r in rows]] @ c_matrix[[c_row[c] for c in union]].T
+    sims = np.take_along_axis(every, np.array([[column[c] for c in r["pool"]] for r in rows]), axis=1)
     own = sims[np.arange(len(rows)), [r["gold_position"] for r in rows]][:, None]
     greater, equal = (sims > own).sum(axis=1), (sims == own).sum(axis=1) - 1
     return (greater == 0) & (rng.random(len(rows)) * (equal + 1) < 1)
@@ -37,7 +44,12 @@ def group_hits(rows: list[dict], queries, candidates, rng: np.random.Generator) 
 
 def pool_precision(pools: pa.Table, systems: dict[str, tuple[pa.Table, pa.Table]], seed: int = 0) -> dict:
     """systems: {name: (query embeddings, candidate embeddings)}; the first is compared with the others."""
-    vectors = {name: (_vectors(q), _vectors(c)) for name, (q, c) in systems.items()}
+    embedded = {name: (_vectors(q, f"{name} query embeddings"), _vectors(c, f"{name} candidate embeddings"))
+                for name, (q, c) in systems.items()}
+    for name, ((_, q), (_, c)) in embedded.items():
+        if q.shape[1] != c.shape[1]:
+            raise ContractError(f"evaluate mmmeb: {name}'s query and candidate embeddings differ in width "
+                                f"({q.shape[1]} and {c.shape[1]})")
     groups: dict[tuple, list[dict]] = {}
     for row in sorted(pools.to_pylist(), key=lambda r: r["id"]):
         groups.setdefault((row["task"], row["dataset"], row["language"]), []).append(row)
@@ -46,7 +58,7 @@ def pool_precision(pools: pa.Table, systems: dict[str, tuple[pa.Table, pa.Table]
         entry = {"task": task, "dataset": dataset, "language": language, "n": len(rows),
                  "pool_size": len(rows[0]["pool"])}
         hits = {name: group_hits(rows, q, c, group_rng(seed, "ties", task, dataset, language))
-                for name, (q, c) in vectors.items()}
+                for name, (q, c) in embedded.items()}
         for name, h in hits.items():
             entry[name] = None if h is None else float(h.mean())
         for name in list(hits)[1:]:
@@ -68,7 +80,6 @@ def pool_precision(pools: pa.Table, systems: dict[str, tuple[pa.Table, pa.Table]
 
 
 POOL_COLUMNS = ("id", "task", "dataset", "language", "pool", "gold_position")
-EMBEDDING_COLUMNS = ("id", "embedding")
 
 
 def checked(table: pa.Table, path: str, columns: tuple[str, ...]) -> pa.Table:
@@ -98,14 +109,8 @@ def run_mmmeb_pools(o: dict) -> Report:
     if not o.get("candidates") or bool(o.get("against")) != bool(o.get("against_candidates")):
         raise ContractError("evaluate mmmeb --pools needs --candidates, and --against with --against-candidates")
     pairs = {"input": ("input", "candidates"), "against": ("against", "against_candidates")}
-    systems = {name: tuple(checked(read_table(o[k], f"--{k.replace('_', '-')}"), o[k], EMBEDDING_COLUMNS) for k in keys)
-               for name, keys in pairs.items() if o.get(keys[0])}
-    for name, (queries, candidates) in systems.items():
-        widths = {t.schema.field("embedding").type.list_size if hasattr(t.schema.field("embedding").type, "list_size")
-                  else len(t.column("embedding")[0].as_py() or []) for t in (queries, candidates) if t.num_rows}
-        if len(widths) > 1:
-            raise ContractError(f"evaluate mmmeb: {name}'s query and candidate embeddings differ in width "
-                                f"({sorted(widths)})")
+    systems = {name: tuple(read_table(o[k], f"--{k.replace('_', '-')}") for k in keys)
+               for name, keys in pairs.items() if o.get(keys[0])}  # checked in pool_precision
     result = pool_precision(checked(read_table(o["pools"], "--pools"), o["pools"], POOL_COLUMNS), systems, o["seed"])
     md = heading("MMMEB P@1 on published pools", [o["input"], o["pools"]], {"seed": o["seed"]}) + pools_markdown(result)
     return Report("mmmeb", {"metric": "mmmeb", **result}, md, tables={"mmmeb": result["per_group"]})
