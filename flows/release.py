@@ -13,7 +13,6 @@ from xmdata.flows.release_build import build_release_data
 from xmdata.flows.release_facts import release_facts
 from xmdata.flows.release_preflight import checked_release
 from xmdata.flows.release_recipe import ModelChoice
-from xmdata.runtime import storage
 from xmdata.runtime.atomic import remove_stray_temp_files, write_text_atomic
 from xmdata.runtime.cluster_spec import ClusterOptions
 from xmdata.runtime.session import cluster_scope
@@ -22,7 +21,7 @@ from xmdata.tasks.release_card import build_card
 from xmdata.tasks.release_recipe_card import recipe_sections
 from xmdata.tasks.release_files import copy_files, gather_rejects, gather_tables
 from xmdata.tasks.release_manifest import release_files, write_manifest
-from xmdata.tasks.release_upload import staging_folder, upload_release
+from xmdata.tasks.release_upload import release_folders, upload_release
 
 PUBLISHED_FOLDERS = ("data", "rejects", "plots", "reports")
 
@@ -47,9 +46,7 @@ def release_flow(config: str = "demo", out: str = "releases/demo", shards: int |
     # Every stage's refusals (config, overrides, inputs, models) before the first stage writes.
     parsed, resolved, text, text_sha, overrides = checked_release(config, shards, seed, sample, models)
     overrides |= ({"sample": True} if sample else {}) | ({"models": models} if models != "config" else {})
-    target = out if storage.is_url(out) else None  # an object store: built here, uploaded at the end
-    out = os.path.abspath(staging_folder(target) if target else storage.local(out))
-    work = os.path.abspath(storage.local(work) if work else os.path.join(out, "build"))
+    target, out, work = release_folders(out, work)
     remove_stray_temp_files(out)  # what a killed run left half-written, build folder included
     with column_mapping(parsed.columns), cluster_scope(cluster or parsed.cluster):
         build = build_release_data(resolved, work)  # `columns:` applied as --map on the commands

@@ -196,8 +196,10 @@ def _absolute_inputs(config: ReleaseConfig, base: str) -> ReleaseConfig:
     missing = [f"{s}.{k}: {data[s][k]}" for s, keys in INPUT_FIELDS.items()
                for k in keys if data.get(s) and data[s][k] and not data[s][k].startswith(IMPORTED)
                and not _input_exists(data[s][k], f"{s}.{k}")]
-    missing += [f"imports.{name}.source: {entry['source']}" for name, entry in data["imports"].items()
-                if not _input_exists(entry["source"], f"imports.{name}.source")]
+    # An importer reads a local download (folders, archives): a URL source is refused here.
+    missing += [f"imports.{name}.source: {entry['source']}" + (" (imports read a local download)"
+                                                                if storage.is_url(entry["source"]) else "")
+                for name, entry in data["imports"].items() if not os.path.exists(entry["source"])]
     missing += [f"imports.{name}.options.{k}: {entry['options'][k]}" for name, entry in data["imports"].items()
                 for k in IMPORT_PATH_OPTIONS if entry["options"][k] and not os.path.exists(entry["options"][k])]
     missing += [f"{s}.{k}: {data[s][k]} (no import {data[s][k][len(IMPORTED):].split('/')[0]!r})"

@@ -47,8 +47,7 @@ def read_any(path: str) -> pa.Table:
         _require_utf8_text(storage.local(path))
     try:
         if is_remote:
-            with storage.open_file(path, "rb") as f:
-                source = io.BytesIO(f.read())
+            source = io.BytesIO(storage.read_bytes(path))  # one GET
         else:
             source = storage.local(path)
         table = READERS[suffix](source).to_arrow()

@@ -26,6 +26,13 @@ def staging_folder(url: str) -> str:
     return os.path.join(cache, "releases", hashlib.sha256(url.encode()).hexdigest()[:16])
 
 
+def release_folders(out: str, work: str | None) -> tuple[str | None, str, str]:
+    """(the URL the release goes to or None, the local folder it is built in, its build folder)."""
+    target = out if storage.is_url(out) else None  # an object store: built here, uploaded at the end
+    folder = os.path.abspath(staging_folder(target) if target else storage.local(out))
+    return target, folder, os.path.abspath(storage.local(work) if work else os.path.join(folder, "build"))
+
+
 def upload_release(staging: str, url: str, manifest: dict) -> None:
     names = sorted(manifest["release"]["files"])
     fs, root = storage.filesystem(url)

@@ -78,3 +78,14 @@ def test_mmmeb_source_layouts_are_refused_whole_or_row_by_row(tmp_path):
     assert report["refused"] == {"entity_without_box": 1} and report["written"] == {"phrases": 5}
     report = import_dataset("imagenet-val", os.path.join(sample, "imagenet"), str(tmp_path / "inet"))
     assert report["written"] == {"images": 6, "labels": 19}
+
+
+def test_xtd10_caption_files_named_otherwise_are_refused_not_skipped(tmp_path, capsys):
+    from xmdata.cli import main
+
+    (tmp_path / "test_image_names.txt").write_text("a.jpg\n")
+    (tmp_path / "test_1kcaptions_zh_CN.txt").write_text("一只狗\n")  # a language code with an underscore: read
+    assert main(["import", "xtd10", str(tmp_path), "--out", str(tmp_path / "zh")]) == 0
+    (tmp_path / "test_1kcaptions_2.txt").write_text("x\n")
+    assert main(["import", "xtd10", str(tmp_path), "--out", str(tmp_path / "out")]) == 2
+    assert "test_1kcaptions_2.txt" in capsys.readouterr().err and not (tmp_path / "out").exists()

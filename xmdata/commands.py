@@ -89,10 +89,9 @@ def release(args) -> int:
     if args.work and storage.is_url(args.work):
         raise ContractError(f"--work {args.work}: a release's build folder is local (its stages write with "
                             f"local tools); --out may be a URL, the release is uploaded when built")
-    from xmdata.tasks.release_upload import staging_folder
+    from xmdata.tasks.release_upload import release_folders
 
-    out = staging_folder(storage.absolute(args.out)) if storage.is_url(args.out) else args.out
-    work = os.path.abspath(args.work or os.path.join(out, "build"))
+    _, _, work = release_folders(args.out, args.work)
     result = _run_flow(release_flow, args, summary_dir=work, cluster=parsed.cluster, url_out=True,
                        config=args.config, seed=args.seed, work=work, sample=args.sample, models=args.models)
     print(f"release {result['release']}: {result['files']} files, release_sha256 {result['release_sha256']}")

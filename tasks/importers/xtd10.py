@@ -14,7 +14,7 @@ from .options import ImportOptions
 
 FORMAT = "xtd10"
 NAMES = "test_image_names.txt"
-CAPTIONS_FILE = re.compile(r"test_1kcaptions_([A-Za-z-]+)\.txt$")
+CAPTIONS_FILE = re.compile(r"test_1kcaptions_([A-Za-z_-]+)\.txt$")  # zh_CN as well as fr
 
 
 def _lines(path: str) -> list[str]:
@@ -26,7 +26,10 @@ def read_xtd10(source: str, options: ImportOptions) -> Imported:
     names = [n.strip() for n in _lines(require_file(os.path.join(folder, NAMES), FORMAT, "image list"))]
     while names and not names[-1]:
         names.pop()
-    files = {CAPTIONS_FILE.search(p).group(1): p for p in sorted(glob.glob(os.path.join(folder, "test_1kcaptions_*.txt")))}
+    paths = sorted(glob.glob(os.path.join(folder, "test_1kcaptions_*.txt")))
+    if odd := [p for p in paths if not CAPTIONS_FILE.search(p)]:  # refused, never skipped
+        raise layout_error(FORMAT, odd[0], "test_1kcaptions_<lang>.txt, <lang> a language code")
+    files = {CAPTIONS_FILE.search(p).group(1): p for p in paths}
     if not files:
         raise layout_error(FORMAT, folder, "test_1kcaptions_<lang>.txt files beside test_image_names.txt")
     captions, rejects = [], []

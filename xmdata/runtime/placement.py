@@ -26,7 +26,9 @@ def placement(client, stage) -> dict:
     if stage.gpu:
         return {"resources": {GPU: 1}}
     cpu = [address for address in workers if address not in gpu]
-    return {"workers": cpu, "allow_other_workers": False} if cpu else {}
+    # A preference, not a hard restriction: a worker restarted after a killed shard, or retired by
+    # adapt, comes back at a new address, and tasks bound to the old ones would wait forever.
+    return {"workers": cpu, "allow_other_workers": True} if cpu else {}
 
 
 def gpu_ids() -> list[str]:
