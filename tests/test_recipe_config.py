@@ -89,3 +89,14 @@ def test_xtd10_caption_files_named_otherwise_are_refused_not_skipped(tmp_path, c
     (tmp_path / "test_1kcaptions_2.txt").write_text("x\n")
     assert main(["import", "xtd10", str(tmp_path), "--out", str(tmp_path / "out")]) == 2
     assert "test_1kcaptions_2.txt" in capsys.readouterr().err and not (tmp_path / "out").exists()
+
+
+def test_rows_whose_image_is_missing_are_rejected_each_with_its_path(tmp_path):
+    from xmdata.tasks.importers.base import drop_missing_images
+
+    (tmp_path / "a.jpg").write_bytes(b"x")
+    rows = [{"id": "1", "p": "a.jpg"}, {"id": "2", "p": "b.jpg"}, {"id": "3", "p": "b.jpg"}]
+    kept, (refused,) = drop_missing_images(rows, str(tmp_path), "maxm", "p")
+    assert kept == rows[:1] and refused.column("row_id").to_pylist() == ["2", "3"]
+    assert set(refused.column("reason").to_pylist()) == {"image_file_missing"}
+    assert drop_missing_images(rows, None, "maxm", "p") == (rows, [])

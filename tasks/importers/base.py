@@ -41,6 +41,17 @@ def reject(fmt: str, reason: str, row_ids: list, values: list | None = None) -> 
     return make_rejects(f"import_{fmt.replace('-', '_')}", reason, row_ids, values)
 
 
+def drop_missing_images(rows: list[dict], images: str | None, fmt: str, column: str) -> tuple[list[dict], list]:
+    """(rows whose image file is under IMAGES, [rejects: image_file_missing] for the others); each
+    distinct file is looked up once (many rows may share an image). No IMAGES: every row kept."""
+    if not images:
+        return rows, []
+    found = {path: os.path.isfile(os.path.join(images, path)) for path in {r[column] for r in rows}}
+    gone = [r for r in rows if not found[r[column]]]
+    refused = [reject(fmt, "image_file_missing", [r["id"] for r in gone], [r[column] for r in gone])] if gone else []
+    return [r for r in rows if found[r[column]]], refused
+
+
 def files_in(source: str, pattern: str, fmt: str, what: str) -> list[str]:
     """SOURCE itself when it is a file, else its files matching `pattern` (at least one)."""
     if not os.path.isdir(source):

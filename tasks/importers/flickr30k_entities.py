@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ElementTree
 
 import pyarrow as pa
 
-from .base import Imported, layout_error, reject, require_file
+from .base import Imported, drop_missing_images, layout_error, reject, require_file
 from .options import ImportOptions
 
 FORMAT = "flickr30k-entities"
@@ -59,10 +59,8 @@ def read_flickr30k_entities(source: str, options: ImportOptions) -> Imported:
                 continue
             rows.append({"id": row_id, "language": language, "image_id": image, "image_path": f"{image}.jpg",
                          "entity": entity, "phrase": phrase, "box": boxes[entity]})
-    if options.images:
-        missing = [r for r in rows if not os.path.isfile(os.path.join(options.images, r["image_path"]))]
-        rejects += [reject(FORMAT, "image_file_missing", [r["id"]], [r["image_path"]]) for r in missing]
-        rows = [r for r in rows if r not in missing]
+    rows, missing = drop_missing_images(rows, options.images, FORMAT, "image_path")
+    rejects += missing
     return Imported(tables={"phrases": (pa.Table.from_pylist(rows, SCHEMA), None)},
                     layout="Sentences/ + Annotations/ + test.txt", rows_read=len(images), rejects=rejects,
                     notes={"language": language, "test_images": len(images)})

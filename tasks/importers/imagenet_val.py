@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from xmdata.schemas import IMAGES
 
-from .base import Imported, layout_error, reject, require_file, rows_table
+from .base import Imported, drop_missing_images, layout_error, reject, require_file, rows_table
 from .options import ImportOptions
 
 FORMAT = "imagenet-val"
@@ -49,10 +49,8 @@ def read_imagenet_val(source: str, options: ImportOptions) -> Imported:
                                problem=f"language {language!r} is not two lists of equal length")
         labels += [{"id": f"{language}/{i}", "language": language, "class_index": int(i), "synset": synsets[int(i)],
                     "label": name} for i, name in zip(*pair) if 0 <= int(i) < len(synsets)]
-    if options.images:
-        missing = [r for r in images if not os.path.isfile(os.path.join(options.images, r["path"]))]
-        rejects += [reject(FORMAT, "image_file_missing", [r["id"]], [r["path"]]) for r in missing]
-        images = [r for r in images if r not in missing]
+    images, missing = drop_missing_images(images, options.images, FORMAT, "path")
+    rejects += missing
     return Imported(tables={"images": (rows_table(images, IMAGES.schema), IMAGES),
                             "labels": (pa.Table.from_pylist(labels, LABELS_SCHEMA), None)},
                     layout="LOC_val_solution.csv + LOC_synset_mapping.txt + babel_imagenet.json", rows_read=len(rows),

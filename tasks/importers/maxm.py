@@ -4,11 +4,10 @@
 from __future__ import annotations
 
 import json
-import os
 
 import pyarrow as pa
 
-from .base import Imported, files_in, layout_error, reject
+from .base import Imported, drop_missing_images, files_in, layout_error, reject
 from .options import ImportOptions
 
 FORMAT = "maxm"
@@ -36,9 +35,7 @@ def read_maxm(source: str, options: ImportOptions) -> Imported:
                 rows.append({"id": qid, "language": data["split"], "image_id": str(entry["image_id"]),
                              "image_path": f"{entry['image_id']}.jpg", "question": qa["question"].strip(),
                              "answer": answers[0].strip()})
-    if options.images:
-        missing = [r for r in rows if not os.path.isfile(os.path.join(options.images, r["image_path"]))]
-        rejects += [reject(FORMAT, "image_file_missing", [r["id"]], [r["image_path"]]) for r in missing]
-        rows = [r for r in rows if r not in missing]
+    rows, missing = drop_missing_images(rows, options.images, FORMAT, "image_path")
+    rejects += missing
     return Imported(tables={"qa": (pa.Table.from_pylist(rows, QA_SCHEMA), None)}, layout="MaXM v1 JSON per language",
                     rows_read=read, rejects=rejects, notes={"languages": sorted({r["language"] for r in rows})})

@@ -9,7 +9,7 @@ import re
 
 from xmdata.schemas import CAPTIONS, IMAGES
 
-from .base import Imported, layout_error, reject, require_file, rows_table
+from .base import Imported, drop_missing_images, layout_error, reject, require_file, rows_table
 from .options import ImportOptions
 
 FORMAT = "xtd10"
@@ -45,10 +45,8 @@ def read_xtd10(source: str, options: ImportOptions) -> Imported:
             captions.append({"id": f"{image}/{language}", "text": text.strip(), "language": language,
                              "image_id": image})
     images = [{"id": name, "latitude": None, "longitude": None, "path": name} for name in names]
-    if options.images:
-        missing = [row for row in images if not os.path.isfile(os.path.join(options.images, row["path"]))]
-        rejects += [reject(FORMAT, "image_file_missing", [row["id"]], [row["path"]]) for row in missing]
-        images = [row for row in images if row not in missing]
+    images, missing = drop_missing_images(images, options.images, FORMAT, "path")
+    rejects += missing
     return Imported(tables={"captions": (rows_table(captions, CAPTIONS.schema), CAPTIONS),
                             "images": (rows_table(images, IMAGES.schema), IMAGES)},
                     layout=f"{NAMES} + test_1kcaptions_<lang>.txt ({', '.join(files)})", rows_read=len(names),
