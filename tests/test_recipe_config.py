@@ -100,3 +100,18 @@ def test_rows_whose_image_is_missing_are_rejected_each_with_its_path(tmp_path):
     assert kept == rows[:1] and refused.column("row_id").to_pylist() == ["2", "3"]
     assert set(refused.column("reason").to_pylist()) == {"image_file_missing"}
     assert drop_missing_images(rows, None, "maxm", "p") == (rows, [])
+
+
+def test_an_import_file_that_is_not_utf8_or_not_json_is_refused_in_one_line(tmp_path, capsys):
+    from xmdata.cli import main
+
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / "test_image_names.txt").write_bytes(b"a.jpg\xff\xfe\n")
+    (tmp_path / "x" / "test_1kcaptions_fr.txt").write_text("un chien\n")
+    assert main(["import", "xtd10", str(tmp_path / "x"), "--out", str(tmp_path / "o1")]) == 2
+    assert "not UTF-8" in capsys.readouterr().err
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "fr.json").write_text('{"split": "fr", ')
+    assert main(["import", "maxm", str(tmp_path / "m"), "--out", str(tmp_path / "o2")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and ("JSON" in err[0] or "json" in err[0]) and not (tmp_path / "o2").exists()

@@ -32,6 +32,11 @@ def import_dataset(fmt: str, source: str, out: str, options: ImportOptions | Non
         if source in str(exc) or fmt in str(exc):
             raise
         raise ContractError(f"{fmt}: {source}: {exc}") from exc
+    # Every adapter's reads, named here once (text_lines() names the file where an adapter uses it).
+    except UnicodeDecodeError as exc:
+        raise ContractError(f"{fmt}: {source}: a file is not UTF-8 text ({exc.reason})") from exc
+    except json.JSONDecodeError as exc:
+        raise ContractError(f"{fmt}: {source}: a JSON file does not parse ({exc.msg}, line {exc.lineno})") from exc
     root = image_root(options.images, out)
     tables, id_rejects = {}, []
     for name, (table, contract) in imported.tables.items():
