@@ -21,10 +21,10 @@ def timed(label: str, fn, *args, **kwargs):
 
 
 def main() -> dict:
-    from xmdata.tasks.eval_backretrieval import Side, backretrieval, corr_baseline, cross_lingual_recall, \
+    from xmdata.tasks.evaluation.backretrieval import Side, backretrieval, corr_baseline, cross_lingual_recall, \
         evaluate_backretrieval
-    from xmdata.tasks.eval_ranking import unit_rows
-    from xmdata.tasks.eval_retrieval import mcnemar, retrieval_hits
+    from xmdata.tasks.evaluation.ranking import unit_rows
+    from xmdata.tasks.evaluation.retrieval import mcnemar, retrieval_hits
 
     rng = np.random.default_rng(0)
     z = rng.normal(size=(N, DIM)).astype(np.float32)

@@ -53,9 +53,9 @@ def timed(label: str, fn, *args, **kwargs):
 
 
 def main() -> dict:
-    from xmdata.tasks.geocode import _geocoder, geocode
-    from xmdata.tasks.language_areas import load_language_areas
-    from xmdata.tasks.select_images import select_greedy, select_optimal, selection_summary
+    from xmdata.tasks.selection.geocode import _geocoder, geocode
+    from xmdata.tasks.selection.language_areas import load_language_areas
+    from xmdata.tasks.selection.select_images import select_greedy, select_optimal, selection_summary
 
     photos = timed(f"generate {CANDIDATES:,} photos", synthetic_photos)
     timed("load reverse_geocoder tree", _geocoder)

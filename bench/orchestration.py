@@ -5,7 +5,7 @@ workers) and wall, in one run:
   home: the service starts, its database is created) and again with the service warm; time from
   the command's start to its first language-ID shard finished, and the whole command;
 - language ID over 200k captions through the CLI at 1 and 8 shards as a user runs it (in-process: see
-  LIGHT_ROWS in tasks/language_id.py), and at 8, 64 and 1,000 shards forced onto the warm cluster,
+  LIGHT_ROWS in tasks/translation/language_id.py), and at 8, 64 and 1,000 shards forced onto the warm cluster,
   against a bare loop of fastText `predict` over the same texts (reading them from Parquet included);
   each less the fixed cost of a one-row command by the same path;
 - a trivial stage (upper-casing 100 rows) at 1, 8, 64, 100, 1,000 and 10,000 shards on the warm
@@ -41,7 +41,7 @@ WORDS = ["red", "bicycle", "rojo", "vélo", "Fahrrad", "дом", "猫", "bahari"
 
 def shout(table: pa.Table, params: dict):
     """The trivial stage: upper-case a text column."""
-    from xmdata.tasks.rejects import no_rejects
+    from xmdata.tasks.build.rejects import no_rejects
 
     return table.set_column(1, "text", pc.utf8_upper(table.column("text"))), no_rejects()
 

@@ -41,9 +41,9 @@ def synthetic_outputs(n: int) -> list[tuple[str, str]]:
 
 
 def bench_extraction() -> None:
-    from xmdata.tasks.qa_extract import LabelPattern, extract
-    from xmdata.tasks.qa_labels import ENGLISH, known_labels, with_english
-    from xmdata.tasks.qa_pack import pack
+    from xmdata.tasks.qa.extract import LabelPattern, extract
+    from xmdata.tasks.qa.labels import ENGLISH, known_labels, with_english
+    from xmdata.tasks.qa.pack import pack
 
     labels, _ = known_labels(list(GOOD))
     patterns = {t: LabelPattern.build(with_english(labels[t])) for t in GOOD}
@@ -66,11 +66,11 @@ def bench_stage() -> None:
     from xmdata.models.registry import get_model
     from xmdata.models.tiny import cached_tiny_models
     from xmdata.runtime.process import process_shard
-    from xmdata.tasks.qa_input import read_qa_input
-    from xmdata.tasks.qa_pack import pack
-    from xmdata.tasks.qa_labels import known_labels
-    from xmdata.tasks.qa_translate import translate_qa_stage
-    from xmdata.tasks.token_batches import length_sorted_batches, max_new_tokens
+    from xmdata.tasks.qa.input import read_qa_input
+    from xmdata.tasks.qa.pack import pack
+    from xmdata.tasks.qa.labels import known_labels
+    from xmdata.tasks.qa.translate import translate_qa_stage
+    from xmdata.tasks.build.token_batches import length_sorted_batches, max_new_tokens
 
     spec = cached_tiny_models(seed=0)["madlad"]
     words = "the a dog cat house red small runs sees water tree and child book".split()

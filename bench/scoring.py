@@ -43,8 +43,8 @@ def bare_pairs_per_second(spec, root: Path, paths: list[str], texts: list[str]) 
 def decode_ms(spec, root: Path, paths: list[str]) -> float:
     """One loader thread's work per image (open, decode, the PIL part of the preprocess), in ms."""
     from xmdata.models.registry import get_model
-    from xmdata.tasks.image_decode import ImageRef, decode_image
-    from xmdata.tasks.score import loader_plan
+    from xmdata.tasks.build.image_decode import ImageRef, decode_image
+    from xmdata.tasks.scoring.score import loader_plan
 
     _, in_threads, _ = loader_plan(get_model("clip_scorer", spec))
     started = time.perf_counter()
@@ -55,11 +55,11 @@ def decode_ms(spec, root: Path, paths: list[str]) -> float:
 
 def flow_pairs_per_second(model_dir: str, pairs: str, root: Path, out: Path, shards: int) -> float:
     from xmdata.flows.score import score_flow
+    from xmdata.tasks.stage_params import ScoringParams
 
     started = time.perf_counter()
-    result = score_flow(
-        input_path=pairs, out=str(out), clip_model=model_dir, image_root=str(root), shards=shards,
-        batch_size=BATCH)
+    result = score_flow(input_path=pairs, out=str(out), params=ScoringParams(clip_model=model_dir, batch_size=BATCH),
+                        image_root=str(root), shards=shards)
     seconds = time.perf_counter() - started
     assert result["scoring_run"]["scored"] == pq.read_metadata(pairs).num_rows
     return pq.read_metadata(pairs).num_rows / seconds

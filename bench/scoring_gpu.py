@@ -64,7 +64,7 @@ def bare_pairs_per_second(model, pixels, tokens, batches: int) -> float:
 
 
 def stage_pairs_per_second(spec, root: Path, paths: list[str], batch_size: int) -> float:
-    from xmdata.tasks.score import clip_score_stage
+    from xmdata.tasks.scoring.score import clip_score_stage
 
     texts = [f"photo {i}: a red bicycle by a blue house in the evening light" for i in range(len(paths))]
     table = pa.table({"id": [f"p{i:05d}" for i in range(len(paths))], "image_path": paths, "text": texts})

@@ -71,9 +71,9 @@ def measure(name, spec, models, texts, root) -> dict:
     from xmdata.runtime.atomic import write_parquet_atomic
     from xmdata.runtime.process import process_shard
     from xmdata.runtime.shards import ShardPaths
-    from xmdata.tasks.candidate_scores import candidate_lid_stage, candidate_qe_stage
-    from xmdata.tasks.token_batches import length_sorted_batches, max_new_tokens
-    from xmdata.tasks.translate import translate_stage
+    from xmdata.tasks.translation.candidate_scores import candidate_lid_stage, candidate_qe_stage
+    from xmdata.tasks.build.token_batches import length_sorted_batches, max_new_tokens
+    from xmdata.tasks.translation.translate import translate_stage
 
     generation = dict(num_beams=BEAMS, num_candidates=CANDIDATES, batch_tokens=BEAMS * 16 * 32,
                       max_new_tokens_ratio=1.0, max_new_tokens_extra=4, split_sentences=False)

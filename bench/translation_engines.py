@@ -14,9 +14,10 @@ the share of sentences whose best candidate is the same text in both engines, at
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
+
+from xmdata.runtime.storage import cache_root
 
 BEAMS, CANDIDATES = 8, 4
 SHAPE_418M = dict(d_model=1024, encoder_layers=12, decoder_layers=12, encoder_attention_heads=16,
@@ -29,7 +30,7 @@ def random_418m_checkpoint(tiny_dir: str) -> str:
     import torch
     from transformers import M2M100Config, M2M100ForConditionalGeneration, M2M100Tokenizer
 
-    cache = Path(os.environ.get("XMDATA_CACHE") or Path.home() / ".cache" / "xmdata").expanduser()
+    cache = Path(cache_root())
     out = cache / "bench" / "m2m100-418M-shape-random-seed0"
     if (out / "model.safetensors").is_file():
         return str(out)
@@ -66,7 +67,7 @@ def fixed_length(translator) -> None:
 def time_engines(name: str, checkpoint: str, texts: list[str], compute_type: str) -> dict:
     from xmdata.models.base import ModelSpec
     from xmdata.models.registry import get_model
-    from xmdata.tasks.token_batches import length_sorted_batches, max_new_tokens
+    from xmdata.tasks.build.token_batches import length_sorted_batches, max_new_tokens
 
     started = time.perf_counter()
     ct2 = get_model("translator", ModelSpec("m2m100", checkpoint, options={"engine": "ctranslate2",

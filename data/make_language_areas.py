@@ -8,7 +8,7 @@ core in Europe. countries = CLDR territories where the language has an official 
 MIN_SHARE % of speakers (babel.languages, offline), plus the regions' countries, plus EXTRA_COUNTRIES.
 continents = the continents of the region countries (data/continents.json) plus EXTRA_CONTINENTS,
 so French's continent level is Europe and North America, not every continent with a French overseas
-territory. The loader, xmdata.tasks.language_areas, validates every entry.
+territory. The loader, xmdata.tasks.selection.language_areas, validates every entry.
 """
 from __future__ import annotations
 

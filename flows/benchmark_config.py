@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from xmdata.tasks.evaluation.params import metric_params
+from xmdata.tasks.stage_params import ScoringParams
 
 from .translation_options import FilterOptions, TranslatorOptions
 
@@ -22,12 +25,16 @@ class BenchmarkSet(_Strict):
                             "multilingual sets, XVNLI and MaRVL, are scored as they are)")
     options: dict = Field(default_factory=dict, description="the metric's options, as `xmdata evaluate` names them")
 
+    @model_validator(mode="after")
+    def _known_options(self):
+        metric_params(self.metric, self.options)  # a misspelt option stops the config, not the build
+        return self
 
-class BenchmarksConfig(_Strict):
+
+class BenchmarksConfig(ScoringParams):
+    """The sets, how the English ones are translated, and (as ScoringParams) how every pair is scored."""
     sets: dict[str, BenchmarkSet]
     targets: list[str] = Field(min_length=1)
     translator: TranslatorOptions = TranslatorOptions()
     filters: FilterOptions = FilterOptions()
-    clip_model: str
-    pretrained: str | None = None
     references: bool = Field(True, description="score RefCLIPScore too where a set has references (`refs`)")

@@ -15,13 +15,16 @@ import pyarrow.parquet as pq
 
 from xmdata.runtime.atomic import write_parquet_atomic
 from xmdata.schemas.readers import read_any
-from xmdata.tasks.eval_args import evaluate_options
-from xmdata.tasks.eval_report import write_report
-from xmdata.tasks.eval_runner import run_metric
+from xmdata.tasks.evaluation.params import evaluate_options
+from xmdata.tasks.evaluation.report import write_report
+from xmdata.tasks.evaluation.runner import run_metric
 
 from .benchmark_config import BenchmarksConfig
 from .release_steps import step_report
-from .score import clip_model_spec, score_pairs
+from xmdata.tasks.stage_params import ScoringParams
+
+from .score import score_pairs
+from .translation_params import TranslateParams
 from .translate import translate_texts
 
 RESULTS_SCHEMA = pa.schema([("benchmark", pa.string()), ("metric", pa.string()), ("measure", pa.string()),
@@ -78,12 +81,13 @@ def build_benchmarks(config: BenchmarksConfig, folders: dict[str, str], work: st
         set_reports = []
         if entry.translate:
             columns = ["text"] + ([refs] if refs else [])
-            translated, _, _ = translate_texts(pairs.select(["id", *columns]), out, shards, columns, "en",
-                                               config.targets, config.translator, config.filters)
+            params = TranslateParams(columns=columns, source="en", targets=config.targets,
+                                     translator=config.translator, filters=config.filters)
+            translated, _, _ = translate_texts(pairs.select(["id", *columns]), out, shards, params)
             set_reports += translated + [selection_report(out, name, work)]
             pairs = with_translations(pairs, os.path.join(out, "translated.parquet"), columns)
-        scored, _ = score_pairs(pairs, out, shards, entry.images, clip_model_spec(config.clip_model, config.pretrained),
-                                refs)
+        scoring = ScoringParams(**config.model_dump(include=set(ScoringParams.model_fields)))
+        scored, _ = score_pairs(pairs, out, shards, entry.images, scoring, refs)
         for report in set_reports + scored:
             report.stage = report.stage if report.stage.startswith("benchmarks/") else f"benchmarks/{name}/{report.stage}"
         reports += set_reports + scored

@@ -3,17 +3,12 @@ artifacts: the Markdown, its tables, and links to the JSON and PNG files."""
 from __future__ import annotations
 
 import os
-from typing import Literal
-
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 
-from xmdata.tasks.eval_args import evaluate_options
-from xmdata.tasks.eval_report import clean, write_report
-from xmdata.tasks.eval_runner import run_metric
-
-Metric = Literal["correlation", "valse", "xvnli", "marvl", "pascal50s", "backretrieval", "mmmeb",
-                 "caption-stats", "caption-ratings", "cider", "cider-gain"]
+from xmdata.tasks.evaluation.params import EvaluationParams
+from xmdata.tasks.evaluation.report import clean, write_report
+from xmdata.tasks.evaluation.runner import run_metric
 
 
 def _key(*parts: str) -> str:
@@ -22,18 +17,16 @@ def _key(*parts: str) -> str:
 
 
 @flow(name="evaluate")
-def evaluate_flow(metric: Metric, input_path: str, out: str, options: dict | None = None) -> dict:
-    """Run METRIC over INPUT_PATH with OPTIONS (the CLI's options by their long names with underscores,
-    e.g. {"score_column": "clip_score", "qe_column": "qe_score"}) and write its files under OUT.
+def evaluate_flow(params: EvaluationParams, input_path: str, out: str) -> dict:
+    """Run one metric over INPUT_PATH and write its files under OUT.
 
     Args:
-        metric: which evaluation of the papers to run
+        params: which evaluation of the papers to run, and its options
         input_path: the table to evaluate (Parquet, CSV, JSONL)
-        out: output folder for METRIC.json, .md and plots
-        options: the CLI's options of that metric by long name, underscores for dashes
+        out: output folder for <metric>.json, .md and plots
     """
-    out = os.path.abspath(out)
-    report = run_metric(metric, evaluate_options(metric, input_path, out, options))
+    out, metric = os.path.abspath(out), params.metric
+    report = run_metric(metric, params.runner_options(input_path, out))
     paths = write_report(report, out)
     create_markdown_artifact(report.markdown, key=_key("evaluate", metric), description=f"{metric} on {input_path}")
     for name, rows in report.tables.items():

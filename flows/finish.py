@@ -4,7 +4,7 @@ from __future__ import annotations
 from prefect.artifacts import create_markdown_artifact
 
 from xmdata.runtime.process import StageReport
-from xmdata.tasks.summary import summary_markdown, write_summary
+from xmdata.tasks.build.summary import summary_markdown, write_summary
 
 
 def finish_build(out: str, reports: list[StageReport], distributions: dict, title: str,

@@ -9,31 +9,33 @@ from xmdata.runtime.execution import run_stage
 from xmdata.runtime.process import StageReport
 from xmdata.schemas import CAPTIONS
 from xmdata.schemas.readers import read_input
-from xmdata.tasks.ingest import ingest
-from xmdata.tasks.language_id import language_id_stage
-from xmdata.tasks.summary import label_counts
+from xmdata.tasks.build.ingest import ingest
+from xmdata.tasks.translation.language_id import language_id_stage
+from xmdata.tasks.stage_params import LanguageIdParams
+from xmdata.tasks.build.summary import label_counts
 
 from .finish import finish_build
 
 
-def label_languages(input_path: str, out: str, shards: int, lid_model: str) -> tuple[list[StageReport], dict]:
+def label_languages(input_path: str, out: str, shards: int, params: LanguageIdParams
+                    ) -> tuple[list[StageReport], dict]:
     captions = read_input(input_path, CAPTIONS)  # refuses a broken input before writing anything
     remove_stray_temp_files(out)  # what a killed run left half-written
     ingested = ingest(captions, "captions", shards, out)
-    labelled = run_stage(language_id_stage(ModelSpec("fasttext", lid_model)), ingested.data_paths, out)
+    labelled = run_stage(language_id_stage(ModelSpec("fasttext", params.lid_model)), ingested.data_paths, out)
     return [ingested, labelled], {"lid_label": label_counts(labelled.data_paths, "lid_label")}
 
 
 @flow(name="identify-language")
-def identify_language_flow(input_path: str, out: str, shards: int = 8,
-                           lid_model: str = "lid.176") -> dict:
+def identify_language_flow(input_path: str, out: str, params: LanguageIdParams = LanguageIdParams(),
+                           shards: int = 8) -> dict:
     """Label every text of INPUT with its language (fastText lid.176 by default).
 
     Args:
         input_path: captions table (Parquet, CSV, JSONL) with id and text
         out: output folder (shards, rejects, summary)
+        params: the language identifier
         shards: number of shards, one Prefect task each
-        lid_model: 'lid.176' (bundled) or a fastText model path
     """
-    reports, distributions = label_languages(input_path, out, shards, lid_model)
+    reports, distributions = label_languages(input_path, out, shards, params)
     return finish_build(out, reports, distributions, f"Language ID of {input_path}")

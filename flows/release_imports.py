@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 
 from xmdata.runtime.atomic import write_json_atomic
 from xmdata.tasks.importers.run import import_dataset
-from xmdata.tasks.release_manifest import model_fingerprint
+from xmdata.tasks.release.manifest import model_fingerprint
 
 from .release_steps import step_report
 from .release_config import INPUT_FIELDS, ReleaseConfig
@@ -24,6 +24,12 @@ def source_fingerprint(path: str) -> dict:
     (as a local model is fingerprinted: the same download gives the same value on any machine)."""
     entry = model_fingerprint("import", path, path, "import", None)
     return {"files": entry["files"], "sha256": entry["sha256"]}
+
+
+def recorded_source(work: str, name: str) -> dict:
+    """The source fingerprint this build's import NAME recorded (a big download is hashed once a build)."""
+    with open(os.path.join(work, "imports", name, RECORD), encoding="utf-8") as f:
+        return json.load(f)["record"]["source"]
 
 
 def run_imports(config: ReleaseConfig, work: str) -> tuple[list, dict[str, str], dict[str, str]]:

@@ -5,8 +5,6 @@ from __future__ import annotations
 import os
 import posixpath
 import time
-from typing import Literal
-
 import polars as pl
 import pyarrow as pa
 from prefect import flow
@@ -16,12 +14,11 @@ from xmdata.runtime import storage
 from xmdata.runtime.atomic import remove_stray_temp_files
 from xmdata.runtime.execution import run_stage
 from xmdata.runtime.process import StageReport
-from xmdata.tasks.clip_scores import DEFAULT_WEIGHT
-from xmdata.tasks.image_decode import DEFAULT_MAX_PIXELS
-from xmdata.tasks.ingest import ingest
-from xmdata.tasks.score import clip_score_stage
-from xmdata.tasks.score_input import read_score_input
-from xmdata.tasks.summary import label_counts
+from xmdata.tasks.build.ingest import ingest
+from xmdata.tasks.scoring.score import clip_score_stage
+from xmdata.tasks.scoring.input import read_score_input
+from xmdata.tasks.stage_params import ScoringParams
+from xmdata.tasks.build.summary import frame_label_counts
 
 from .finish import finish_build
 
@@ -31,7 +28,7 @@ def clip_model_spec(clip_model: str, pretrained: str | None, device: str = "cpu"
     """An open_clip name or local dir, its pretrained tag or checkpoint; paths made absolute, since
     the workers of an external cluster run elsewhere. autocast applies on CUDA only."""
     def absolute(name):
-        return os.path.abspath(os.path.expanduser(name)) if name and looks_like_path(name) else name
+        return storage.absolute(os.path.expanduser(name)) if name and looks_like_path(name) else name
 
     options = {"pretrained": absolute(pretrained)}
     if device.startswith("cuda") and autocast and autocast != "none":
@@ -39,16 +36,16 @@ def clip_model_spec(clip_model: str, pretrained: str | None, device: str = "cpu"
     return ModelSpec("open_clip", absolute(clip_model), device=device, options=options)
 
 
-def score_pairs(source: str | pa.Table, out: str, shards: int, image_root: str | None, model: ModelSpec,
-                references_column: str | None = None, embeddings: str | None = None,
-                batch_size: int | None = None, weight: float = DEFAULT_WEIGHT, prefix: str = "",
-                max_pixels: int = DEFAULT_MAX_PIXELS) -> tuple[list[StageReport], dict]:
+def score_pairs(source: str | pa.Table, out: str, shards: int, image_root: str | None, params: ScoringParams,
+                references_column: str | None = None) -> tuple[list[StageReport], dict]:
     """Ingest the pairs (a file or a table) into `pairs` shards and score each on the flow's runner."""
     pairs = read_score_input(source, references_column)  # refuses a broken input before writing anything
     remove_stray_temp_files(out)
     ingested = ingest(pairs, "pairs", shards, out)
+    model = clip_model_spec(params.clip_model, params.pretrained, params.device, params.autocast)
     stage = clip_score_stage(model, storage.absolute(image_root) if image_root else None, references_column,
-                             embeddings, batch_size, weight, prefix, max_pixels)
+                             None if params.embeddings == "none" else params.embeddings, params.batch_size,
+                             params.weight, params.prefix, params.max_image_pixels)
     scored = run_stage(stage, ingested.data_paths, out)
     return [ingested, scored], score_distributions(scored.data_paths)
 
@@ -59,7 +56,7 @@ def score_distributions(paths: list[str]) -> dict:
     frame = pl.concat([pl.from_arrow(storage.read_parquet(p, columns=columns)) for p in paths])
     means = {column: round(value, 4) for column in ("clip_score", "ref_clip_score")
              if (value := frame[column].drop_nulls().mean()) is not None}
-    return {"status": label_counts(paths, "status"), "mean_score": means}
+    return {"status": frame_label_counts(frame, "status"), "mean_score": means}
 
 
 def scoring_run(report: StageReport, seconds: float) -> dict:
@@ -79,37 +76,22 @@ def scoring_run_markdown(run: dict) -> str:
 
 
 @flow(name="score")
-def score_flow(input_path: str, out: str, clip_model: str, pretrained: str | None = None,
-               image_root: str | None = None, shards: int = 8, references_column: str | None = None,
-               embeddings: Literal["none", "float16", "float32"] = "none", batch_size: int | None = None,
-               weight: float = DEFAULT_WEIGHT, prefix: str = "", device: Literal["cpu", "cuda"] = "cpu",
-               autocast: Literal["bfloat16", "float16", "none"] = "bfloat16",
-               max_image_pixels: int = DEFAULT_MAX_PIXELS) -> dict:
+def score_flow(input_path: str, out: str, params: ScoringParams, image_root: str | None = None,
+               references_column: str | None = None, shards: int = 8) -> dict:
     """Score every image–text pair of INPUT_PATH with open_clip; image paths are relative to IMAGE_ROOT
     (default: the input file's folder).
 
     Args:
         input_path: pairs: id, text, image_path or image_bytes [, language, references]
         out: output folder
-        clip_model: open_clip model name or a local model folder
-        pretrained: pretrained tag or checkpoint path (needed with a model name)
+        params: the open_clip model and how to score with it
         image_root: folder the image paths are under (default: the input's folder)
-        shards: number of shards, one Prefect task each
         references_column: list-of-strings column of references: adds RefCLIPScore
-        embeddings: also write image and text embeddings, in this dtype
-        batch_size: pairs per forward (default: 32 on CPU, more on a large GPU)
-        weight: w of CLIPScore = w * max(cos, 0)
-        prefix: text put before every caption
-        device: cpu or cuda
-        autocast: autocast dtype on CUDA
-        max_image_pixels: refuse images with more pixels
+        shards: number of shards, one Prefect task each
     """
-    model = clip_model_spec(clip_model, pretrained, device, autocast)
     started = time.perf_counter()
-    reports, distributions = score_pairs(
-        input_path, out, shards, image_root or posixpath.dirname(storage.absolute(input_path)), model,
-        references_column, None if embeddings == "none" else embeddings, batch_size, weight, prefix,
-        max_image_pixels)
+    reports, distributions = score_pairs(input_path, out, shards, image_root or posixpath.dirname(
+        storage.absolute(input_path)), params, references_column)
     run = scoring_run(reports[-1], time.perf_counter() - started)
     result = finish_build(out, reports, distributions, f"Scoring of {input_path}", scoring_run_markdown(run))
     result["scoring_run"] = run

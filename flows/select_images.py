@@ -3,25 +3,24 @@ language where it is spoken, backing off region -> country -> continent -> globa
 from __future__ import annotations
 
 import os
-from typing import Literal
-
 import polars as pl
 import pyarrow as pa
-import pyarrow.parquet as pq
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_table_artifact
 
+from xmdata.runtime import storage
 from xmdata.runtime.atomic import remove_stray_temp_files, write_parquet_atomic
 from xmdata.runtime.execution import run_stage
 from xmdata.runtime.process import StageReport
 from xmdata.schemas import IMAGES, ContractError
 from xmdata.schemas.readers import read_input
-from xmdata.tasks.geocode import geocode_stage
-from xmdata.tasks.image_folder import images_from_folder
-from xmdata.tasks.ingest import ingest
-from xmdata.tasks.language_areas import load_language_areas
-from xmdata.tasks.select_images import select_images, selection_summary
-from xmdata.tasks.selection_map import write_selection_map
+from xmdata.tasks.selection.geocode import geocode_stage
+from xmdata.tasks.selection.image_folder import images_from_folder
+from xmdata.tasks.build.ingest import ingest
+from xmdata.tasks.selection.language_areas import load_language_areas
+from xmdata.tasks.selection.select_images import select_images, selection_summary
+from xmdata.tasks.stage_params import SelectImagesParams
+from xmdata.tasks.selection.selection_map import write_selection_map
 
 from .finish import finish_build
 
@@ -36,29 +35,30 @@ def read_candidates(input_path: str) -> tuple[pa.Table, pa.Table | None]:
     return read_input(input_path, IMAGES), None
 
 
-def select_geo_diverse(input_path: str, out: str, shards: int, languages: str | None, per_language: int,
-                       strategy: str, within: str, seed: int) -> tuple[list[StageReport], dict, pa.Table]:
+def select_geo_diverse(input_path: str, out: str, shards: int, params: SelectImagesParams,
+                       seed: int) -> tuple[list[StageReport], dict, pa.Table]:
     if seed < 0:  # the UI's form takes any integer; numpy's generators do not
         raise ContractError(f"seed must be a non-negative integer, got {seed}")
+    languages, per_language, strategy, within = params.languages, params.per_language, params.strategy, params.within
     areas = load_language_areas(languages)  # a broken area file stops here, before any write
     images, exif_rejects = read_candidates(input_path)
     remove_stray_temp_files(out)
     ingested = ingest(images, "images", shards, out, extra_rejects=exif_rejects)
     geocoded = run_stage(geocode_stage(), ingested.data_paths, out)
-    candidates = pa.concat_tables([pq.read_table(p) for p in geocoded.data_paths])
+    candidates = pa.concat_tables([storage.read_parquet(p) for p in geocoded.data_paths])
     selection = select_images(candidates, areas, strategy, per_language, within, seed)
     summary = selection_summary(selection, areas, per_language)
-    write_parquet_atomic(selection, os.path.join(out, "selection.parquet"))
-    write_parquet_atomic(summary, os.path.join(out, "selection_summary.parquet"))
-    write_selection_map(selection, os.path.join(out, "selection_map.png"),
+    write_parquet_atomic(selection, storage.join(out, "selection.parquet"))
+    write_parquet_atomic(summary, storage.join(out, "selection_summary.parquet"))
+    write_selection_map(selection, storage.join(out, "selection_map.png"),
                         f"{strategy} selection, {per_language} per language, seed {seed}")
     levels = pl.from_arrow(selection)["level"].value_counts(sort=True)
     # Side by side: what the other strategy gets in-region on the same candidates (selection is cheap).
     other = "optimal" if strategy == "greedy" else "greedy"
     other_selection = select_images(candidates, areas, other, per_language, within, seed)
     other_summary = selection_summary(other_selection, areas, per_language)
-    write_parquet_atomic(other_selection, os.path.join(out, f"selection_{other}.parquet"))
-    write_parquet_atomic(other_summary, os.path.join(out, f"selection_summary_{other}.parquet"))
+    write_parquet_atomic(other_selection, storage.join(out, f"selection_{other}.parquet"))
+    write_parquet_atomic(other_summary, storage.join(out, f"selection_summary_{other}.parquet"))
     in_region = {strategy: sum(summary.column("region").to_pylist()),
                  other: sum(other_summary.column("region").to_pylist())}
     return [ingested, geocoded], {"selection_level": dict(levels.rows()),
@@ -66,25 +66,19 @@ def select_geo_diverse(input_path: str, out: str, shards: int, languages: str | 
 
 
 @flow(name="select-images")
-def select_images_flow(input_path: str, out: str, shards: int = 8, languages: str | None = None,
-                       per_language: int = 100, strategy: Literal["greedy", "optimal"] = "greedy",
-                       within: Literal["random", "spread"] = "random", seed: int = 0,
-                       strict: bool = False) -> dict:
-    """Pick PER_LANGUAGE images per language of the LANGUAGES area file (default: the 36 of XM3600).
+def select_images_flow(input_path: str, out: str, params: SelectImagesParams = SelectImagesParams(),
+                       seed: int = 0, strict: bool = False, shards: int = 8) -> dict:
+    """Pick K images per language of the language-area file (default: the 36 of XM3600).
 
     Args:
         input_path: images table with id, latitude, longitude, or a folder of photos with EXIF GPS
         out: output folder
-        shards: number of shards for geocoding
-        languages: language-area file (default: the 36 Crossmodal-3600 languages)
-        per_language: K images per language
-        strategy: greedy (rising pool size, as the paper) or optimal (min-cost flow)
-        within: inside a level, seeded random or spread over subdivisions and grid cells
+        params: languages, K per language, strategy
         seed: seed of every random choice
         strict: fail when a language gets fewer than K images
+        shards: number of shards for geocoding
     """
-    reports, distributions, summary = select_geo_diverse(
-        input_path, out, shards, languages, per_language, strategy, within, seed)
+    reports, distributions, summary = select_geo_diverse(input_path, out, shards, params, seed)
     result = finish_build(out, reports, distributions, f"Image selection from {input_path}")
     report_shortfall(summary, strict)
     return result

@@ -5,10 +5,8 @@ candidates in the wrong language dropped, the one COMETKiwi scores highest kept.
 """
 from __future__ import annotations
 
-import os
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 from prefect import flow
 from prefect.artifacts import create_table_artifact
 
@@ -17,19 +15,21 @@ from xmdata.models.ct2_convert import ensure_converted
 from xmdata.models.cometkiwi import checkpoint_path
 from xmdata.models.fasttext_lid import check_fasttext_file
 from xmdata.models.registry import translator_languages
+from xmdata.runtime import storage
 from xmdata.runtime.atomic import remove_stray_temp_files, write_json_atomic, write_parquet_atomic
 from xmdata.runtime.execution import run_stage
 from xmdata.runtime.process import StageReport
 from xmdata.schemas import ContractError
-from xmdata.tasks.candidate_scores import candidate_lid_stage, candidate_qe_stage
-from xmdata.tasks.ingest import ingest
-from xmdata.tasks.translate import translate_stage
-from xmdata.tasks.translation_input import read_translation_input
-from xmdata.tasks.translation_languages import lid_labels_for
-from xmdata.tasks.translation_outputs import CANDIDATES_FILE, SETTINGS_FILE, write_selection
+from xmdata.tasks.translation.candidate_scores import candidate_lid_stage, candidate_qe_stage
+from xmdata.tasks.build.ingest import ingest
+from xmdata.tasks.translation.translate import translate_stage
+from xmdata.tasks.translation.input import read_translation_input
+from xmdata.tasks.translation.languages import lid_labels_for
+from xmdata.tasks.translation.outputs import CANDIDATES_FILE, SETTINGS_FILE, write_selection
 
 from .finish import finish_build
 from .translation_options import FilterOptions, TranslatorOptions
+from .translation_params import TranslateParams
 
 
 def check_before_loading(translator: ModelSpec, source: str, targets: list[str], *specs: ModelSpec) -> None:
@@ -60,9 +60,10 @@ def preflight(source: str | pa.Table, columns: list[str], source_language: str, 
     return table, list_columns, accepted
 
 
-def translate_texts(source: str | pa.Table, out: str, shards: int, columns: list[str], source_language: str,
-                    targets: list[str], translator: TranslatorOptions, filters: FilterOptions
+def translate_texts(source: str | pa.Table, out: str, shards: int, params: TranslateParams
                     ) -> tuple[list[StageReport], dict, dict]:
+    columns, source_language, targets = params.columns, params.source, params.targets
+    translator, filters = params.translator, params.filters
     table, list_columns, accepted = preflight(source, columns, source_language, targets, translator, filters)
     spec, lid, qe = translator.spec(), filters.lid_spec(), filters.qe_spec()
     remove_stray_temp_files(out)
@@ -71,37 +72,30 @@ def translate_texts(source: str | pa.Table, out: str, shards: int, columns: list
                            ingested.data_paths, out)
     labelled = run_stage(candidate_lid_stage(lid, accepted), translated.data_paths, out)
     scored = run_stage(candidate_qe_stage(qe), labelled.data_paths, out)
-    candidates = pa.concat_tables([pq.read_table(p) for p in scored.data_paths])
-    write_parquet_atomic(candidates, os.path.join(out, CANDIDATES_FILE))
+    candidates = pa.concat_tables([storage.read_parquet(p) for p in scored.data_paths])
+    write_parquet_atomic(candidates, storage.join(out, CANDIDATES_FILE))
     write_json_atomic({"columns": columns, "list_columns": list_columns, "source_language": source_language,
                        "target_languages": targets, "accepted_lid_labels": accepted,
                        "translator": spec.to_dict(), "generation": translator.generation(),
                        "lid_model": lid.to_dict(), "qe_model": qe.to_dict(),
                        "min_lid_prob": filters.min_lid_prob, "min_qe": filters.min_qe},
-                      os.path.join(out, SETTINGS_FILE))
+                      storage.join(out, SETTINGS_FILE))
     selection = write_selection(out)
     kept = {t: r["rows_out"] for t, r in selection["targets"].items()}
     return [ingested, translated, labelled, scored], {"translations kept per target": kept}, selection
 
 
 @flow(name="translate")
-def translate_flow(input_path: str, out: str, columns: list[str], targets: list[str], source: str = "en",
-                   translator: TranslatorOptions = TranslatorOptions(),
-                   filters: FilterOptions = FilterOptions(), shards: int = 8) -> dict:
-    """Translate COLUMNS of INPUT into every target: beam candidates, language ID, COMETKiwi, selection.
+def translate_flow(input_path: str, out: str, params: TranslateParams, shards: int = 8) -> dict:
+    """Translate the columns of INPUT into every target: beam candidates, language ID, COMETKiwi, selection.
 
     Args:
         input_path: table with id and the text columns (strings or lists of strings)
         out: output folder
-        columns: the columns to translate
-        targets: target language codes of the translator (fr, de, zh …)
-        source: source language code
-        translator: M2M100 or MADLAD-400, beams and candidates
-        filters: language ID and COMETKiwi thresholds and models
+        params: columns, languages, translator, language ID and COMETKiwi filters
         shards: number of shards, one Prefect task each
     """
-    reports, distributions, selection = translate_texts(input_path, out, shards, columns, source, targets,
-                                                        translator, filters)
+    reports, distributions, selection = translate_texts(input_path, out, shards, params)
     publish_report(selection)
     return finish_build(out, reports, distributions, f"Translation of {input_path}",
                         extra_markdown="\n### Translation\n\n" + selection["markdown"])

@@ -5,31 +5,28 @@ refused with its reason. Plain generation by default; beam candidates + LID + QE
 """
 from __future__ import annotations
 
-import os
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 from prefect import flow
 from prefect.artifacts import create_table_artifact
 
 from xmdata.models.registry import get_model
+from xmdata.runtime import storage
 from xmdata.runtime.atomic import remove_stray_temp_files, write_json_atomic, write_parquet_atomic
 from xmdata.runtime.execution import run_stage
 from xmdata.runtime.process import StageReport
-from xmdata.tasks.candidate_scores import candidate_lid_stage, candidate_qe_stage
-from xmdata.tasks.ingest import ingest
-from xmdata.tasks.qa_input import DEFAULT_EXCLUDED_TASKS, DEFAULT_PER_TASK, passthrough_columns, read_qa_input, \
-    select_instances
-from xmdata.tasks.qa_labels import resolve_labels
-from xmdata.tasks.qa_outputs import write_qa_outputs
-from xmdata.tasks.qa_translate import translate_qa_stage
-from xmdata.tasks.translation_languages import lid_labels_for
+from xmdata.tasks.translation.candidate_scores import candidate_lid_stage, candidate_qe_stage
+from xmdata.tasks.build.ingest import ingest
+from xmdata.tasks.qa.input import passthrough_columns, read_qa_input, select_instances
+from xmdata.tasks.qa.labels import resolve_labels
+from xmdata.tasks.qa.outputs import write_qa_outputs
+from xmdata.tasks.qa.translate import translate_qa_stage
+from xmdata.tasks.translation.languages import lid_labels_for
 
 from .finish import finish_build
 from .translate import check_before_loading
 from .translation_options import FilterOptions, TranslatorOptions
-
-QA_TRANSLATOR = TranslatorOptions(backend="madlad", num_beams=1, num_candidates=1)  # the method: plain generation
+from .translation_params import TranslateQaParams
 
 
 def preflight_qa(source: str | pa.Table, source_language: str, targets: list[str], translator: TranslatorOptions,
@@ -42,13 +39,12 @@ def preflight_qa(source: str | pa.Table, source_language: str, targets: list[str
     return table, accepted
 
 
-def translate_qa_rows(source: str | pa.Table, out: str, shards: int, targets: list[str],
-                      translator: TranslatorOptions = QA_TRANSLATOR, filters: FilterOptions | None = None,
-                      exclude_tasks: list[str] | tuple[str, ...] = DEFAULT_EXCLUDED_TASKS,
-                      per_task: int | None = DEFAULT_PER_TASK, source_language: str = "en",
+def translate_qa_rows(source: str | pa.Table, out: str, shards: int, params: TranslateQaParams
                       ) -> tuple[list[StageReport], dict, dict]:
     """Run the QA translation into OUT; filters=None is plain extraction, FilterOptions adds LID + QE.
     Returns (stage reports, distributions for the summary, the QA report)."""
+    targets, translator, filters, source_language = params.targets, params.translator, params.filters, params.source
+    exclude_tasks, per_task = params.exclude_tasks, params.per_task
     table, accepted = preflight_qa(source, source_language, targets, translator, filters)
     selected, selection = select_instances(table, exclude_tasks, per_task)
     spec = translator.spec()
@@ -56,7 +52,7 @@ def translate_qa_rows(source: str | pa.Table, out: str, shards: int, targets: li
     # Label words of targets data/ lacks are derived here, once, with the run's own model.
     labels = resolve_labels(targets, lambda: get_model("translator", spec), source_language,
                             spec.name_or_path, out)
-    write_json_atomic({"labels": labels}, os.path.join(out, "qa_labels.json"))
+    write_json_atomic({"labels": labels}, storage.join(out, "qa_labels.json"))
     generation = translator.generation()
     generation.pop("split_sentences")  # a packed instance is translated whole, or refused as too_long
     ingested = ingest(selected, "qa_instances", shards, out)
@@ -66,15 +62,15 @@ def translate_qa_rows(source: str | pa.Table, out: str, shards: int, targets: li
         reports.append(run_stage(candidate_lid_stage(filters.lid_spec(), accepted, "qa_candidate_lid"),
                                  reports[-1].data_paths, out))
         reports.append(run_stage(candidate_qe_stage(filters.qe_spec(), "qa_candidate_qe"), reports[-1].data_paths, out))
-    candidates = pa.concat_tables([pq.read_table(p) for p in reports[-1].data_paths])
-    write_parquet_atomic(candidates, os.path.join(out, "qa_candidates.parquet"))
+    candidates = pa.concat_tables([storage.read_parquet(p) for p in reports[-1].data_paths])
+    write_parquet_atomic(candidates, storage.join(out, "qa_candidates.parquet"))
     settings = {"source_language": source_language, "target_languages": targets, "labels": labels,
                 "exclude_tasks": list(exclude_tasks), "per_task": per_task, "translator": spec.to_dict(),
                 "generation": generation, "scored": filters is not None,
                 "lid_model": filters.lid_spec().to_dict() if filters else None,
                 "qe_model": filters.qe_spec().to_dict() if filters else None,
                 "min_lid_prob": filters.min_lid_prob if filters else 0.0, "min_qe": filters.min_qe if filters else None}
-    write_json_atomic(settings, os.path.join(out, "translate_qa.json"))
+    write_json_atomic(settings, storage.join(out, "translate_qa.json"))
     report = write_qa_outputs(out, candidates, settings, selection, passthrough_columns(selected))
     derived = sorted(t for t, entry in labels.items() if entry["source"] != "data/qa_labels.json")
     distributions = {"QA instances kept per target": report["kept_per_target"],
@@ -93,24 +89,16 @@ def publish_qa_report(report: dict) -> None:
 
 
 @flow(name="translate-qa")
-def translate_qa_flow(input_path: str, out: str, targets: list[str], translator: TranslatorOptions = QA_TRANSLATOR,
-                      filters: FilterOptions | None = None, exclude_tasks: list[str] = list(DEFAULT_EXCLUDED_TASKS),
-                      per_task: int | None = DEFAULT_PER_TASK, source: str = "en", shards: int = 8) -> dict:
+def translate_qa_flow(input_path: str, out: str, params: TranslateQaParams, shards: int = 8) -> dict:
     """Translate MMEB-style instances of INPUT into every target with Question/Answer packing.
 
     Args:
         input_path: MMEB-style table: id, task, query, positive [, negative, image]
         out: output folder
-        targets: target language codes
-        translator: MADLAD-400 (default) or M2M100, beams and candidates
-        filters: set to score candidates with language ID and COMETKiwi
-        exclude_tasks: tasks left out (the six the method excludes by default)
-        per_task: keep at most this many instances per task, in input order
-        source: source language code
+        params: languages, translator, optional LID + COMETKiwi filters, tasks left out, per-task cap
         shards: number of shards, one Prefect task each
     """
-    reports, distributions, report = translate_qa_rows(input_path, out, shards, targets, translator, filters,
-                                                       exclude_tasks, per_task, source)
+    reports, distributions, report = translate_qa_rows(input_path, out, shards, params)
     publish_qa_report(report)
     return finish_build(out, reports, distributions, f"QA translation of {input_path}",
                         extra_markdown="\n### QA translation\n\n" + report["markdown"])

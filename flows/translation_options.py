@@ -1,13 +1,16 @@
-"""Typed options of the translation build: the Prefect UI renders them as a form with defaults."""
+"""Typed options of the translation build: the Prefect UI renders them as a form with defaults, the
+CLI's flags and the release config's `translator:` / `filters:` are generated from them."""
 from __future__ import annotations
 
 import os
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BeforeValidator, Field, model_validator
 
 from xmdata.models.base import ModelSpec, looks_like_path
+from xmdata.runtime import storage
 from xmdata.models.ct2_convert import COMPUTE_TYPES, ENGINES, resolve_compute_type
+from xmdata.tasks.stage_params import BUNDLED_LID, Params
 
 DEFAULT_TRANSLATORS = {"m2m100": "facebook/m2m100_1.2B", "madlad": "google/madlad400-3b-mt"}
 DEFAULT_QE = "Unbabel/wmt22-cometkiwi-da"
@@ -15,15 +18,31 @@ DEFAULT_QE = "Unbabel/wmt22-cometkiwi-da"
 
 def _local_or_hub(name: str) -> str:
     """Local paths become absolute: workers of another cluster run in another directory."""
-    return os.path.abspath(os.path.expanduser(name)) if looks_like_path(name) else name
+    return storage.absolute(os.path.expanduser(name)) if looks_like_path(name) else name
 
 
-class TranslatorOptions(BaseModel):
+def _lid_accept_text(value):
+    """The CLI's spelling 'no=no,nn;tl=tl' is accepted wherever the mapping is."""
+    if not isinstance(value, str):
+        return value
+    from xmdata.schemas import ContractError  # pyarrow: not at the CLI's import, which builds flags from this
+    from xmdata.tasks.translation.languages import parse_lid_accept
+
+    try:
+        return parse_lid_accept(value)
+    except ContractError as exc:
+        raise ValueError(str(exc).removeprefix("--lid-accept: ")) from None
+
+
+LidAccept = Annotated[dict[str, list[str]], BeforeValidator(_lid_accept_text)]
+
+
+class TranslatorOptions(Params):
     backend: Literal["m2m100", "madlad"] = Field("m2m100", description="translator family")
     model: str | None = Field(None, description="hub id or local path (default: M2M100 1.2B / MADLAD-400 3B)")
     revision: str | None = Field(None, description="hub revision to pin")
     device: str = Field("cpu", description="cpu, cuda, cuda:1 …")
-    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    dtype: Literal["float32", "bfloat16", "float16"] = Field("float32", description="translator weights")
     engine: Literal[ENGINES] = Field("transformers", description="beam search in transformers' generate() "
                                      "or in CTranslate2 (a model converted once from the same checkpoint)")
     compute_type: Literal[COMPUTE_TYPES] = Field(
@@ -32,7 +51,7 @@ class TranslatorOptions(BaseModel):
     num_candidates: int = Field(25, ge=1, description="candidates kept per text (the paper: 25)")
     batch_tokens: int = Field(65536, ge=1, description="padded input tokens × beams per generate() call")
     max_new_tokens_ratio: float = Field(2.0, gt=0, description="output limit: ratio × input tokens + extra")
-    max_new_tokens_extra: int = Field(10, ge=0)
+    max_new_tokens_extra: int = Field(10, ge=0, description="the extra of the output limit")
     split_sentences: bool = Field(False, description="split texts longer than the model takes by sentence")
 
     @model_validator(mode="after")
@@ -53,14 +72,14 @@ class TranslatorOptions(BaseModel):
                                         "max_new_tokens_extra", "split_sentences"})
 
 
-class FilterOptions(BaseModel):
-    lid_model: str = Field("lid.176", description="'lid.176' (bundled) or a fastText model path")
+class FilterOptions(Params):
+    lid_model: str = Field(BUNDLED_LID, description=f"'{BUNDLED_LID}' (bundled) or a fastText model path")
     min_lid_prob: float = Field(0.5, ge=0, le=1, description="language ID probability a candidate needs")
-    lid_accept: dict[str, list[str]] = Field(default_factory=dict,
-                                             description="extra LID labels per target, e.g. {'no': ['no', 'nn']}")
+    lid_accept: LidAccept = Field(default_factory=dict, description="extra LID labels per target, "
+                                  "e.g. {'no': ['no', 'nn']}; on the command line 'no=no,nn;tl=tl'")
     qe_model: str = Field(DEFAULT_QE, description="COMETKiwi hub id or local checkpoint")
-    qe_revision: str | None = None
-    qe_device: str = "cpu"
+    qe_revision: str | None = Field(None, description="hub revision of the QE model")
+    qe_device: str = Field("cpu", description="where COMETKiwi runs (the command line: --device)")
     qe_batch_size: int = Field(32, ge=1, description="at most this many pairs per COMETKiwi forward")
     qe_batch_tokens: int = Field(16384, ge=1, description="and at most this many padded tokens (pairs sorted by length)")
     qe_precision: Literal["float32", "bfloat16", "float16"] = Field(
@@ -68,7 +87,7 @@ class FilterOptions(BaseModel):
     min_qe: float | None = Field(None, description="reject chosen translations below this QE (off by default)")
 
     def lid_spec(self) -> ModelSpec:
-        return ModelSpec("fasttext", self.lid_model if self.lid_model == "lid.176" else _local_or_hub(self.lid_model))
+        return ModelSpec("fasttext", self.lid_model if self.lid_model == BUNDLED_LID else _local_or_hub(self.lid_model))
 
     def qe_spec(self) -> ModelSpec:
         return ModelSpec("cometkiwi", _local_or_hub(self.qe_model), self.qe_revision, device=self.qe_device,

@@ -10,6 +10,8 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, Sequence
 
+from xmdata.runtime.storage import is_url, local
+
 
 class ModelError(RuntimeError):
     """A model cannot be found or loaded; the message names it and says what to do."""
@@ -43,13 +45,19 @@ class ModelSpec:
 
 
 def looks_like_path(name: str) -> bool:
-    """A hub id is 'org/name'; anything absolute, relative-dotted, ~ or existing is a local path."""
-    return name.startswith(("/", "./", "../", "~")) or os.path.exists(name)
+    """A hub id is 'org/name'; anything absolute, relative-dotted, ~ or existing is a local path, and
+    a URL (s3://, gs://, hf://, file://) is a path in a store."""
+    return name.startswith(("/", "./", "../", "~")) or "://" in name or os.path.exists(name)
 
 
 def resolve_local_path(spec: ModelSpec) -> str:
-    """The absolute local path of a spec, or a ModelError that names the missing path."""
-    path = os.path.abspath(os.path.expanduser(spec.name_or_path))
+    """The absolute local path of a spec (a URL's copy in the model cache, fetched once), or a
+    ModelError that names the missing path."""
+    if is_url(spec.name_or_path):
+        from .remote import fetch_model
+
+        return fetch_model(spec.name_or_path, spec.backend)
+    path = os.path.abspath(os.path.expanduser(local(spec.name_or_path)))
     if not os.path.exists(path):
         raise ModelError(f"{spec.backend}: model path does not exist: {path}")
     return path

@@ -13,6 +13,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from xmdata.runtime import storage
+
 from .base import ModelError, ModelSpec, hub_error, resolve_local_path
 
 ENGINES = ("transformers", "ctranslate2")
@@ -85,7 +87,7 @@ def cache_root(checkpoint: str) -> Path:
     beside = Path(checkpoint.rstrip("/") + ".ct2")
     if os.access(beside.parent, os.W_OK):
         return beside
-    cache = Path(os.environ.get("XMDATA_CACHE") or Path.home() / ".cache" / "xmdata").expanduser()
+    cache = Path(storage.cache_root())
     return cache / "ct2" / hashlib.sha256(checkpoint.encode()).hexdigest()[:16]
 
 

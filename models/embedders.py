@@ -61,13 +61,19 @@ class HfEmbedder:
         if not (hasattr(self.model, "get_text_features") and hasattr(self.model, "get_image_features")):
             raise ModelError(f"hf embedder: {name} has no get_text_features/get_image_features (not a CLIP-like model)")
 
+    def text_length(self) -> int:
+        """Tokens per text: the position table's size, or the tokenizer's limit when lower (an
+        XLM-R tower has 514 positions for 512 tokens: two are the padding offset)."""
+        positions = self.model.config.text_config.max_position_embeddings
+        return min(positions, getattr(self.tokenizer, "model_max_length", None) or positions)
+
     def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
         import torch
 
         parts = []
         for i in range(0, len(texts), BATCH):
             tokens = self.tokenizer(list(texts[i:i + BATCH]), padding="max_length", truncation=True,
-                                    max_length=self.model.config.text_config.max_position_embeddings,
+                                    max_length=self.text_length(),
                                     return_tensors="pt").to(self.spec.device)
             with torch.inference_mode():
                 parts.append(self.model.get_text_features(input_ids=tokens["input_ids"],

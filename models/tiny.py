@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 from xmdata.runtime.atomic import write_text_atomic
+from xmdata.runtime.storage import cache_root
 
 from .base import ModelSpec
 from .fasttext_lid import LID176
@@ -50,15 +51,21 @@ def cached_tiny_models(seed: int = 0) -> dict[str, ModelSpec]:
     """The tiny models in the user's cache (XMDATA_CACHE, default ~/.cache/xmdata), built on first use.
 
     Files inside name their folder by absolute path, so they are built in place; the manifest is
-    written last, and a folder without one (a killed build) is built again from scratch.
+    written last, and a folder without one (a killed build) is built again from scratch. Two
+    processes asking at once (two commands, parallel test workers) build them once: the second
+    waits on the folder's lock and reads the first's manifest.
     """
+    import fcntl
     import shutil
 
     from xmdata import __version__
 
-    cache = Path(os.environ.get("XMDATA_CACHE") or Path.home() / ".cache" / "xmdata").expanduser()
+    cache = Path(cache_root())
     target = cache / f"tiny-models-{__version__}-r{BUILD_REVISION}-seed{seed}"
-    if (target / MANIFEST).is_file():
-        return {key: ModelSpec(**spec) for key, spec in json.loads((target / MANIFEST).read_text()).items()}
-    shutil.rmtree(target, ignore_errors=True)
-    return build_tiny_models(target, seed)
+    cache.mkdir(parents=True, exist_ok=True)
+    with open(f"{target}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or when a killed holder dies
+        if (target / MANIFEST).is_file():
+            return {key: ModelSpec(**spec) for key, spec in json.loads((target / MANIFEST).read_text()).items()}
+        shutil.rmtree(target, ignore_errors=True)
+        return build_tiny_models(target, seed)

@@ -14,6 +14,7 @@ from xmdata.data import sample_path
 
 SAMPLE = os.path.dirname(sample_path("captions.jsonl"))
 DEMO = os.path.join(os.path.dirname(SAMPLE), "releases", "demo.yaml")
+MMMEB, MCLIPSCORE = (os.path.join(os.path.dirname(SAMPLE), "releases", f"{n}.yaml") for n in ("mmmeb", "mclipscore-eval"))
 
 
 def text(name: str, content: str | bytes):
@@ -38,10 +39,10 @@ def folder(name: str):
     return lambda f: (f / name).mkdir(parents=True, exist_ok=True)
 
 
-def demo_config(name: str, edit=lambda text: text):
-    """The packaged demo config with sample paths made absolute, then `edit`ed."""
+def demo_config(name: str, edit=lambda text: text, recipe: str = DEMO):
+    """The packaged demo config (or another packaged recipe) with sample paths made absolute, then `edit`ed."""
     def write(f):
-        (f / name).write_text(edit(open(DEMO, encoding="utf-8").read().replace("../sample", SAMPLE)))
+        (f / name).write_text(edit(open(recipe, encoding="utf-8").read().replace("../sample", SAMPLE)))
     return write
 
 

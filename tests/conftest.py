@@ -1,19 +1,45 @@
 """Shared fixtures: tiny real models built once per run; Prefect and Dask state kept in temp dirs."""
 from __future__ import annotations
 
+import fcntl
+import importlib
 import os
+import shutil
 import tempfile
+from pathlib import Path
 
 import pytest
 
-# Before any Prefect import: keep its database and settings out of ~/.prefect.
-_STATE = tempfile.mkdtemp(prefix="xmdata-test-")
-os.environ.setdefault("PREFECT_HOME", os.path.join(_STATE, "prefect"))
+# Before any Prefect import: keep its database and settings out of ~/.prefect. One folder per test
+# run, made by the first pytest process and inherited by xdist's workers (`./run test` runs -n auto):
+# the tiny models are built once, in the run's shared cache; each worker has its own Prefect home,
+# Dask scratch and so its own service (a service is keyed by PREFECT_HOME).
+_RUN = os.environ.setdefault("XMDATA_TEST_RUN", tempfile.mkdtemp(prefix="xmdata-test-"))
+_OWN = os.path.join(_RUN, os.environ.get("PYTEST_XDIST_WORKER", "main"))
+os.makedirs(_OWN, exist_ok=True)  # Prefect makes its home folder, but not the folders above it
+
+
+def _default(name: str, value: str) -> None:
+    """Set unless the developer set it; a value under _RUN was the parent pytest's default."""
+    if os.environ.get(name, _RUN).startswith(_RUN):
+        os.environ[name] = value
+
+
+_default("PREFECT_HOME", os.path.join(_OWN, "prefect"))
+_default("DASK_TEMPORARY_DIRECTORY", os.path.join(_OWN, "dask"))
+_default("XMDATA_CACHE", os.path.join(_RUN, "cache"))  # the demo's tiny models, built once
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-os.environ.setdefault("DASK_TEMPORARY_DIRECTORY", os.path.join(_STATE, "dask"))
-os.environ.setdefault("XMDATA_CACHE", os.path.join(_STATE, "cache"))  # the demo's tiny models, built once
 os.environ.setdefault("XMDATA_IDLE_MINUTES", "15")  # a service a crashed test run left stops by itself
 os.environ.pop("PREFECT_API_URL", None)  # the service's server, never a developer's
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _prefect_logs_to_the_run_stderr():
+    """Prefect's console log handler keeps the sys.stderr it found when prefect was first imported.
+    Imported inside a test that captures with capsys, that is the test's buffer, closed when the
+    test ends: every later Prefect or Dask log line then prints "--- Logging error ---" and a
+    traceback into whichever test runs. Imported here, before any test, it keeps pytest's own."""
+    importlib.import_module("prefect.main")  # configures logging (a plain `import prefect` does not)
 
 
 @pytest.fixture(autouse=True)
@@ -76,16 +102,25 @@ def cli_env(cluster_env):
 
 
 @pytest.fixture(scope="session")
-def demo_release(tmp_path_factory, cli_env):
-    """The demo release, built once per test run (in-process; the cluster tests compare with it)."""
+def demo_release(cli_env):
+    """The demo release, built once per test run (in-process; the cluster tests compare with it) by
+    whichever xdist worker asks first; the others wait on the lock and read it. Tests only read it."""
     from demo_runs import run_demo
 
-    out = tmp_path_factory.mktemp("demo")
-    run_demo(out, cli_env)
-    return out
+    out = os.path.join(_RUN, "demo")
+    with open(out + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not os.path.exists(out + ".built"):
+            shutil.rmtree(out, ignore_errors=True)
+            run_demo(out, cli_env)
+            open(out + ".built", "w").close()
+    return Path(out)
 
 
 def pytest_collection_modifyitems(config, items):
+    # The long end-to-end tests first: spread over xdist's workers from the start, they do not
+    # leave one worker finishing a minute-long test while the other has nothing left.
+    items.sort(key=lambda item: ("browser" not in item.keywords, "slow" not in item.keywords))
     gpu_items = [item for item in items if "gpu" in item.keywords]
     if not gpu_items:
         return

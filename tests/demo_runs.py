@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 
 from cli_runs import run_xmdata
@@ -14,12 +13,8 @@ VOLATILE = {"run.json", "prefect-server.log"}  # how a run went, not what it mad
 
 
 def run_demo(out, env, *extra):
-    args = ["demo", "--out", str(out), "--shards", SHARDS, *extra]
-    if env.get("XMDATA_EXECUTOR") == "inprocess":  # the cluster runs stay a user's separate process
-        result = run_xmdata(args, env)
-    else:
-        result = subprocess.run([os.path.join(BIN, "xmdata"), *args], env=env, capture_output=True, text=True,
-                                timeout=900)
+    """The demo command in this process (its shards run wherever env and extra send them)."""
+    result = run_xmdata(["demo", "--out", str(out), "--shards", SHARDS, *extra], env)
     assert result.returncode == 0, result.stderr[-3000:]
     return json.load(open(os.path.join(out, "build", "run.json")))
 

@@ -9,8 +9,8 @@ import os
 import pyarrow as pa
 import pytest
 
-from adversarial_inputs import (all_of, config, demo_config, embeddings, folder, jsonl, parquet, random_bytes,
-                                ratings, text)
+from adversarial_inputs import (MCLIPSCORE, MMMEB, all_of, config, demo_config, embeddings, folder, jsonl, parquet,
+                                random_bytes, ratings, text)
 from xmdata.cli import main
 from xmdata.data import sample_path
 
@@ -209,6 +209,16 @@ REFUSED = [
      "release --config {d}/r.yaml", "tiny:clip9"),
     ("release/tiny-model-of-another-backend", demo_config("r.yaml", lambda t: t.replace('"tiny:m2m100"', '"tiny:madlad"')),
      "release --config {d}/r.yaml", "tiny:m2m100"),
+    ("release/mmmeb-tiny-model-of-another-backend",
+     demo_config("r.yaml", lambda t: t.replace("model: google/siglip-base-patch16-256-multilingual",
+                                               "model: tiny:open_clip"), MMMEB),
+     "release --config {d}/r.yaml --sample", "use 'tiny:hf_clip'"),
+    ("release/benchmarks-translator-folder-missing",
+     demo_config("r.yaml", lambda t: t.replace("model: facebook/m2m100_1.2B", "model: ./no-such-m2m100"), MCLIPSCORE),
+     "release --config {d}/r.yaml --sample", "no-such-m2m100"),
+    ("release/mmmeb-embedder-folder-missing",
+     demo_config("r.yaml", lambda t: t.replace("model: xlm-roberta-large-ViT-H-14,", "model: ./no-such-clip,"), MMMEB),
+     "release --config {d}/r.yaml --sample", "no-such-clip"),
     ("release/clip-name-without-pretrained", config("r.yaml", "name: x\nscoring: {input: captions.jsonl, images: "
                                                               "images.csv, clip_model: ViT-B-32}\n"),
      "release --config {d}/r.yaml", "needs scoring.pretrained"),
@@ -270,7 +280,7 @@ def test_the_corpus_covers_every_command_and_sixty_kinds():
     assert len(REFUSED) >= 60
 
 
-def test_argument_errors_exit_2_in_argparse_before_anything(tmp_path, capsys):
+def test_argument_errors_exit_2_in_the_cli_before_anything(tmp_path, capsys):
     for argv in (["identify-language", CAPTIONS, "--out", str(tmp_path / "o"), "--shards", "0"],
                  ["select-images", IMAGES, "--per-language", "-3", "--out", str(tmp_path / "o")],
                  ["evaluate", "correlation", CAPTIONS, "--out", str(tmp_path / "o"), "--rating-scale", "1"],
@@ -279,9 +289,11 @@ def test_argument_errors_exit_2_in_argparse_before_anything(tmp_path, capsys):
                  ["translate", CAPTIONS, "--columns", "text", "--targets", "fr,de,fr", "--out", str(tmp_path / "o")],
                  ["select-images", IMAGES, "--seed", "-5", "--out", str(tmp_path / "o")],
                  ["evaluate", "mmmeb", CAPTIONS, "--seed", "-1", "--out", str(tmp_path / "o")]):
-        with pytest.raises(SystemExit) as exit_:
-            main(argv)
-        assert exit_.value.code == 2 and "error:" in capsys.readouterr().err
+        try:  # argparse exits; a value the params model refuses returns 2 from main
+            code = main(argv)
+        except SystemExit as exc:
+            code = exc.code
+        assert code == 2 and "error:" in capsys.readouterr().err
         assert not (tmp_path / "o").exists()
 
 
@@ -289,7 +301,7 @@ def test_argument_errors_exit_2_in_argparse_before_anything(tmp_path, capsys):
 
 def test_language_id_stage_rejects_texts_without_letters_and_keeps_the_rest():
     from xmdata.models.base import ModelSpec
-    from xmdata.tasks.language_id import language_id_stage
+    from xmdata.tasks.translation.language_id import language_id_stage
 
     texts = ["\x01\x02", "<|image_1|>", "<image>", " 12 34 ", "?!", "\u200b\u200b", None, "",
              "<|image_1|> Ein Hund.", "Un chat noir."]
@@ -323,7 +335,7 @@ def test_identify_language_rejects_texts_with_nothing_to_label_and_counts_every_
 
 def test_photo_folder_refuses_bombs_symlinks_out_and_broken_files_with_reasons(tmp_path):
     from adversarial_inputs import png_bomb
-    from xmdata.tasks.image_folder import images_from_folder
+    from xmdata.tasks.selection.image_folder import images_from_folder
 
     photos, outside = tmp_path / "photos", tmp_path / "secret"
     photos.mkdir()
@@ -346,7 +358,7 @@ def test_photo_folder_refuses_bombs_symlinks_out_and_broken_files_with_reasons(t
 
 
 def test_coordinates_out_of_range_or_missing_are_rejected_by_reason():
-    from xmdata.tasks.geocode import split_coordinates
+    from xmdata.tasks.selection.geocode import split_coordinates
 
     table = pa.table({"id": list("abcdefg"), "latitude": [10.0, 95.0, None, float("nan"), -90.0, 1.0, float("inf")],
                       "longitude": [20.0, 1.0, 3.0, 1.0, 180.0, -180.5, 2.0]})
@@ -373,6 +385,16 @@ def test_validate_says_which_rows_the_stages_would_refuse_and_why(tmp_path, caps
     assert main(["validate", str(tmp_path / "captions.jsonl"), "--map", "nothing=x"]) == 1
     jsonl("good.jsonl", [{"id": "c", "text": "bonjour", "language": "fr"}])(tmp_path)
     assert main(["validate", str(tmp_path / "good.jsonl")]) == 0
+    # A scoring input: what the score stage refuses (a blank path is no image), not what language ID would.
+    jsonl("pairs.jsonl", [{"id": "p1", "text": "1234", "image_path": "a.png"},
+                          {"id": "p2", "text": "a dog", "image_path": " "},
+                          {"id": "p3", "text": " ", "image_path": "a.png"}])(tmp_path)
+    capsys.readouterr()
+    assert main(["validate", str(tmp_path / "pairs.jsonl"), "--table", "score_input"]) == 1
+    out = capsys.readouterr().out
+    assert "clip_score: no_image_reference: 1 row(s) (first: 'p2')" in out
+    assert "clip_score: empty_text: 1 row(s) (first: 'p3')" in out
+    assert "no_letters" not in out and "3 rows have the types of 'score_input'; 1 would be kept, 2 refused" in out
 
 
 def test_release_overrides_from_the_ui_are_validated_before_anything_is_written(tmp_path):

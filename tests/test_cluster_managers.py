@@ -1,13 +1,11 @@
 """Cluster managers named, not coded: any distributed cluster class with kwargs and adapt, from the
 CLI, a release config or a deployment parameter; distributed.LocalCluster stands in for SLURM."""
 import json
-import os
-import subprocess
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from demo_runs import BIN
+from cli_runs import run_xmdata
 
 from xmdata.cli import main
 from xmdata.data import sample_path
@@ -18,7 +16,7 @@ from xmdata.runtime.session import ExecutionSession
 def upper(table, params):
     import pyarrow.compute as pc
 
-    from xmdata.tasks.rejects import no_rejects
+    from xmdata.tasks.build.rejects import no_rejects
 
     return table.set_column(1, "text", pc.utf8_upper(table.column("text"))), no_rejects()
 
@@ -28,7 +26,7 @@ def test_a_named_cluster_class_is_built_with_its_kwargs_adapts_and_runs_shards(t
 
     from xmdata.runtime.executors import DaskExecutor
     from xmdata.runtime.stage import Stage
-    from xmdata.tasks.ingest import ingest
+    from xmdata.tasks.build.ingest import ingest
 
     options = cluster_options("distributed.LocalCluster", "n_workers=1,threads_per_worker=1,processes=false,"
                               "dashboard_address=127.0.0.1:0", "1:2")
@@ -79,10 +77,10 @@ def test_a_release_config_names_its_cluster_and_a_misspelt_key_is_refused(tmp_pa
 @pytest.mark.slow
 def test_the_cli_runs_a_build_on_a_named_cluster_class(cli_env, tmp_path):
     env = {**cli_env, "XMDATA_EXECUTOR": "dask"}
-    run = subprocess.run([os.path.join(BIN, "xmdata"), "identify-language", sample_path("captions.jsonl"),
-                          "--out", str(tmp_path), "--shards", "3", "-q", "--cluster", "distributed.LocalCluster",
-                          "--cluster-kwargs", "n_workers=1,threads_per_worker=1,dashboard_address=127.0.0.1:0",
-                          "--adapt", "1:2"], env=env, capture_output=True, text=True, timeout=300)
+    run = run_xmdata(["identify-language", sample_path("captions.jsonl"), "--out", tmp_path, "--shards", "3", "-q",
+                      "--cluster", "distributed.LocalCluster",
+                      "--cluster-kwargs", "n_workers=1,threads_per_worker=1,dashboard_address=127.0.0.1:0",
+                      "--adapt", "1:2"], env)
     assert run.returncode == 0, run.stderr[-2000:]
     timing = json.load(open(tmp_path / "run.json"))["language_id"]
     assert timing["where"] == "cluster" and timing["shards_run"] == 3

@@ -8,6 +8,7 @@ import time
 import polars as pl
 import psutil
 import pytest
+from cli_runs import run_xmdata
 from demo_runs import BIN, SHARDS, release_files, run_demo
 from shard_records import finished_shards
 
@@ -144,10 +145,8 @@ def test_select_images_strict_reports_shortfall_and_keeps_outputs(cli_env, tmp_p
     from xmdata.data import sample_path
 
     out = tmp_path / "strict"
-    result = subprocess.run([os.path.join(BIN, "xmdata"), "select-images", sample_path("images.csv"),
-                             "--per-language", "10", "--strategy", "optimal", "--within", "spread",
-                             "--strict", "--out", str(out), "--shards", "4"],
-                            env=cli_env, capture_output=True, text=True, timeout=900)
+    result = run_xmdata(["select-images", sample_path("images.csv"), "--per-language", "10", "--strategy",
+                         "optimal", "--within", "spread", "--strict", "--out", out, "--shards", "4"], cli_env)
     assert result.returncode == 1, result.stderr[-2000:]
     assert "shortfall per language" in result.stderr
     per_language = pl.read_parquet(out / "selection_summary.parquet")
@@ -158,8 +157,7 @@ def test_select_images_strict_reports_shortfall_and_keeps_outputs(cli_env, tmp_p
 def test_demo_release_verifies_and_loads_with_datasets_and_polars(reference_release, cli_env, tmp_path):
     import yaml
 
-    result = subprocess.run([os.path.join(BIN, "xmdata"), "release", "verify", str(reference_release)],
-                            env=cli_env, capture_output=True, text=True, timeout=120)
+    result = run_xmdata(["release", "verify", reference_release], cli_env)
     assert result.returncode == 0 and "every file matches" in result.stdout, result.stderr
     manifest = json.load(open(reference_release / "manifest.json"))["release"]
     card = (reference_release / "README.md").read_text()
@@ -193,14 +191,14 @@ def test_verify_catches_a_tampered_release(reference_release, cli_env, tmp_path)
 
     copy = tmp_path / "copy"
     shutil.copytree(reference_release, copy, ignore=shutil.ignore_patterns("build"))
-    verify = [os.path.join(BIN, "xmdata"), "release", "verify", str(copy)]
-    assert subprocess.run(verify, env=cli_env, capture_output=True, timeout=120).returncode == 0
+    verify = ["release", "verify", copy]
+    assert run_xmdata(verify, cli_env).returncode == 0
     target = copy / "data" / "translations.parquet"
     data = bytearray(target.read_bytes())
     data[len(data) // 2] ^= 0x01  # one bit, same size
     target.write_bytes(bytes(data))
     (copy / "rejects" / "geocode.parquet").unlink()
-    result = subprocess.run(verify, env=cli_env, capture_output=True, text=True, timeout=120)
+    result = run_xmdata(verify, cli_env)
     assert result.returncode == 1
     assert "data/translations.parquet: sha256" in result.stderr and "rejects/geocode.parquet: missing" in result.stderr
     assert "captions.parquet" not in result.stderr  # untouched files are not reported

@@ -2,8 +2,8 @@ import pyarrow as pa
 import pytest
 
 from xmdata.schemas import ContractError
-from xmdata.tasks.eval_accuracy import pascal50s_accuracy, valse_accuracy
-from xmdata.tasks.eval_inference import marvl_accuracy, xvnli_accuracy
+from xmdata.tasks.evaluation.accuracy import pascal50s_accuracy, valse_accuracy
+from xmdata.tasks.evaluation.inference import marvl_accuracy, xvnli_accuracy
 
 
 def test_valse_counts_strictly_higher_captions_per_phenomenon_and_averages_phenomena():

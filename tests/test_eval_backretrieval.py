@@ -3,9 +3,9 @@ import pytest
 from scipy import stats
 
 from xmdata.schemas import ContractError
-from xmdata.tasks.eval_backretrieval import (Side, backretrieval, corr_baseline, cross_lingual_recall,
+from xmdata.tasks.evaluation.backretrieval import (Side, backretrieval, corr_baseline, cross_lingual_recall,
                                              evaluate_backretrieval)
-from xmdata.tasks.eval_ranking import recall_at_k, unit_rows
+from xmdata.tasks.evaluation.ranking import recall_at_k, unit_rows
 
 
 def world(m=600, d=24, image_noise=1.3, seed=0):

@@ -3,9 +3,9 @@ import pyarrow as pa
 import pytest
 
 from xmdata.schemas import ContractError
-from xmdata.tasks.eval_caption_stats import caption_statistics, rating_shares
-from xmdata.tasks.eval_cider import cider_scores, corpus_cider, gain_correlation, sxs_deltas
-from xmdata.tasks.eval_tokenize import tokenize
+from xmdata.tasks.evaluation.caption_stats import caption_statistics, rating_shares
+from xmdata.tasks.evaluation.cider import cider_scores, corpus_cider, gain_correlation, sxs_deltas
+from xmdata.tasks.evaluation.tokenize import tokenize
 
 # Crossmodal-3600 Table 5 (SxS gain, ΔCIDEr on XM3600, ΔCIDEr on the translated validation set) ...
 SXS = [2.70, 3.00, 2.20, 2.70, -0.30, 1.60, 3.10, 4.30, 0.80, 2.70, -0.30, -1.70, -2.20, 6.00, 1.90, 4.00, -0.20, -0.60]

@@ -6,8 +6,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from xmdata.cli import main
-from xmdata.tasks.eval_args import evaluate_options
-from xmdata.tasks.eval_runner import RUNNERS
+from xmdata.tasks.evaluation.params import evaluate_options
+from xmdata.tasks.evaluation.runner import RUNNERS
 
 RNG = np.random.default_rng(0)
 LANGS = ["en", "de", "fr"]

@@ -7,8 +7,8 @@ import pytest
 from scipy import stats
 
 from xmdata.schemas import ContractError
-from xmdata.tasks.eval_correlation import correlate, rating_correlations
-from xmdata.tasks.eval_crosslingual import cross_language_pearson
+from xmdata.tasks.evaluation.correlation import correlate, rating_correlations
+from xmdata.tasks.evaluation.crosslingual import cross_language_pearson
 
 # CLIPScore-like scores against 1-4 ratings, with ties in both: τ-b and τ-c differ here.
 SCORES = [0.61, 0.70, 0.70, 0.55, 0.82, 0.82, 0.64, 0.91, 0.58, 0.70]

@@ -4,8 +4,8 @@ import pytest
 from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
 
 from xmdata.schemas import ContractError
-from xmdata.tasks.eval_mmmeb import mmmeb_precision
-from xmdata.tasks.eval_retrieval import mcnemar, retrieval_hits
+from xmdata.tasks.evaluation.mmmeb import mmmeb_precision
+from xmdata.tasks.evaluation.retrieval import mcnemar, retrieval_hits
 
 
 def unit(rng, n, d=64):

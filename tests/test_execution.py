@@ -27,7 +27,7 @@ def write_shards(root, n, rows=3):
 
 def counted(table, params):
     """Records each call per shard; kills its worker process on the victim shard while `poison` exists."""
-    from xmdata.tasks.rejects import no_rejects
+    from xmdata.tasks.build.rejects import no_rejects
 
     shard = table.column("id")[0].as_py().split("-")[0]
     with open(os.path.join(params["marks"], shard), "a") as f:
@@ -81,7 +81,7 @@ def test_a_finished_shard_is_returned_not_recomputed(tmp_path):
 
 
 def test_in_process_failures_are_recorded_per_shard_and_a_rerun_finishes_them(tmp_path):
-    from xmdata.tasks.rejects import no_rejects
+    from xmdata.tasks.build.rejects import no_rejects
 
     def flaky(table, params):
         if table.column("id")[0].as_py().startswith("s1-") and not os.path.exists(tmp_path / "fixed"):
@@ -120,7 +120,7 @@ def local_cluster():
 @pytest.mark.slow
 def test_workers_import_only_their_stage_and_time_model_loads_apart(local_cluster, tmp_path):
     from xmdata.models.base import ModelSpec
-    from xmdata.tasks.language_id import language_id_stage
+    from xmdata.tasks.translation.language_id import language_id_stage
 
     report = run_stage(language_id_stage(ModelSpec("fasttext", "lid.176")), write_shards(tmp_path, 4),
                        str(tmp_path / "out"))
@@ -170,7 +170,8 @@ def test_the_ui_sees_one_task_run_per_stage_with_progress_and_a_shard_table(pref
     import asyncio
 
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+    from prefect.client.schemas.filters import (ArtifactFilter, ArtifactFilterFlowRunId, FlowRunFilter,
+                                                FlowRunFilterId)
 
     from xmdata.data import sample_path
     from xmdata.flows.language_id import identify_language_flow
@@ -183,7 +184,9 @@ def test_the_ui_sees_one_task_run_per_stage_with_progress_and_a_shard_table(pref
     async def read():
         async with get_client() as client:
             runs = await client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
-            artifacts = await client.read_artifacts()
+            # By flow run: the session's server holds every test's artifacts, more than one page of them.
+            artifacts = await client.read_artifacts(artifact_filter=ArtifactFilter(
+                flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id])))
             return runs, artifacts
 
     task_runs, artifacts = asyncio.run(read())

@@ -13,9 +13,9 @@ from PIL import Image
 from xmdata.cli import main
 from xmdata.schemas import CAPTIONS, IMAGES
 from xmdata.schemas.readers import read_input
-from xmdata.tasks.qa_input import passthrough_columns, read_qa_input, select_instances
-from xmdata.tasks.qa_outputs import parallel_table
-from xmdata.tasks.score_input import pairs_from_captions, read_score_input
+from xmdata.tasks.qa.input import passthrough_columns, read_qa_input, select_instances
+from xmdata.tasks.qa.outputs import parallel_table
+from xmdata.tasks.scoring.input import pairs_from_captions, read_score_input
 
 XM3600_LINES = [  # the second image's key repeats in a third line: its captions' ids repeat
     {"image/key": "000411001ff7dd4f", "image/locale": "bn",
@@ -65,8 +65,8 @@ def test_xm3600_captions_and_images_reach_scoring_and_caption_stats(tmp_path, ca
     # images inside OUT: paths become relative to OUT, the score stage's default image root
     assert main(["import", "xm3600", str(src), "--images", str(src / "images"), "--out", str(src)]) == 0
     assert read_input(str(src / "images.parquet"), IMAGES).column("path").to_pylist() == ["images/000411001ff7dd4f.jpg"]
-    from xmdata.tasks.eval_runner import run_metric
-    from xmdata.tasks.eval_args import evaluate_options
+    from xmdata.tasks.evaluation.runner import run_metric
+    from xmdata.tasks.evaluation.params import evaluate_options
 
     stats = run_metric("caption-stats", evaluate_options("caption-stats", str(out / "captions.parquet"), str(out)))
     assert "en" in json.dumps(stats.result) and "fr" in json.dumps(stats.result)
@@ -123,7 +123,7 @@ def test_openimages_subsets_coordinates_and_exif_reach_geocoding(tmp_path):
     assert report["filtered_by_subset"] == 1 and report["refused"] == {"bad_coordinates": 1}
     assert report["gps_from"] == {"coordinates": 1, "exif": 1, "none": 0} and "Rotation" in report["layout"]
     assert rows["000a1249af2bc5f0"]["gps_source"] == "exif" and rows["000a1249af2bc5f0"]["latitude"] < -33
-    from xmdata.tasks.geocode import geocode
+    from xmdata.tasks.selection.geocode import geocode
 
     placed, no_gps = geocode(images)
     assert sorted(placed.column("country").to_pylist()) == ["AU", "FR"] and no_gps.num_rows == 0

@@ -11,10 +11,10 @@ from cli_runs import run_xmdata
 from PIL import Image
 
 from xmdata.cli import main
-from xmdata.tasks.eval_args import evaluate_options
-from xmdata.tasks.eval_runner import run_metric
-from xmdata.tasks.score import clip_score_stage
-from xmdata.tasks.score_input import read_score_input
+from xmdata.tasks.evaluation.params import evaluate_options
+from xmdata.tasks.evaluation.runner import run_metric
+from xmdata.tasks.scoring.score import clip_score_stage
+from xmdata.tasks.scoring.input import read_score_input
 
 pytestmark = pytest.mark.slow
 
@@ -74,13 +74,19 @@ def test_map_reaches_the_inputs_a_flow_reads(cli_env, tmp_path):
     assert labels["lid_label"].to_list() == ["en", "fr"]
 
 
-def test_release_config_columns_mapping_reaches_its_inputs(cli_env, tmp_path):
+def test_release_config_columns_mapping_reaches_its_inputs(cli_env, tmp_path, monkeypatch):
+    from xmdata.flows import release_preflight
+
     (tmp_path / "captions.csv").write_text("caption_id,caption,lang,image\na,The weather is lovely today.,en,i1\n")
     (tmp_path / "release.yaml").write_text("name: mapped\nshards: 1\n"
                                            "columns: {caption_id: id, caption: text, lang: language, image: image_id}\n"
                                            "language_id: {input: captions.csv}\n")
+    checks = []
+    check = release_preflight.preflight_release
+    monkeypatch.setattr(release_preflight, "preflight_release", lambda config: checks.append(1) or check(config))
     result = run_xmdata(["release", "--config", str(tmp_path / "release.yaml"),
                          "--out", str(tmp_path / "release"), "--workers", "1", "--quiet"], cli_env)
     assert result.returncode == 0, result.stderr[-3000:]
+    assert checks == [1] and not release_preflight.CHECKED_BY_THE_CLI  # the flow took the CLI's check
     labelled = pl.read_parquet(tmp_path / "release" / "data" / "captions.parquet")
     assert labelled["id"].to_list() == ["a"] and labelled["lid_label"].to_list() == ["en"]

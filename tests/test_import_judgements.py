@@ -12,9 +12,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from xmdata.cli import main
-from xmdata.tasks.eval_args import evaluate_options
-from xmdata.tasks.eval_runner import run_metric
-from xmdata.tasks.score_input import read_score_input
+from xmdata.tasks.evaluation.params import evaluate_options
+from xmdata.tasks.evaluation.runner import run_metric
+from xmdata.tasks.scoring.input import read_score_input
 
 TOKENS = ("1000268201_693b08cb0e.jpg#0\tA child in a pink dress is climbing up a set of stairs .\n"
           "1000268201_693b08cb0e.jpg#1\tA girl going into a wooden building .\n"

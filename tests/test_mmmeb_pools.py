@@ -6,8 +6,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from xmdata.tasks.eval_mmmeb_pools import pool_precision
-from xmdata.tasks.mmmeb_pools import QUERIES_SCHEMA, draw_pools, missing_tasks
+from xmdata.tasks.evaluation.mmmeb_pools import pool_precision
+from xmdata.tasks.mmmeb.pools import QUERIES_SCHEMA, draw_pools, missing_tasks
 
 
 def group(task, dataset, language, n, candidates=None):
@@ -75,7 +75,7 @@ def test_pools_are_seeded_and_identical_for_every_system(pools):
 
 
 def test_the_paper_rule_is_the_default():
-    from xmdata.tasks.mmmeb_pools import pool_rule
+    from xmdata.tasks.mmmeb.pools import pool_rule
 
     assert [pool_rule("T2I", n, 5000, 1000, 100, 1000) for n in (999, 1000)] == [100, 1000]
     assert pool_rule("C", 10, 1000, 1000, 100, 1000) == 1000  # every class

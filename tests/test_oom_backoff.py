@@ -11,9 +11,9 @@ from PIL import Image
 from xmdata.models.base import ModelSpec
 from xmdata.models.oom_backoff import FAILED, BatchSizes, is_out_of_memory, run_with_backoff
 from xmdata.models.registry import get_model
-from xmdata.tasks.candidate_scores import estimate_candidate_quality
-from xmdata.tasks.score import clip_score_stage
-from xmdata.tasks.translate import translate_stage
+from xmdata.tasks.translation.candidate_scores import CandidateQeShard, estimate_candidate_quality
+from xmdata.tasks.scoring.score import clip_score_stage
+from xmdata.tasks.translation.translate import translate_stage
 
 POISON = "water"  # an item holding this runs out of memory even alone
 
@@ -86,9 +86,9 @@ def test_qe_backs_off_batch_by_batch_and_leaves_a_null_score_with_its_reason(tin
     table = pa.table({"id": [f"q{i}" for i in range(5)], "source_text": sources,
                       "candidate": [s[::-1] for s in sources], "lid_match": [True] * 5,
                       "qe_score": pa.nulls(5, pa.float32())})
-    params = {"model": ModelSpec(spec.backend, spec.name_or_path, options={"batch_size": 4}).to_dict()}
+    params = CandidateQeShard(model=ModelSpec(spec.backend, spec.name_or_path, options={"batch_size": 4}))
     expected = estimate_candidate_quality(table, params)[0].column("qe_score").to_pylist()
-    estimator = get_model("quality_estimator", ModelSpec(**params["model"]))
+    estimator = get_model("quality_estimator", params.model)
     real = estimator.score_groups
 
     def score_groups(groups):

@@ -6,7 +6,7 @@ import polars as pl
 import pytest
 from recipe_builds import build_recipe
 
-from xmdata.tasks.release_manifest import verify_release
+from xmdata.tasks.release.manifest import verify_release
 
 
 def recipe_release(name: str):
@@ -94,8 +94,8 @@ def test_mmmeb_recipe_assembles_tasks_pools_embeddings_and_scores(mmmeb_release)
 
 
 def test_evaluate_mmmeb_on_the_published_pools_gives_the_releases_scores(mmmeb_release, tmp_path):
-    from xmdata.tasks.eval_args import evaluate_options
-    from xmdata.tasks.eval_runner import run_metric
+    from xmdata.tasks.evaluation.params import evaluate_options
+    from xmdata.tasks.evaluation.runner import run_metric
 
     out, _ = mmmeb_release
     embedded = out / "build" / "mmmeb_embeddings"

@@ -1,21 +1,22 @@
-"""GPU-aware placement on a real LocalCluster, with a fake GPU resource: a GPU stage runs only on
-workers advertising GPU=1, a CPU stage only off them, and with no GPU worker a GPU stage still runs."""
+"""GPU-aware placement, decided by the model's device: on a real LocalCluster with a fake GPU resource
+a GPU stage runs only on workers advertising GPU=1, a CPU stage only off them, and with no GPU worker
+a GPU stage still runs."""
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from xmdata.runtime.cluster import close_local_cluster, start_local_cluster
 from xmdata.runtime.executors import DaskExecutor
-from xmdata.runtime.placement import add_gpu_workers
+from xmdata.runtime.placement import add_gpu_workers, needs_gpu, placement
 from xmdata.runtime.stage import Stage
-from xmdata.tasks.ingest import ingest
+from xmdata.tasks.build.ingest import ingest
 
 
 def ran_where(table, params):
     """Adds the GPU count of the worker that ran the shard."""
     from distributed import get_worker
 
-    from xmdata.tasks.rejects import no_rejects
+    from xmdata.tasks.build.rejects import no_rejects
 
     gpus = get_worker().state.total_resources.get("GPU", 0)
     return table.append_column("worker_gpus", pa.array([gpus] * table.num_rows, pa.float64())), no_rejects()
@@ -50,16 +51,47 @@ def test_gpu_stages_run_only_on_gpu_workers_and_still_run_without_any(tmp_path, 
         close_local_cluster(cluster, client)
 
 
-def test_model_stages_are_marked_as_wanting_a_gpu_and_light_ones_not(tiny_models):
-    from xmdata.models.base import ModelSpec
-    from xmdata.tasks.candidate_scores import candidate_lid_stage, candidate_qe_stage
-    from xmdata.tasks.language_id import language_id_stage
-    from xmdata.tasks.score import clip_score_stage
+@pytest.mark.parametrize("device, gpu", [("cpu", False), (None, False), ("cuda", True), ("cuda:1", True)])
+def test_a_stage_needs_a_gpu_exactly_when_its_model_runs_on_cuda(device, gpu, tiny_models):
+    from dataclasses import replace
 
-    assert candidate_qe_stage(tiny_models["cometkiwi"]).gpu
-    assert clip_score_stage(tiny_models["open_clip"], None).gpu
-    assert not language_id_stage(ModelSpec("fasttext", "lid.176")).gpu
+    from xmdata.models.base import ModelSpec
+    from xmdata.tasks.translation.candidate_scores import candidate_lid_stage, candidate_qe_stage
+    from xmdata.tasks.translation.language_id import language_id_stage
+    from xmdata.tasks.scoring.score import clip_score_stage
+    from xmdata.tasks.qa.translate import translate_qa_stage
+    from xmdata.tasks.translation.translate import translate_stage
+
+    assert needs_gpu(device) is gpu
+    on = {name: replace(tiny_models[name], device=device or "cpu") for name in ("cometkiwi", "open_clip", "m2m100")}
+    labels = {"fr": {"question": ["Question"], "answer": ["Réponse"]}}
+    stages = [candidate_qe_stage(on["cometkiwi"]), clip_score_stage(on["open_clip"], None),
+              translate_stage(on["m2m100"], ["text"], "en", ["fr"], num_beams=1, num_candidates=1, batch_tokens=512,
+                              max_new_tokens_ratio=1.5, max_new_tokens_extra=10, split_sentences=False),
+              translate_qa_stage(on["m2m100"], "en", ["fr"], labels, 1, 1, 512, 1.5, 10)]
+    assert [stage.gpu for stage in stages] == [gpu] * 4
+    assert not language_id_stage(ModelSpec("fasttext", "lid.176")).gpu  # no model device: never
     assert not candidate_lid_stage(ModelSpec("fasttext", "lid.176"), {}).gpu
+
+
+class SchedulerWith:
+    """What placement() reads of a client: the workers and the resources they advertise."""
+
+    def __init__(self, *resources: dict):
+        self.workers = {f"tcp://127.0.0.1:{9000 + i}": {"resources": r} for i, r in enumerate(resources)}
+
+    def scheduler_info(self, n_workers: int = -1) -> dict:
+        return {"workers": self.workers}
+
+
+def test_placement_sends_cuda_stages_to_gpu_workers_and_cpu_models_off_them():
+    cuda, cpu = Stage("qe", "1", ran_where, gpu=needs_gpu("cuda")), Stage("qe", "1", ran_where, gpu=needs_gpu("cpu"))
+    mixed = SchedulerWith({"GPU": 1}, {}, {})
+    assert placement(mixed, cuda) == {"resources": {"GPU": 1}}
+    assert placement(mixed, cpu) == {"workers": ["tcp://127.0.0.1:9001", "tcp://127.0.0.1:9002"],
+                                     "allow_other_workers": True}  # never waits for, nor holds, a GPU
+    assert placement(SchedulerWith({}, {}), cuda) == {}  # no GPU worker anywhere: nothing to wait for
+    assert placement(SchedulerWith({"GPU": 1}), cpu) == {}  # only GPU workers: it runs there
 
 
 def test_a_gpu_worker_without_a_gpu_is_refused_in_one_line(monkeypatch, capsys):
@@ -70,3 +102,23 @@ def test_a_gpu_worker_without_a_gpu_is_refused_in_one_line(monkeypatch, capsys):
     assert main(["worker", "tcp://127.0.0.1:1", "--gpu"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no GPU visible" in err[0]
+
+
+@pytest.mark.parametrize("gpus, dask_cuda, faked, cuda", [
+    (["0", "1"], True, False, True),    # real devices, dask-cuda installed: LocalCUDACluster
+    (["0", "1"], False, False, False),  # real devices, no dask-cuda: LocalCluster + a GPU worker each
+    ([], True, False, False),           # no device: today's LocalCluster
+    (["0"], True, True, False),         # XMDATA_GPU_WORKERS: a resource for the CPU tests, no CUDA
+])
+def test_the_local_cluster_of_a_gpu_machine_is_dask_cuda_when_installed(gpus, dask_cuda, faked, cuda, monkeypatch):
+    import sys
+
+    from xmdata.runtime.cuda_cluster import local_cluster_plan
+
+    monkeypatch.delenv("XMDATA_GPU_WORKERS", raising=False)
+    if faked:
+        monkeypatch.setenv("XMDATA_GPU_WORKERS", str(len(gpus)))
+    plan = local_cluster_plan(gpus, 3, dask_cuda_installed=dask_cuda)
+    assert (plan.cuda, plan.gpus, plan.cpu_workers) == (cuda, tuple(gpus), 3)
+    local_cluster_plan(["0"], 1)  # looks for dask_cuda without importing it
+    assert "dask_cuda" not in sys.modules

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from xmdata.tasks.qa_extract import LabelPattern, extract
-from xmdata.tasks.qa_labels import ENGLISH, known_labels, with_english
-from xmdata.tasks.qa_pack import PackError, pack
+from xmdata.tasks.qa.extract import LabelPattern, extract
+from xmdata.tasks.qa.labels import ENGLISH, known_labels, with_english
+from xmdata.tasks.qa.pack import PackError, pack
 
 QUERY = "<|image_1|>\nRepresent the given image with the following question: What is on the right"
 POSITIVE = "The car is on the right side"
@@ -89,7 +89,7 @@ def test_source_that_starts_with_a_label_word_allows_it_at_the_edge():
 
 
 def test_every_table_language_has_two_distinct_label_sets():
-    from xmdata.tasks.language_areas import load_language_areas
+    from xmdata.tasks.selection.language_areas import load_language_areas
 
     codes = {c for a in load_language_areas().languages.values() for s in ("m2m100", "madlad")
              if (c := a.codes.get(s))}

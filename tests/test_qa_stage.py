@@ -11,11 +11,11 @@ import pytest
 from xmdata.data import sample_path
 from xmdata.models.base import Candidate, ModelSpec
 from xmdata.schemas import ContractError
-from xmdata.tasks import qa_translate
-from xmdata.tasks.qa_input import read_qa_input, select_instances
-from xmdata.tasks.qa_labels import resolve_labels
-from xmdata.tasks.qa_outputs import count_outcomes, select_candidates
-from xmdata.tasks.qa_translate import translate_qa_stage
+from xmdata.tasks.qa import translate as qa_translate
+from xmdata.tasks.qa.input import read_qa_input, select_instances
+from xmdata.tasks.qa.labels import resolve_labels
+from xmdata.tasks.qa.outputs import count_outcomes, select_candidates
+from xmdata.tasks.qa.translate import translate_qa_stage
 
 
 class ScriptedTranslator:
@@ -155,12 +155,13 @@ def test_missing_label_words_are_derived_once_and_reused(tmp_path):
 
 
 def test_lid_and_qe_stages_of_the_translation_issue_score_qa_candidates(scripted, tiny_models):
-    from xmdata.tasks.candidate_scores import estimate_candidate_quality, identify_candidate_language
+    from xmdata.tasks.translation.candidate_scores import (CandidateLidShard, CandidateQeShard, estimate_candidate_quality,
+                                               identify_candidate_language)
 
     candidates, _ = run(rows(3, fail={2}))
-    labelled, _ = identify_candidate_language(candidates, {"model": tiny_models["fasttext"].to_dict(),
-                                                           "accepted_labels": {"de": ["de", "en"]}})
-    scored, _ = estimate_candidate_quality(labelled, {"model": tiny_models["cometkiwi"].to_dict()})
+    labelled, _ = identify_candidate_language(candidates, CandidateLidShard(
+        model=tiny_models["fasttext"], accepted_labels={"de": ["de", "en"]}))
+    scored, _ = estimate_candidate_quality(labelled, CandidateQeShard(model=tiny_models["cometkiwi"]))
     frame = pl.from_arrow(scored)
     ok = frame.filter(pl.col("status") == "ok")
     assert ok["id"].to_list() == ["r1", "r1"] and ok["lid_label"].null_count() == 0

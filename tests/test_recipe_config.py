@@ -10,7 +10,7 @@ from xmdata.flows.release_recipe import apply_sample, deep_merge, tiny_models
 from xmdata.schemas import ContractError
 from xmdata.tasks.importers.options import ImportOptions
 from xmdata.tasks.importers.run import import_dataset
-from xmdata.tasks.release_recipe_card import configured_models
+from xmdata.tasks.release.recipe_card import configured_models
 
 
 def test_sample_section_is_merged_over_the_config_and_null_removes():

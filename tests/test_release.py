@@ -12,8 +12,8 @@ import yaml
 
 from xmdata.flows.release_config import load_release_config
 from xmdata.schemas import ContractError
-from xmdata.tasks.release_files import sorted_by_values
-from xmdata.tasks.release_manifest import verify_release, write_manifest
+from xmdata.tasks.release.files import sorted_by_values
+from xmdata.tasks.release.manifest import verify_release, write_manifest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -100,7 +100,7 @@ def test_cli_verify_exit_codes(tmp_path):
 
 
 def test_card_header_is_huggingface_yaml_with_a_config_per_table():
-    from xmdata.tasks.release_card import header
+    from xmdata.tasks.release.card import header
 
     config, _, _ = load_release_config("demo")
     text = header(config, {"captions": "c", "translations": "t"}, ["ar", "en"], 1500)

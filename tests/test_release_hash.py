@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from xmdata.data import sample_path
-from xmdata.tasks.release_manifest import model_fingerprint
+from xmdata.tasks.release.manifest import model_fingerprint
 
 BIN = os.path.dirname(sys.executable)
 CONFIG = """name: hash-check

@@ -10,9 +10,9 @@ from xmdata.runtime.process import process_shard
 from xmdata.runtime.records import finished_record
 from xmdata.runtime.shards import ShardPaths, shard_of, split_into_shards
 from xmdata.runtime.stage import Stage
-from xmdata.tasks.ingest import ingest
-from xmdata.tasks.rejects import make_rejects, no_rejects
-from xmdata.tasks.rows import reject_bad_ids
+from xmdata.tasks.build.ingest import ingest
+from xmdata.tasks.build.rejects import make_rejects, no_rejects
+from xmdata.tasks.build.rows import reject_bad_ids
 
 
 def upper(table, params):

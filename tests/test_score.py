@@ -12,10 +12,10 @@ from PIL import Image
 
 from xmdata.cli import main
 from xmdata.schemas import ContractError
-from xmdata.tasks.batch_loader import PrefetchingLoader
-from xmdata.tasks.clip_scores import clip_score, ref_clip_score
-from xmdata.tasks.score import clip_score_stage
-from xmdata.tasks.score_input import demo_score_input, read_score_input
+from xmdata.tasks.build.batch_loader import PrefetchingLoader
+from xmdata.tasks.scoring.clip_scores import clip_score, ref_clip_score
+from xmdata.tasks.scoring.score import clip_score_stage
+from xmdata.tasks.scoring.input import demo_score_input, read_score_input
 
 
 def reference_scores(image, text, refs, w=2.5):

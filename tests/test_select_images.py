@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from xmdata.tasks.language_areas import LEVELS, LanguageAreas, load_language_areas
-from xmdata.tasks.select_images import select_greedy, select_optimal, selection_summary
+from xmdata.tasks.selection.language_areas import LEVELS, LanguageAreas, load_language_areas
+from xmdata.tasks.selection.select_images import select_greedy, select_optimal, selection_summary
 
 # Hand-made areas: Hindi's region is all of India, as in the paper's story.
 AREAS = LanguageAreas.from_dict({"languages": {
@@ -144,7 +144,7 @@ def test_area_validation_names_the_language_and_the_bad_entry(tmp_path, bad, mes
 
 
 def test_geocode_rejects_rows_without_valid_coordinates(monkeypatch):
-    from xmdata.tasks import geocode as stage
+    from xmdata.tasks.selection import geocode as stage
 
     # The real geocoder costs seconds to load (the land mask alone is ~1 GB): stub it here.
     def fake(lat, lon):
@@ -164,7 +164,7 @@ def test_geocode_rejects_rows_without_valid_coordinates(monkeypatch):
 
 @pytest.mark.slow
 def test_geocode_rejects_and_flags():
-    from xmdata.tasks.geocode import geocode
+    from xmdata.tasks.selection.geocode import geocode
 
     table = pa.table({"id": ["kolkata", "none", "nan", "north", "atlantic"],
                       "latitude": [22.57, None, float("nan"), 95.0, 0.0],
@@ -181,7 +181,7 @@ def test_geocode_rejects_and_flags():
 def test_read_exif_gps(tmp_path):
     from PIL import Image
 
-    from xmdata.tasks.geocode import read_exif_gps
+    from xmdata.tasks.selection.geocode import read_exif_gps
 
     exif = Image.Exif()
     exif[0x8825] = {1: "S", 2: (33.0, 52.0, 12.0), 3: "E", 4: (151.0, 12.0, 36.0)}
@@ -197,7 +197,7 @@ def test_read_exif_gps(tmp_path):
 def test_image_folder_reads_exif_gps_and_rejects_photos_without_it(tmp_path):
     from PIL import Image
 
-    from xmdata.tasks.image_folder import images_from_folder
+    from xmdata.tasks.selection.image_folder import images_from_folder
 
     exif = Image.Exif()
     exif.get_ifd(0x8825).update({1: "S", 2: (12.0, 30.0, 0.0), 3: "W", 4: (77.0, 1.0, 48.0)})

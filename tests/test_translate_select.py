@@ -7,11 +7,11 @@ import pytest
 
 from xmdata.schemas import ContractError
 from xmdata.schemas.translation import CANDIDATES
-from xmdata.tasks.reassemble import reassemble
-from xmdata.tasks.select_translations import select_translations
-from xmdata.tasks.token_batches import length_sorted_batches, max_new_tokens
-from xmdata.tasks.translation_input import explode_units, read_translation_input, split_sentences
-from xmdata.tasks.translation_languages import lid_labels_for, parse_lid_accept
+from xmdata.tasks.translation.reassemble import reassemble
+from xmdata.tasks.translation.select import select_translations
+from xmdata.tasks.build.token_batches import length_sorted_batches, max_new_tokens
+from xmdata.tasks.translation.input import explode_units, read_translation_input, split_sentences
+from xmdata.tasks.translation.languages import lid_labels_for, parse_lid_accept
 
 
 def cand(id, text, rank, label="fr", prob=0.9, qe=0.0, column="caption", element=None, target="fr",

@@ -12,8 +12,8 @@ import pyarrow as pa
 import pytest
 
 from xmdata.models.base import ModelSpec
-from xmdata.tasks.candidate_scores import candidate_lid_stage, candidate_qe_stage
-from xmdata.tasks.translate import translate_stage
+from xmdata.tasks.translation.candidate_scores import candidate_lid_stage, candidate_qe_stage
+from xmdata.tasks.translation.translate import translate_stage
 
 INPUT = pa.table({
     "id": ["a", "b", "c", "d"],
@@ -76,7 +76,7 @@ def test_too_long_texts_are_rejected_or_split_on_request(tiny_models):
 
 def test_select_translations_cli_rethresholds_without_loading_a_model(tiny_models, tmp_path):
     from xmdata.runtime.atomic import write_json_atomic, write_parquet_atomic
-    from xmdata.tasks.translation_outputs import write_selection
+    from xmdata.tasks.translation.outputs import write_selection
 
     scored, _ = run_stages(tiny_models, "m2m100", {"fr": ["fr"], "ar": ["ar", "hi", "bn", "fa", "ur"]})
     write_parquet_atomic(scored.to_arrow(), str(tmp_path / "candidates.parquet"))

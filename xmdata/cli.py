@@ -4,14 +4,23 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import typing
 
+from xmdata.cli_params import ParamFlags, add_param_flags, params_from_args
 from xmdata.cli_translate import add_translation_commands
 from xmdata.flows.release_recipe import MODEL_CHOICES
-from xmdata.tasks.eval_args import seed_int  # argparse only
 from xmdata.runtime.session import EXECUTORS
+from xmdata.tasks.stage_params import LanguageIdParams, ScoringParams, SelectImagesParams
 
 EXIT_BAD_INPUT = 2
 EXIT_SHARDS_FAILED = 1
+
+
+def seed_int(text: str) -> int:
+    """Seeds are non-negative integers: numpy's generators refuse the rest, mid-run."""
+    if int(text) < 0:
+        raise argparse.ArgumentTypeError(f"a seed is a non-negative integer, got {text}")
+    return int(text)
 
 
 def positive_int(text: str) -> int:
@@ -40,6 +49,17 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--storage-option", action="append", default=None, metavar="KEY=VALUE",
                    help="for s3:// gs:// az:// URLs, repeatable, e.g. endpoint_url=http://127.0.0.1:8333 "
                         "(credentials otherwise from the usual environment: AWS_ACCESS_KEY_ID, …)")
+
+
+EMBEDDING_DTYPES = [d for d in typing.get_args(ScoringParams.model_fields["embeddings"].annotation) if d != "none"]
+
+
+def _embeddings_flags(args: argparse.Namespace, data: dict) -> None:
+    """`--embeddings [--embedding-dtype float32]` is the command line's spelling of `embeddings`."""
+    if args.embeddings:
+        data["embeddings"] = getattr(args, "embedding_dtype", EMBEDDING_DTYPES[0])
+    elif hasattr(args, "embedding_dtype"):
+        raise ValueError("--embedding-dtype: only with --embeddings")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -92,16 +112,12 @@ def build_parser() -> argparse.ArgumentParser:
     lid = sub.add_parser("identify-language", help="label every text of a table with its language")
     lid.add_argument("input", help="Parquet, CSV or JSONL with columns id, text")
     lid.add_argument("--out", required=True)
-    lid.add_argument("--lid-model", default="lid.176", help="'lid.176' (bundled) or a fastText model path")
+    add_param_flags(lid, ParamFlags(LanguageIdParams))
     _add_run_options(lid)
 
     select = sub.add_parser("select-images", help="pick K geo-diverse images per language (Crossmodal-3600)")
     select.add_argument("input", help="table with id, latitude, longitude (Parquet/CSV/JSONL) or an image folder (EXIF GPS)")
-    select.add_argument("--languages", default=None, help="language-area file (default: the 36 XM3600 languages)")
-    select.add_argument("--per-language", type=positive_int, default=100, help="K images per language (default 100)")
-    select.add_argument("--strategy", choices=["greedy", "optimal"], default="greedy")
-    select.add_argument("--within", choices=["random", "spread"], default="random",
-                        help="inside a level: seeded random, or spread over subdivisions and grid cells")
+    add_param_flags(select, ParamFlags(SelectImagesParams))
     select.add_argument("--seed", type=seed_int, default=0)
     select.add_argument("--strict", action="store_true", help="fail when a language gets fewer than K")
     select.add_argument("--out", required=True)
@@ -110,23 +126,15 @@ def build_parser() -> argparse.ArgumentParser:
     score = sub.add_parser("score", help="CLIPScore / RefCLIPScore of image-text pairs with open_clip")
     score.add_argument("input", help="pairs: id, text, image_path (under --image-root) or image_bytes [, language]")
     score.add_argument("--image-root", default=None, help="folder image paths are under (default: the input's)")
-    score.add_argument("--clip-model", required=True, help="open_clip model name or a local model folder")
-    score.add_argument("--pretrained", default=None, help="pretrained tag or checkpoint (needed with a name)")
     score.add_argument("--references-column", default=None, help="list column of references: adds ref_clip_score")
+    add_param_flags(score, ParamFlags(ScoringParams, skip=("embeddings",), aliases=_embeddings_flags))
     score.add_argument("--embeddings", action="store_true", help="also write image_embedding, text_embedding")
-    score.add_argument("--embedding-dtype", choices=["float16", "float32"], default="float16")
-    score.add_argument("--weight", type=float, default=2.5, help="w of CLIPScore = w * max(cos, 0) (default 2.5)")
-    score.add_argument("--prefix", default="", help="text put before every caption, e.g. 'A photo depicts'")
-    score.add_argument("--batch-size", type=positive_int, default=None,
-                       help="pairs per forward (default 32 on CPU, 256 on a GPU with 40 GB or more)")
-    score.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    score.add_argument("--autocast", choices=["bfloat16", "float16", "none"], default="bfloat16", help="on CUDA")
-    score.add_argument("--max-image-pixels", type=positive_int, default=None,
-                       help="refuse images with more pixels (default 64 million)")
+    score.add_argument("--embedding-dtype", choices=EMBEDDING_DTYPES, default=argparse.SUPPRESS,
+                       help=f"with --embeddings (default {EMBEDDING_DTYPES[0]})")
     score.add_argument("--out", required=True)
     _add_run_options(score)
 
-    add_translation_commands(sub, _add_run_options, positive_int)
+    add_translation_commands(sub, _add_run_options)
 
     validate = sub.add_parser("validate", help="check a table against a contract in schemas/")
     validate.add_argument("input")
@@ -140,7 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     from xmdata.cli_translate import add_convert_command
     add_convert_command(models_sub)
 
-    from xmdata.tasks.eval_args import add_evaluate_parser  # argparse only: --help stays light
+    from xmdata.cli_evaluate import add_evaluate_parser  # pydantic and argparse only: --help stays light
     add_evaluate_parser(sub)
     _add_import_parser(sub)
     _add_map_option(sub)
@@ -196,6 +204,11 @@ def check_output_folder(path: str, flag: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    try:  # an ill-typed option stops here: before any heavy import, server or worker
+        args.params = params_from_args(args)
+    except ValueError as exc:
+        print(f"xmdata: error: {exc}", file=sys.stderr)  # as every refused input: one line, exit 2
+        return EXIT_BAD_INPUT
     if not args.verbose:  # before Prefect and Dask read their logging config
         os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
         os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "warning")
@@ -205,14 +218,16 @@ def main(argv: list[str] | None = None) -> int:
     from xmdata.runtime.execution import ShardsFailed
     from xmdata.runtime.service import ServiceError
     from xmdata.runtime.storage import is_url, parse_storage_options, use_storage_options
+    from xmdata.runtime.storage_check import check_location
     from xmdata.schemas import ContractError
     from xmdata.schemas.column_map import column_mapping, unused_keys
 
     try:
         use_storage_options(parse_storage_options(getattr(args, "storage_option", None)))
-        for flag in ("out", "work"):
-            if getattr(args, flag, None) and not is_url(args.__dict__[flag]):  # a store: storage_check
-                check_output_folder(args.__dict__[flag], f"--{flag}")
+        for flag in ("out", "work"):  # an output that cannot be written stops here, before any start
+            if path := getattr(args, flag, None):
+                check = check_location if is_url(path) else check_output_folder
+                check(path, f"--{flag}")
         with column_mapping(getattr(args, "map", None)) as mapping:
             code = COMMANDS[args.command](args) or 0
     except (ContractError, ModelError) as exc:

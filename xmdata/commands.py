@@ -2,77 +2,21 @@
 from __future__ import annotations
 
 import json
-import logging
 import os
 import sys
-import time
 
+from xmdata.commands_translate import select_translations, translate, translate_qa
+from xmdata.flow_run import run_flow
 from xmdata.runtime import storage
 from xmdata.schemas import CONTRACTS, ContractError
 from xmdata.schemas.readers import read_input
 
 
-class _InputErrorsOnce(logging.Filter):
-    """A refused input or model (exit 2) or failed shards (exit 1) are printed by the CLI in one
-    line; Prefect's console copy, traceback and all, is dropped. The Prefect API (the UI's run
-    logs) still gets it; -v shows it."""
-
-    NAMES = ("ContractError", "ModelError", "ShardsFailed")
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno < logging.ERROR:
-            return True
-        if record.exc_info and type(record.exc_info[1]).__name__ in self.NAMES:
-            return False
-        return not any(f"{name}(" in record.getMessage() or f"{name}:" in record.getMessage()
-                       for name in self.NAMES)
-
-
-INPUT_ERRORS_ONCE = _InputErrorsOnce()
-
-
-def _run_flow(flow_fn, args, summary_dir: str | None = None, cluster=None, url_out: bool = False,
-              **params) -> dict:
-    """`cluster`: a release config's; --cluster on the command line wins over it. `url_out`: the
-    flow writes through runtime/storage.py, so --out may be an object-store URL."""
-    import prefect  # noqa: F401  (configures logging: its console handler is then in place)
-
-    from xmdata.runtime.cluster_spec import cluster_options
-    from xmdata.runtime.progress import PROGRESS_ENV
-    from xmdata.runtime.run_setup import run_environment
-    from xmdata.runtime.storage_check import check_location
-
-    if storage.is_url(args.out) and not url_out:
-        raise ContractError(f"--out {args.out}: this command writes its outputs with local tools; give a local "
-                            f"folder (identify-language, score and release write to object stores)")
-    if not args.verbose:
-        for handler in logging.getLogger().handlers:
-            handler.addFilter(INPUT_ERRORS_ONCE)  # one instance: a second run adds nothing
-    cluster = cluster_options(args.cluster, args.cluster_kwargs, args.adapt) or cluster
-    args.out = storage.absolute(args.out)  # workers of an external cluster have another cwd
-    check_location(args.out, "--out")  # a store we cannot write to stops here, before any start
-    for folder in (args.out, summary_dir or args.out):
-        if not storage.is_url(folder):  # an object store has no folders to make
-            os.makedirs(folder, exist_ok=True)
-    os.environ[PROGRESS_ENV] = "0" if args.quiet else "1"
-    started = time.perf_counter()
-    log_dir = None if storage.is_url(summary_dir or args.out) else summary_dir or args.out
-    with run_environment(args.executor, args.dask_address, args.workers, log_dir, args.quiet, cluster):
-        summary = flow_fn(out=args.out, shards=args.shards, **params)
-    if not args.quiet:
-        print(storage.read_text(storage.join(summary_dir or args.out, "summary.md")))
-        for stage, counts in summary["run"].items():
-            print(f"{stage}: {counts['shards_run']} shard(s) run, {counts['shards_skipped']} skipped "
-                  f"(already finished) of {counts['shards_total']}")
-    print(f"done in {time.perf_counter() - started:.1f} s -> {args.out}")
-    return summary
-
-
 def release(args) -> int:
     """`xmdata demo` is the release of the packaged demo config."""
     if args.release_command == "verify":
-        from xmdata.tasks.release_manifest import verify_release
-        from xmdata.tasks.release_upload import verify_remote_release
+        from xmdata.tasks.release.manifest import verify_release
+        from xmdata.tasks.release.upload import verify_remote_release
 
         problems = (verify_remote_release if storage.is_url(args.dir) else verify_release)(args.dir)
         for line in problems:
@@ -82,18 +26,19 @@ def release(args) -> int:
     if not args.config or not args.out:
         raise ContractError("xmdata release needs --config FILE and --out DIR (or: xmdata release verify DIR)")
     from xmdata.flows.release import release_flow
-    from xmdata.flows.release_preflight import checked_release
+    from xmdata.flows.release_preflight import CHECKED_BY_THE_CLI, checked_release
 
     # A broken config, input or model stops here, before any server starts.
-    parsed, *_ = checked_release(args.config, args.shards, args.seed, args.sample, args.models)
-    if args.work and storage.is_url(args.work):
-        raise ContractError(f"--work {args.work}: a release's build folder is local (its stages write with "
-                            f"local tools); --out may be a URL, the release is uploaded when built")
-    from xmdata.tasks.release_upload import release_folders
+    parsed, *_ = checked_release(args.config, args.shards, args.seed, args.sample, args.models, hand_to_the_flow=True)
+    from xmdata.tasks.release.upload import check_work, release_folders
 
-    _, _, work = release_folders(args.out, args.work)
-    result = _run_flow(release_flow, args, summary_dir=work, cluster=parsed.cluster, url_out=True,
-                       config=args.config, seed=args.seed, work=work, sample=args.sample, models=args.models)
+    try:
+        check_work(parsed, args.work)
+        _, _, work = release_folders(args.out, args.work)
+        result = run_flow(release_flow, args, summary_dir=work, cluster=parsed.cluster,
+                          config=args.config, seed=args.seed, work=work, sample=args.sample, models=args.models)
+    finally:
+        CHECKED_BY_THE_CLI.clear()  # a flow that never started leaves nothing for a later run to trust
     print(f"release {result['release']}: {result['files']} files, release_sha256 {result['release_sha256']}")
     return 0
 
@@ -103,12 +48,14 @@ def identify_language(args) -> int:
 
     from xmdata.models.base import ModelSpec
     from xmdata.models.fasttext_lid import check_fasttext_file
+    from xmdata.tasks.stage_params import BUNDLED_LID
 
-    lid_model = args.lid_model if args.lid_model == "lid.176" else os.path.abspath(args.lid_model)
+    params = args.params
+    if params.lid_model != BUNDLED_LID:  # workers of an external cluster run in another directory
+        params = params.model_copy(update={"lid_model": storage.absolute(params.lid_model)})
     read_input(args.input, CONTRACTS["captions"])  # fail in a second, before any server starts
-    check_fasttext_file(ModelSpec("fasttext", lid_model))
-    _run_flow(identify_language_flow, args, url_out=True, input_path=storage.absolute(args.input),
-              lid_model=lid_model)
+    check_fasttext_file(ModelSpec("fasttext", params.lid_model))
+    run_flow(identify_language_flow, args, input_path=storage.absolute(args.input), params=params)
     return 0
 
 
@@ -118,24 +65,23 @@ def select_images(args) -> int:
     from xmdata.flows.release_preflight import check_image_inputs
     from xmdata.flows.select_images import ShortfallError, select_images_flow
 
-    check_image_inputs(args.input, args.languages)  # fail fast, before any server starts
+    check_image_inputs(args.input, args.params.languages)  # fail fast, before any server starts
     try:
-        _run_flow(select_images_flow, args, input_path=storage.absolute(args.input),
-                  languages=args.languages, per_language=args.per_language, strategy=args.strategy,
-                  within=args.within, seed=args.seed, strict=args.strict)
+        run_flow(select_images_flow, args, input_path=storage.absolute(args.input), params=args.params,
+                 seed=args.seed, strict=args.strict)
         code = 0
     except ShortfallError as exc:
         print(f"xmdata: error (--strict): {exc}", file=sys.stderr)
         code = 1
     with pl.Config(tbl_rows=100, tbl_hide_dataframe_shape=True):
-        print(pl.read_parquet(os.path.join(args.out, "selection_summary.parquet")))
+        print(pl.from_arrow(storage.read_parquet(storage.join(args.out, "selection_summary.parquet"))))
     return code
 
 
 def validate(args) -> int:
     if args.table not in CONTRACTS:
         raise ContractError(f"unknown table {args.table!r}; known: {', '.join(sorted(CONTRACTS))}")
-    from xmdata.tasks.validate_rows import describe_rejects, would_reject
+    from xmdata.tasks.build.validate_rows import describe_rejects, would_reject
 
     table = read_input(args.input, CONTRACTS[args.table])
     rejects = would_reject(table, CONTRACTS[args.table])
@@ -149,7 +95,7 @@ def validate(args) -> int:
 def score(args) -> int:
     from xmdata.flows.score import score_flow
     from xmdata.models.base import ModelError
-    from xmdata.tasks.score_input import check_clip_model, read_score_input
+    from xmdata.tasks.scoring.input import check_clip_model, read_score_input
 
     read_score_input(args.input, args.references_column)  # fail in a second, before any server starts
     if args.image_root and storage.is_url(args.image_root):
@@ -158,21 +104,18 @@ def score(args) -> int:
         check_location(args.image_root, "--image-root")
     elif args.image_root and not os.path.isdir(args.image_root):
         raise ContractError(f"--image-root {args.image_root}: not a folder")
-    check_clip_model(args.clip_model, args.pretrained)
-    if args.device == "cuda":
+    params = args.params
+    check_clip_model(params.clip_model, params.pretrained)
+    if params.device == "cuda":
         import torch
 
         if not torch.cuda.is_available():
             raise ModelError("--device cuda, but no CUDA device is visible")
         if args.workers is None and not args.dask_address:
             args.workers = torch.cuda.device_count()  # one worker, one model copy, per GPU
-    extra = {"max_image_pixels": args.max_image_pixels} if args.max_image_pixels else {}
-    summary = _run_flow(
-        score_flow, args, url_out=True, input_path=storage.absolute(args.input), clip_model=args.clip_model,
-        pretrained=args.pretrained, image_root=args.image_root and storage.absolute(args.image_root),
-        references_column=args.references_column,
-        embeddings=args.embedding_dtype if args.embeddings else "none", batch_size=args.batch_size,
-        weight=args.weight, prefix=args.prefix, device=args.device, autocast=args.autocast, **extra)
+    summary = run_flow(score_flow, args, input_path=storage.absolute(args.input), params=params,
+                       image_root=args.image_root and storage.absolute(args.image_root),
+                       references_column=args.references_column)
     run = summary["scoring_run"]
     rate = f", {run['pairs_per_second']} pairs/s" if run["pairs_per_second"] else ""
     print(f"scoring: {run['scored']} of {run['pairs']} pairs scored in {run['seconds']} s{rate}")
@@ -192,12 +135,10 @@ def models(args) -> int:
 
 
 def evaluate(args) -> int:
-    from xmdata.tasks.eval_runner import evaluate_command
+    from xmdata.cli_evaluate import evaluate_command
 
     return evaluate_command(args)
 
-
-from xmdata.commands_translate import select_translations, translate, translate_qa  # noqa: E402
 
 def import_dataset(args) -> int:
     from xmdata.tasks.importers.options import ImportOptions
@@ -206,7 +147,7 @@ def import_dataset(args) -> int:
     options = ImportOptions(**{k: getattr(args, k) for k in ImportOptions.model_fields})
     report = run_import(args.format, args.source, args.out, options)
     print(report_markdown(report))
-    print(f"-> {os.path.abspath(args.out)}")
+    print(f"-> {storage.absolute(args.out)}")
     return 0
 
 

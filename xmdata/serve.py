@@ -12,6 +12,7 @@ import yaml
 
 from xmdata.runtime.prefect_api import prefect_api
 
+RUN_POLL_SECONDS = 2
 PROJECT_YAML = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "prefect.yaml")
 
 
@@ -51,11 +52,15 @@ def serve_deployments(args) -> int:
     try:
         with prefect_api(log_path=log, host=args.host, port=args.port, url=named) as api_url:
             from prefect import serve
+            from prefect.settings import PREFECT_RUNNER_POLL_FREQUENCY, temporary_settings
 
             deployments = load_deployments(path, args.activate_schedules)
             ui = api_url[:-len("/api")] if api_url.endswith("/api") else api_url
             print(f"serving {len(deployments)} deployments from {path}; UI: {ui} — Ctrl-C stops", flush=True)
-            serve(*deployments, print_starting_message=False)
+            # A run started from the UI starts within 2 s, not Prefect's 10: one small query a poll.
+            poll = os.environ.get("PREFECT_RUNNER_POLL_FREQUENCY") or RUN_POLL_SECONDS
+            with temporary_settings(updates={PREFECT_RUNNER_POLL_FREQUENCY: poll}):
+                serve(*deployments, print_starting_message=False)
     except KeyboardInterrupt:
         pass  # prefect_api has stopped the server it started
     finally:

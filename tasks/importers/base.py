@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from xmdata.schemas.contract import ContractError, TableContract
 
-from ..rejects import concat_rejects, make_rejects
+from xmdata.tasks.build.rejects import concat_rejects, make_rejects
 
 
 @dataclass
@@ -52,11 +52,12 @@ def drop_missing_images(rows: list[dict], images: str | None, fmt: str, column: 
     return [r for r in rows if found[r[column]]], refused
 
 
-def files_in(source: str, pattern: str, fmt: str, what: str) -> list[str]:
-    """SOURCE itself when it is a file, else its files matching `pattern` (at least one)."""
+def files_in(source: str, pattern: str, fmt: str, what: str, keep=lambda path: True) -> list[str]:
+    """SOURCE itself when it is a file, else its files matching `pattern` (`**` descends) that
+    `keep` accepts (at least one)."""
     if not os.path.isdir(source):
         return [source]
-    files = sorted(glob.glob(os.path.join(source, pattern)))
+    files = [p for p in sorted(glob.glob(os.path.join(source, pattern), recursive=True)) if keep(p)]
     if not files:
         raise ContractError(f"{fmt}: {source}: no {what} in this folder")
     return files

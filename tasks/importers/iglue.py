@@ -7,27 +7,16 @@ caption, left_img, right_img, annotator_info, chapter, id, label (true/false). A
 test files only (few-shot training files are left alone); `source_file` says which file a row is from."""
 from __future__ import annotations
 
-import glob
 import hashlib
 import json
 import os
 
-from xmdata.schemas.contract import ContractError
 from xmdata.schemas.scoring import SCORE_INPUT
 
-from .base import Imported, json_lines, reject, rows_table
+from .base import Imported, files_in, json_lines, reject, rows_table
 from .options import ImportOptions
 
 XVNLI_LABELS = ("contradiction", "neutral", "entailment")
-
-
-def jsonl_files(source: str, pattern: str, fmt: str, keep=lambda path: True) -> list[str]:
-    if not os.path.isdir(source):
-        return [source]
-    files = [p for p in sorted(glob.glob(os.path.join(source, pattern), recursive=True)) if keep(p)]
-    if not files:
-        raise ContractError(f"{fmt}: {source}: no {pattern} file in this folder")
-    return files
 
 
 def source_name(path: str, source: str) -> str:
@@ -38,7 +27,7 @@ def source_name(path: str, source: str) -> str:
 def read_xvnli(source: str, options: ImportOptions) -> Imported:
     expected = '{"gold_label": …, "sentence1": …, "sentence2": …, "pairID": …, "Flikr30kID": …} per line'
     files = {p: json_lines(p, "xvnli", expected, ("gold_label", "sentence2", "pairID", "Flikr30kID"))
-             for p in jsonl_files(source, "**/test.jsonl", "xvnli")}
+             for p in files_in(source, "**/test.jsonl", "xvnli", "**/test.jsonl file")}
     rows, rejects, read = [], [], 0
     for path, records in files.items():
         folder = os.path.basename(os.path.dirname(path))  # annotations/<lang>/test.jsonl
@@ -61,7 +50,8 @@ def read_xvnli(source: str, options: ImportOptions) -> Imported:
 def read_marvl(source: str, options: ImportOptions) -> Imported:
     expected = '{"concept": …, "language": …, "caption": …, "left_img": …, "right_img": …, "id": …, "label": …} per line'
     files = {p: json_lines(p, "marvl", expected, ("concept", "caption", "left_img", "right_img", "id", "label"))
-             for p in jsonl_files(source, "**/marvl-*.jsonl", "marvl", lambda p: "_train" not in os.path.basename(p))}
+             for p in files_in(source, "**/marvl-*.jsonl", "marvl", "**/marvl-*.jsonl file",
+                                lambda p: "_train" not in os.path.basename(p))}
     rows, rejects, read = [], [], 0
     for path, records in files.items():
         name = source_name(path, source)

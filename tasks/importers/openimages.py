@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 from xmdata.schemas import IMAGES
 from xmdata.schemas.readers import read_any
 
-from ..geocode import read_exif_gps
+from xmdata.tasks.selection.geocode import read_exif_gps
 from .base import Imported, files_in, layout_error, reject, rows_table
 from .options import ImportOptions
 

@@ -9,12 +9,13 @@ from collections import Counter
 
 import pyarrow as pa
 
+from xmdata.runtime import storage
 from xmdata.runtime.atomic import write_json_atomic, write_parquet_atomic, write_text_atomic
 from xmdata.schemas.contract import ContractError
 from xmdata.schemas.validate import conform
 
-from ..rejects import concat_rejects
-from ..rows import reject_bad_ids
+from xmdata.tasks.build.rejects import concat_rejects
+from xmdata.tasks.build.rows import reject_bad_ids
 from .formats import FORMATS, adapter
 from .options import ImportOptions
 
@@ -47,21 +48,20 @@ def import_dataset(fmt: str, source: str, out: str, options: ImportOptions | Non
                 id_rejects.append(refused)
         tables[name] = table
     rejects = concat_rejects([imported.all_rejects(), *id_rejects])
-    os.makedirs(out, exist_ok=True)
     for name, table in tables.items():
-        write_parquet_atomic(table, os.path.join(out, f"{name}.parquet"))
-    write_parquet_atomic(rejects, os.path.join(out, "rejects.parquet"))
+        write_parquet_atomic(table, storage.join(out, f"{name}.parquet"))
+    write_parquet_atomic(rejects, storage.join(out, "rejects.parquet"))
     report = {
         "format": fmt, "source": os.path.basename(os.path.abspath(source)), "layout": imported.layout,
         "rows_read": imported.rows_read,
         "written": {name: table.num_rows for name, table in tables.items()},
         "refused": dict(sorted(Counter(rejects.column("reason").to_pylist()).items())),
         "options": {k: v for k, v in options.model_dump().items() if v not in (None, False)},
-        "image_root": None if root is None else os.path.relpath(root, out),
+        "image_root": None if root is None else root if storage.is_url(out) else os.path.relpath(root, out),
         **imported.notes,
     }
-    write_json_atomic(report, os.path.join(out, "import_report.json"))
-    write_text_atomic(report_markdown(report), os.path.join(out, "import_report.md"))
+    write_json_atomic(report, storage.join(out, "import_report.json"))
+    write_text_atomic(report_markdown(report), storage.join(out, "import_report.md"))
     return report
 
 
@@ -83,6 +83,8 @@ def image_root(images: str | None, out: str) -> str | None:
     and a release's scoring find them with no option), else the images folder itself."""
     if not images:
         return None
+    if storage.is_url(out):  # local images, outputs in a store: paths stay relative to the images
+        return os.path.abspath(images)
     inside = not os.path.relpath(os.path.abspath(images), os.path.abspath(out)).startswith("..")
     return os.path.abspath(out if inside else images)
 

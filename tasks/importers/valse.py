@@ -4,26 +4,17 @@ and mturk votes (caption, foil, other). Each instance becomes two pairs to score
 foil, tied by item_id; `evaluate valse` reads the scored pairs back as caption_score / foil_score."""
 from __future__ import annotations
 
-import glob
 import json
 import os
 
-from xmdata.schemas.contract import ContractError
 from xmdata.schemas.scoring import SCORE_INPUT
 
-from .base import Imported, layout_error, reject, rows_table
+from .base import Imported, files_in, layout_error, reject, rows_table
 from .options import ImportOptions
 
 FORMAT = "valse"
 EXPECTED = '{"<id>": {"dataset": …, "image_file": …, "caption": …, "foil": …, "mturk": {…}}, …}'
 REQUIRED = ("image_file", "caption", "foil")
-
-
-def piece_files(source: str) -> list[str]:
-    files = sorted(glob.glob(os.path.join(source, "*.json"))) if os.path.isdir(source) else [source]
-    if not files:
-        raise ContractError(f"{FORMAT}: {source}: no .json piece in this folder")
-    return files
 
 
 def load_piece(path: str) -> dict:
@@ -43,7 +34,7 @@ def load_piece(path: str) -> dict:
 
 
 def read_valse(source: str, options: ImportOptions) -> Imported:
-    pieces = {path: load_piece(path) for path in piece_files(source)}  # every file checked before any row
+    pieces = {path: load_piece(path) for path in files_in(source, "*.json", FORMAT, ".json piece")}  # every file checked before any row
     rows, rejects, read, not_valid = [], [], 0, 0
     for path, data in pieces.items():
         piece = os.path.basename(path)[:-len(".json")]

@@ -1,0 +1,56 @@
+"""The params of the two translation builds, declared once: `xmdata translate` / `translate-qa`
+flags, the flows' forms and the release config's `translation:` / `qa_translation:` sections."""
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import AfterValidator, Field, field_validator, model_validator
+
+from xmdata.tasks.stage_params import DEFAULT_EXCLUDED_TASKS, DEFAULT_PER_TASK, Params
+
+from .translation_options import FilterOptions, TranslatorOptions
+
+
+def _distinct(items: list[str]) -> list[str]:
+    if repeated := sorted({item for item in items if items.count(item) > 1}):
+        raise ValueError(f"{', '.join(repeated)} given more than once")
+    return items
+
+
+Names = Annotated[list[str], Field(min_length=1), AfterValidator(_distinct)]  # targets, columns
+QA_TRANSLATOR = TranslatorOptions(backend="madlad", num_beams=1, num_candidates=1)  # the method: plain generation
+
+
+class TranslateParams(Params):
+    columns: Names = Field(["text"], description="text columns, plain or list of strings (e.g. caption,refs)")
+    source: str = Field("en", description="source language")
+    targets: Names = Field(description="target languages in the backend's codes (fr, de, zh …)")
+    translator: TranslatorOptions = Field(TranslatorOptions(), description="M2M100 or MADLAD-400, beams and "
+                                          "candidates")
+    filters: FilterOptions = Field(FilterOptions(), description="language ID and COMETKiwi models and thresholds")
+
+
+class TranslateQaParams(Params):
+    targets: Names = Field(description="target languages in the backend's codes")
+    source: str = Field("en", description="source language")
+    translator: TranslatorOptions = Field(QA_TRANSLATOR, description="MADLAD-400 (default) or M2M100, beams "
+                                          "and candidates")
+    filters: FilterOptions | None = Field(None, description="set to label every extracted candidate with LID and "
+                                          "COMETKiwi and keep the best passing one")
+    exclude_tasks: list[str] = Field(list(DEFAULT_EXCLUDED_TASKS), description="tasks left out (the method's "
+                                     "six; empty keeps every task)")
+    per_task: int | None = Field(DEFAULT_PER_TASK, ge=1, description="the first N instances of each task")
+
+    @field_validator("translator", mode="before")
+    @classmethod
+    def _over_the_methods_translator(cls, value):
+        """What a config, the form or the flags set of the translator goes over the method's
+        (MADLAD, plain generation), not over TranslatorOptions' beam-search defaults."""
+        return {**QA_TRANSLATOR.model_dump(exclude_unset=True), **value} if isinstance(value, dict) else value
+
+    @model_validator(mode="after")
+    def _no_sentence_splitting(self):
+        if self.translator.split_sentences:
+            raise ValueError("translator.split_sentences: a packed instance is translated whole (or refused as "
+                             "too_long), never split")
+        return self

@@ -1,0 +1,104 @@
+"""Running one stage over one shard, the unit of work, and over all shards of an input."""
+from __future__ import annotations
+
+import functools
+import hashlib
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from . import storage
+from .atomic import sha256_file, write_json_atomic, write_parquet_atomic
+from .records import finished_record, make_record
+from .shards import ShardPaths
+from .stage import Stage
+
+
+def process_shard(stage: Stage, input_path: str, root: str, index: int, input_sha: str | None = None,
+                  source: bytes | None = None) -> dict:
+    """Read a shard (or its bytes, already fetched), run the stage, write data and rejects, then the
+    completion record."""
+    paths = ShardPaths(root, stage.name, index)
+    input_sha = input_sha or sha256_file(input_path)
+    table = pq.read_table(pa.BufferReader(source)) if source is not None else storage.read_parquet(input_path)
+    kept, rejects = stage.fn(table, stage.params)
+    return write_shard(stage, paths, input_sha, table.num_rows, kept, rejects)
+
+
+def run_shard_job(stage: Stage, input_path: str, root: str, index: int,
+                  storage_options: dict | None = None, record_checked: bool = False) -> dict:
+    """What an executor runs for one shard: its record, and how the time went.
+
+    A shard whose completion record already matches is returned as it is, not recomputed: Dask
+    reruns a task whose worker died after finishing it, and that must cost a hash, not the work.
+    Model loads (their imports included) are timed apart from the work (`models.registry`).
+    `storage_options`: the client's `--storage-option`s, for a worker that shares only the store.
+    `record_checked`: run in the process that has just found no record (in-process executor): no
+    second look (a GET on a store).
+    """
+    from xmdata.models import registry  # light: backends are imported only when a model loads
+
+    storage.use_storage_options(storage_options)
+    started, loads_before = time.perf_counter(), registry.load_seconds
+    # An object is fetched once, then hashed and parsed: one GET, not two.
+    source = storage.read_bytes(input_path) if storage.is_url(input_path) else None
+    input_sha = hashlib.sha256(source).hexdigest() if source is not None else sha256_file(input_path)
+    done = None if record_checked else finished_record(stage, ShardPaths(root, stage.name, index), input_sha)
+    record = done if done is not None else process_shard(stage, input_path, root, index, input_sha, source)
+    seconds = time.perf_counter() - started
+    load_s = registry.load_seconds - loads_before
+    return {"record": record, "recomputed": done is None, "seconds": seconds, "load_s": load_s}
+
+
+def write_shard(stage: Stage, paths: ShardPaths, input_sha: str, rows_in: int, kept: pa.Table,
+                rejects: pa.Table) -> dict:
+    """Data, then rejects, then the completion record: a shard counts as done only once all exist."""
+    if storage.is_url(paths.data):  # two uploads at once (a round trip less); the record after both
+        rejects_written = _uploads().submit(write_parquet_atomic, rejects, paths.rejects)
+        written = write_parquet_atomic(kept, paths.data), rejects_written.result()
+    else:
+        written = write_parquet_atomic(kept, paths.data), write_parquet_atomic(rejects, paths.rejects)
+    record = make_record(stage, paths, input_sha, rows_in, kept, rejects, written)
+    write_json_atomic(record, paths.record)
+    return record
+
+
+@functools.cache
+def _uploads() -> ThreadPoolExecutor:
+    """One pool per process for the rejects uploads, not a pool (and its threads) per shard."""
+    return ThreadPoolExecutor(4, thread_name_prefix="xmdata-upload")
+
+
+@dataclass
+class StageReport:
+    """What a stage did in this run: counted from records, never assumed."""
+
+    stage: str
+    records: list[dict]
+    shards_run: int
+    shards_skipped: int
+    data_paths: list[str] = field(default_factory=list)
+    timing: dict = field(default_factory=dict)  # where it ran, seconds, model loads apart from work
+
+    @property
+    def rows_in(self) -> int:
+        return sum(r["rows_in"] for r in self.records)
+
+    @property
+    def rows_out(self) -> int:
+        return sum(r["rows_out"] for r in self.records)
+
+    @property
+    def rejected(self) -> dict[str, int]:
+        total: dict[str, int] = {}
+        for r in self.records:
+            for reason, n in r["rows_rejected"].items():
+                total[reason] = total.get(reason, 0) + n
+        return dict(sorted(total.items()))
+
+    def run_counts(self) -> dict:
+        return {"shards_total": len(self.records), "shards_run": self.shards_run,
+                "shards_skipped": self.shards_skipped, **self.timing}

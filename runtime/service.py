@@ -1,0 +1,176 @@
+"""The xmdata service: one Prefect server and one warm Dask cluster on 127.0.0.1, started once in
+the background and found again by every later command, so a command pays neither a server start
+(6–14 s) nor a cluster start nor its workers' imports and model loads.
+
+`xmdata up` starts it (a command starts it too, on first use, unless XMDATA_SERVICE=off);
+`xmdata down` stops it; `xmdata status` shows it. It stops by itself after XMDATA_IDLE_MINUTES
+(default 60) without a command. Its server and workers die with it, SIGKILL included. One service
+per environment and Prefect home: the state file's name is keyed by both, and a service running
+other code than this checkout's is restarted, never used.
+"""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from .atomic import write_json_atomic
+from .storage import cache_root
+from .prefect_api import healthy
+
+SERVICE_ENV = "XMDATA_SERVICE"  # "off": each command starts what it needs and stops it after
+IDLE_ENV = "XMDATA_IDLE_MINUTES"
+DEFAULT_IDLE_MINUTES = 60.0
+# A service idles for hours: with Dask's defaults (20 ms event-loop tick, 0.5 s system monitor, a
+# profiler sampling every worker thread each 10 ms) each of its processes burns ~1 CPU-s a minute
+# doing nothing (measured). No dashboard reads those samples here.
+IDLE_FRIENDLY_DASK = {"DASK_DISTRIBUTED__ADMIN__TICK__INTERVAL": "1s",
+                      "DASK_DISTRIBUTED__ADMIN__SYSTEM_MONITOR__INTERVAL": "2s",
+                      "DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED": "False"}
+SOURCE_PACKAGES = ("xmdata", "xmdata.runtime", "xmdata.flows", "xmdata.tasks", "xmdata.models", "xmdata.schemas")
+
+
+class ServiceError(RuntimeError):
+    pass
+
+
+def state_dir() -> str:
+    return os.path.join(cache_root(), "service")
+
+
+def _key() -> str:
+    from prefect.settings import PREFECT_HOME  # noqa: PLC0415 — reads the settings, not the server
+
+    text = f"{sys.prefix}|{os.path.realpath(str(PREFECT_HOME.value()))}"
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def paths() -> dict[str, str]:
+    base = os.path.join(state_dir(), _key())
+    return {"state": base + ".json", "log": base + ".log", "lock": base + ".lock", "used": base + ".used"}
+
+
+def code_fingerprint() -> str:
+    """Name, size and mtime of every source file: warm workers must not run yesterday's code."""
+    digest = hashlib.sha256()
+    for package in SOURCE_PACKAGES:  # and their subpackages (tasks/evaluation/, tasks/importers/…)
+        for top in importlib.util.find_spec(package).submodule_search_locations or []:
+            for root, dirs, names in os.walk(top):
+                dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+                for name in sorted(n for n in names if n.endswith(".py")):
+                    st = os.stat(os.path.join(root, name))
+                    where = os.path.relpath(os.path.join(root, name), top)
+                    digest.update(f"{package}/{where}:{st.st_size}:{st.st_mtime_ns};".encode())
+    return digest.hexdigest()[:16]
+
+
+def read_state() -> dict | None:
+    try:
+        with open(paths()["state"], encoding="utf-8") as f:
+            return json.load(f)
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
+def alive(pid: int) -> bool:
+    try:
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:  # our own child, exited: reap it
+            return False
+    except ChildProcessError:
+        pass  # not our child: signal 0 says whether it exists
+    try:
+        os.kill(pid, 0)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
+def running_service() -> dict | None:
+    """The service's state if it is up, answers, and runs this code; else None."""
+    if os.environ.get(SERVICE_ENV) == "off":
+        return None
+    state = read_state()
+    if (state and alive(state["pid"]) and state["fingerprint"] == code_fingerprint()
+            and healthy(state["prefect_api_url"])):
+        return state
+    return None
+
+
+def touch_used() -> None:
+    with open(paths()["used"], "a", encoding="utf-8"):
+        os.utime(paths()["used"])
+
+
+def ensure_service(workers: int | None = None, quiet: bool = False) -> dict:
+    """The running service, started (and waited for) if there is none; one start at a time."""
+    os.makedirs(state_dir(), exist_ok=True)
+    with open(paths()["lock"], "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        state = read_state()
+        if state and alive(state["pid"]):
+            if state["fingerprint"] == code_fingerprint() and healthy(state["prefect_api_url"]):
+                touch_used()
+                return state
+            if not quiet:
+                print("xmdata: the running service has other code or does not answer; restarting it",
+                      file=sys.stderr)
+            stop_service(state)
+        return _start(workers, quiet)
+
+
+def _start(workers: int | None, quiet: bool) -> dict:
+    p = paths()
+    if os.path.exists(p["state"]):
+        os.unlink(p["state"])
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    env.update(PREFECT_SERVER_ANALYTICS_ENABLED="false", PREFECT_LOGGING_LEVEL="WARNING",
+               DASK_LOGGING__DISTRIBUTED="warning", **IDLE_FRIENDLY_DASK)
+    command = [sys.executable, "-m", "xmdata.runtime.service_main", "--fingerprint", code_fingerprint()]
+    if workers:
+        command += ["--workers", str(workers)]
+    with open(p["log"], "ab") as log:
+        proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                env=env, start_new_session=True, cwd="/")
+    deadline = time.monotonic() + 300
+    while True:
+        state = read_state()
+        if state and state.get("pid") == proc.pid:
+            break
+        if proc.poll() is not None or time.monotonic() > deadline:
+            tail = open(p["log"], encoding="utf-8", errors="replace").read()[-2000:]
+            raise ServiceError(f"the xmdata service did not start (log {p['log']}):\n{tail}")
+        time.sleep(0.1)
+    touch_used()
+    if not quiet:
+        print(f"xmdata: started the local service: Prefect UI {state['ui_url']}, Dask {state['dask_address']} "
+              f"({state['workers']} workers); it stops after {state['idle_minutes']:g} min unused, "
+              f"or with `xmdata down`", file=sys.stderr)
+    return state
+
+
+def stop_service(state: dict | None = None, timeout: float = 60.0) -> bool:
+    """SIGTERM, then wait for a clean stop (workers, scheduler, server); SIGKILL if it hangs."""
+    state = state or read_state()
+    if not state or not alive(state["pid"]):
+        if os.path.exists(paths()["state"]):
+            os.unlink(paths()["state"])
+        return False
+    os.kill(state["pid"], signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while alive(state["pid"]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if alive(state["pid"]):
+        os.killpg(state["pid"], signal.SIGKILL)
+    if os.path.exists(paths()["state"]):
+        os.unlink(paths()["state"])
+    return True
+
+
+def write_state(state: dict) -> None:
+    write_json_atomic(state, paths()["state"])

@@ -1,0 +1,134 @@
+"""Where a run's stages execute: chosen per stage, by size, from what is at hand.
+
+- `--executor inprocess`: every shard in this process (tests that do not test the cluster).
+- `--executor dask`, `--dask-address` or XMDATA_DASK_ADDRESS: every shard on a cluster.
+- `auto` (default): a stage whose pending rows fit under its `inline_rows` runs in this process,
+  where nothing needs starting or shipping; so does any stage of at most SMALL_ROWS rows when no
+  warm cluster is at hand. Everything else goes to a warm cluster — an address, or the xmdata
+  service (`xmdata up`) — or, failing both, a LocalCluster (or the `--cluster` class: SLURM,
+  Kubernetes…, cluster_spec.py) started for this run and closed after it.
+"""
+from __future__ import annotations
+
+import atexit
+import contextlib
+import contextvars
+import os
+from dataclasses import dataclass
+from typing import Callable
+
+from .cluster import close_local_cluster, connect, start_local_cluster
+
+EXECUTOR_ENV = "XMDATA_EXECUTOR"
+DASK_ADDRESS_ENV = "XMDATA_DASK_ADDRESS"
+EXECUTORS = ("auto", "inprocess", "dask")
+SMALL_ROWS = 2_000  # below this, starting a cluster costs more than two processes save
+
+
+@dataclass
+class ExecutionSession:
+    executor: str = "auto"
+    address: str | None = None  # an existing scheduler: every stage runs there
+    workers: int | None = None  # LocalCluster size when one must be started
+    service_address: str | None = None  # the xmdata service's warm cluster, if up
+    cluster: object = None  # ClusterOptions: a cluster manager (SLURM, Kubernetes…) started when needed
+    _client: object = None
+    _cluster: object = None
+
+    def __post_init__(self):
+        self.executor = resolve_executor(self.executor)
+
+    @property
+    def warm_address(self) -> str | None:
+        return self.address or self.service_address
+
+    def executor_for(self, stage, pending_rows: int | Callable[[], int], pending_shards: int):
+        """`pending_rows` may be a function: counting rows reads every pending shard's footer (a GET
+        each on a store), which only `auto` needs."""
+        from .executors import DaskExecutor, InProcessExecutor  # pyarrow: not for `xmdata --help`
+
+        if self.executor == "inprocess" or pending_shards == 0:
+            return InProcessExecutor()
+        if self.executor == "auto" and not self.address:
+            pending_rows = pending_rows() if callable(pending_rows) else pending_rows
+            small = pending_shards == 1 or pending_rows <= stage.inline_rows or (
+                pending_rows <= SMALL_ROWS and not self.warm_address)
+            if small:
+                return InProcessExecutor()
+        return DaskExecutor(self.client())
+
+    def client(self):
+        if self._client is None:
+            if self.warm_address:
+                self._client = connect(self.warm_address)
+            elif self.cluster is not None:
+                from .cluster_spec import start_cluster
+
+                self._cluster, self._client = start_cluster(self.cluster, self.workers)
+            else:
+                self._cluster, self._client = start_local_cluster(self.workers)
+        return self._client
+
+    def close(self) -> None:
+        if self._cluster is not None:
+            close_local_cluster(self._cluster, self._client)
+        elif self._client is not None:
+            self._client.close()
+        self._client = self._cluster = None
+
+
+def resolve_executor(executor: str | None) -> str:
+    """The flag, else XMDATA_EXECUTOR, else auto; a bad value is refused before anything starts."""
+    executor = executor or os.environ.get(EXECUTOR_ENV) or "auto"
+    if executor not in EXECUTORS:  # a flag is checked by argparse; this is for the environment
+        from xmdata.schemas.contract import ContractError
+
+        raise ContractError(f"{EXECUTOR_ENV}={executor!r}: choose from {', '.join(EXECUTORS)}")
+    return executor
+
+
+_current: contextvars.ContextVar[ExecutionSession | None] = contextvars.ContextVar("xmdata_session",
+                                                                                   default=None)
+_default: ExecutionSession | None = None
+
+
+@contextlib.contextmanager
+def execution_session(executor: str | None = None, address: str | None = None,
+                      workers: int | None = None, service_address: str | None = None, cluster=None):
+    session = ExecutionSession(executor, address or os.environ.get(DASK_ADDRESS_ENV),
+                               workers, service_address, cluster)
+    token = _current.set(session)
+    try:
+        yield session
+    finally:
+        _current.reset(token)
+        session.close()
+
+
+@contextlib.contextmanager
+def cluster_scope(options):
+    """A flow's own cluster manager (a release config's `cluster:`, a deployment's parameter), unless
+    the run already has a cluster or an address: the command line wins over the config."""
+    current = current_session()
+    if options is None or current.cluster is not None or current.address:
+        yield current
+        return
+    with execution_session(current.executor, workers=current.workers, cluster=options) as session:
+        yield session
+
+
+def current_session() -> ExecutionSession:
+    """The run's session; a flow started elsewhere (a deployment run) gets one from the environment
+    and the service, kept for the process's life."""
+    global _default
+    session = _current.get()
+    if session is not None:
+        return session
+    if _default is None:
+        from .service import running_service
+
+        service = running_service()
+        _default = ExecutionSession(None, os.environ.get(DASK_ADDRESS_ENV),
+                                    service_address=service and service["dask_address"])
+        atexit.register(_default.close)
+    return _default

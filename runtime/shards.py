@@ -1,0 +1,74 @@
+"""Shards: stable assignment of rows to shards, and where each shard's files live."""
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from . import storage
+
+
+def shard_of(key: str, n_shards: int) -> int:
+    """A row's shard from its key alone: stable across runs, machines and input order."""
+    digest = hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % n_shards
+
+
+def split_into_shards(table: pa.Table, key: str, n_shards: int) -> list[pa.Table]:
+    """n_shards tables; rows keep their input order inside a shard. Some may be empty."""
+    if n_shards == 1:
+        return [table]
+    assignment = pa.array([shard_of(str(k), n_shards) for k in table.column(key).to_pylist()],
+                          type=pa.int32())
+    return [table.filter(pc.equal(assignment, i)) for i in range(n_shards)]
+
+
+def shard_index(path: str) -> int:
+    """shard-00042.parquet -> 42: a stage's shard k always reads shard k of the stage before."""
+    return int(os.path.basename(path).split(".")[0].rsplit("-", 1)[1])
+
+
+@dataclass(frozen=True)
+class ShardPaths:
+    """Files of one shard of one stage: data, rejects, and the completion record written last."""
+
+    root: str
+    stage: str
+    index: int
+
+    @property
+    def name(self) -> str:
+        return f"shard-{self.index:05d}"
+
+    @property
+    def data(self) -> str:
+        return storage.join(self.root, self.stage, "data", f"{self.name}.parquet")
+
+    @property
+    def rejects(self) -> str:
+        return storage.join(self.root, self.stage, "rejects", f"{self.name}.parquet")
+
+    @property
+    def record(self) -> str:
+        return storage.join(self.root, self.stage, "_done", f"{self.name}.json")
+
+
+def remove_shards_beyond(root: str, stage: str, n_shards: int) -> set[int]:
+    """Delete a stage's shard files numbered n_shards and up: left by an earlier run with more shards,
+    they would otherwise sit in the release as stale rows. Returns the shards below n_shards that
+    have a completion record: callers read only those (on a store, a LIST per folder instead of a
+    GET per shard)."""
+    recorded = set()
+    for kind in ("data", "rejects", "_done"):
+        folder = storage.join(root, stage, kind)
+        for name in storage.listdir(folder):
+            if not name.startswith("shard-"):
+                continue
+            if shard_index(name) >= n_shards:
+                storage.remove(storage.join(folder, name))
+            elif kind == "_done" and name.endswith(".json"):
+                recorded.add(shard_index(name))
+    return recorded

@@ -1,0 +1,40 @@
+"""A stage is what runs on a shard: a plain function (table, params) -> (kept rows, rejects)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import pyarrow as pa
+
+from .. import __version__
+from .atomic import hash_params
+from .params import Params
+
+StageFn = Callable[[pa.Table, "Params | dict"], "tuple[pa.Table, pa.Table]"]
+
+
+@dataclass(frozen=True, eq=False)
+class Stage:
+    """Name, version and params decide whether a finished shard is still valid.
+
+    Bump ``version`` when a change to ``fn`` changes its output: finished shards are then redone.
+    ``inline_rows``: up to this many pending rows the stage runs in the calling process even when a
+    warm cluster is at hand (light stages: shipping the work costs more than doing it).
+    ``gpu``: its model runs on CUDA (`placement.needs_gpu(device)`); on a cluster with GPU workers it
+    runs only there, and a stage without it stays off them (placement.py).
+    """
+
+    name: str
+    version: str
+    fn: StageFn
+    params: Params | dict = field(default_factory=dict)  # a model: its model_dump() is what is hashed
+    inline_rows: int = 0
+    gpu: bool = False
+
+    @property
+    def code_version(self) -> str:
+        return f"xmdata-{__version__}/{self.name}-{self.version}"
+
+    @property
+    def params_hash(self) -> str:
+        return hash_params(self.params.model_dump() if isinstance(self.params, Params) else self.params)

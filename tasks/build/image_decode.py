@@ -1,0 +1,132 @@
+"""Opening one image for a model, safely: inside the image root, a bounded pixel count, RGB, then the
+model's own preprocess. A bad image gives a reason and a message, never an exception."""
+from __future__ import annotations
+
+import io
+import os
+import posixpath
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from PIL import Image, UnidentifiedImageError
+
+from xmdata.runtime import storage
+
+
+@dataclass(frozen=True)
+class ImageRef:
+    """Where an image is: a path relative to the image root, or its encoded bytes."""
+
+    path: str | None = None
+    data: bytes | None = None
+
+    def describe(self) -> str:
+        return self.path if self.data is None else f"<{len(self.data)} image bytes>"
+
+
+@dataclass(frozen=True)
+class Decoded:
+    """A preprocessed image (pixels), or why there is none (reason, message)."""
+
+    pixels: Any = None
+    reason: str | None = None
+    message: str | None = None
+
+
+def resolve_under_root(root: str, relative: str) -> str | None:
+    """The real path of `relative` under `root`, or None when it escapes the root.
+
+    Symlinks are resolved first, so `..`, an absolute path elsewhere and a link pointing outside all
+    escape; an absolute path that lands inside the root is accepted.
+    """
+    if storage.is_url(root):
+        return _resolve_under_url_root(root, relative)
+    real_root = os.path.realpath(root)
+    full = os.path.realpath(os.path.join(real_root, relative))
+    return full if full.startswith(real_root.rstrip(os.sep) + os.sep) else None
+
+
+def _resolve_under_url_root(root: str, relative: str) -> str | None:
+    """The same rule in an object store (no symlinks there): `..`, a leading `/`, another bucket or
+    another scheme escape; an absolute URL that lands inside the root is accepted."""
+    scheme, root_path = root.split("://", 1)
+    root_path = posixpath.normpath(root_path)
+    if "://" in relative:
+        other_scheme, relative = relative.split("://", 1)
+        if other_scheme != scheme:
+            return None
+        full = posixpath.normpath(relative)
+    else:
+        full = posixpath.normpath(posixpath.join(root_path, relative))
+    return f"{scheme}://{full}" if full.startswith(root_path.rstrip("/") + "/") else None
+
+
+def _object_image(url: str, ref: ImageRef) -> Any:
+    """An image in an object store: its bytes, or a Decoded failure."""
+    try:
+        with storage.open_file(url, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return Decoded(reason="missing_image", message=f"{ref.path!r} does not exist")
+    except OSError as exc:
+        return Decoded(reason="unreadable_image", message=f"{ref.path!r}: {exc}")
+    return io.BytesIO(data) if data else Decoded(reason="empty_image_file", message=f"{ref.path!r} is empty")
+
+
+def _local_image(full: str, ref: ImageRef) -> Any:
+    """A local image's path, or a Decoded failure."""
+    try:
+        size = os.stat(full).st_size
+    except FileNotFoundError:
+        return Decoded(reason="missing_image", message=f"{ref.path!r} does not exist")
+    except OSError as exc:
+        return Decoded(reason="unreadable_image", message=f"{ref.path!r}: {exc.strerror}")
+    if not os.path.isfile(full):
+        return Decoded(reason="missing_image", message=f"{ref.path!r} is not a file")
+    if size == 0:
+        return Decoded(reason="empty_image_file", message=f"{ref.path!r} is an empty file")
+    return full
+
+
+def open_image(ref: ImageRef, root: str | None, max_pixels: int) -> Image.Image | Decoded:
+    """The opened (not yet decoded) image, or a Decoded failure."""
+    if ref.data is not None:
+        if not ref.data:
+            return Decoded(reason="empty_image_file", message="image bytes are empty")
+        source: Any = io.BytesIO(ref.data)
+    else:
+        full = resolve_under_root(root, ref.path) if root else None
+        if full is None:
+            return Decoded(reason="path_outside_root", message=f"{ref.path!r} is not under the image root")
+        source = _object_image(full, ref) if storage.is_url(full) else _local_image(full, ref)
+        if isinstance(source, Decoded):
+            return source
+    try:
+        image = Image.open(source)  # reads the header only: the size is known before any decoding
+    except Image.DecompressionBombError as exc:
+        return Decoded(reason="image_too_large", message=str(exc))
+    except PermissionError as exc:
+        return Decoded(reason="unreadable_image", message=f"{ref.describe()!r}: {exc.strerror}")
+    except (UnidentifiedImageError, OSError, ValueError) as exc:
+        return Decoded(reason="corrupt_image", message=f"{ref.describe()}: {exc}")
+    width, height = image.size
+    if width * height > max_pixels:  # our limit, per call: PIL's global one is not relied on
+        image.close()
+        return Decoded(reason="image_too_large",
+                       message=f"{ref.describe()}: {width}x{height} pixels, limit {max_pixels}")
+    return image
+
+
+def decode_image(ref: ImageRef, root: str | None, max_pixels: int,
+                 preprocess: Callable[[Image.Image], Any]) -> Decoded:
+    """Open, check, convert to RGB and preprocess one image; thread-safe, never raises on bad data."""
+    opened = open_image(ref, root, max_pixels)
+    if isinstance(opened, Decoded):
+        return opened
+    try:
+        with opened:
+            return Decoded(pixels=preprocess(opened.convert("RGB")))
+    except Image.DecompressionBombError as exc:
+        return Decoded(reason="image_too_large", message=str(exc))
+    except Exception as exc:  # truncated or malformed data surfaces at decode time, as many kinds
+        return Decoded(reason="corrupt_image", message=f"{ref.describe()}: {type(exc).__name__}: {exc}")

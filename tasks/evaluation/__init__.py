@@ -1,0 +1,1 @@
+"""The papers' evaluation metrics, each a plain function over tables, and their reports."""

@@ -1,0 +1,1 @@
+"""MMMEB assembly (xVLM2Vec): task instances, prompts, published candidate pools, embeddings."""

@@ -1,0 +1,1 @@
+"""Question/Answer packed translation (xVLM2Vec): pack, translate, extract, select."""

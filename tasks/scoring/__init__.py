@@ -1,0 +1,1 @@
+"""CLIPScore of image–text pairs with open_clip, shard by shard."""

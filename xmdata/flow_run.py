@@ -1,0 +1,58 @@
+"""Running a flow for a CLI command: logging, output folders, the run's environment, the summary.
+Its own module, so that every command module can use it without importing the others."""
+from __future__ import annotations
+
+import logging
+import os
+import time
+
+from xmdata.runtime import storage
+
+
+class _InputErrorsOnce(logging.Filter):
+    """A refused input or model (exit 2) or failed shards (exit 1) are printed by the CLI in one
+    line; Prefect's console copy, traceback and all, is dropped. The Prefect API (the UI's run
+    logs) still gets it; -v shows it."""
+
+    NAMES = ("ContractError", "ModelError", "ShardsFailed")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.ERROR:
+            return True
+        if record.exc_info and type(record.exc_info[1]).__name__ in self.NAMES:
+            return False
+        return not any(f"{name}(" in record.getMessage() or f"{name}:" in record.getMessage()
+                       for name in self.NAMES)
+
+
+INPUT_ERRORS_ONCE = _InputErrorsOnce()
+
+
+def run_flow(flow_fn, args, summary_dir: str | None = None, cluster=None, **params) -> dict:
+    """`cluster`: a release config's; --cluster on the command line wins over it. Every flow writes
+    through runtime/storage.py, so --out may be an object-store URL (checked by the CLI's main)."""
+    import prefect  # noqa: F401  (configures logging: its console handler is then in place)
+
+    from xmdata.runtime.cluster_spec import cluster_options
+    from xmdata.runtime.progress import PROGRESS_ENV
+    from xmdata.runtime.run_setup import run_environment
+    if not args.verbose:
+        for handler in logging.getLogger().handlers:
+            handler.addFilter(INPUT_ERRORS_ONCE)  # one instance: a second run adds nothing
+    cluster = cluster_options(args.cluster, args.cluster_kwargs, args.adapt) or cluster
+    args.out = storage.absolute(args.out)  # workers of an external cluster have another cwd
+    for folder in (args.out, summary_dir or args.out):
+        if not storage.is_url(folder):  # an object store has no folders to make
+            os.makedirs(folder, exist_ok=True)
+    os.environ[PROGRESS_ENV] = "0" if args.quiet else "1"
+    started = time.perf_counter()
+    log_dir = None if storage.is_url(summary_dir or args.out) else summary_dir or args.out
+    with run_environment(args.executor, args.dask_address, args.workers, log_dir, args.quiet, cluster):
+        summary = flow_fn(out=args.out, shards=args.shards, **params)
+    if not args.quiet:
+        print(storage.read_text(storage.join(summary_dir or args.out, "summary.md")))
+        for stage, counts in summary["run"].items():
+            print(f"{stage}: {counts['shards_run']} shard(s) run, {counts['shards_skipped']} skipped "
+                  f"(already finished) of {counts['shards_total']}")
+    print(f"done in {time.perf_counter() - started:.1f} s -> {args.out}")
+    return summary
