@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 
 from . import storage
-from .atomic import sha256_file
+from .atomic import remove_stray_temp_files, sha256_file
 from .process import StageReport
 from .progress import ShardProgress
 from .records import finished_record
@@ -76,6 +76,10 @@ def _run_stage(stage: Stage, input_paths: list[str], root: str) -> StageReport:
             tracker.shard_done(index, outcome)
     finally:
         progress.close()
+    # Every shard has come back, so no writer of this run is left: a worker killed mid-write (its
+    # shard ran again elsewhere) left a temp file that would otherwise sit in the output until the
+    # next run's start-up sweep.
+    remove_stray_temp_files(storage.join(root, stage.name))
     timing = {"where": executor.where, "seconds": round(time.perf_counter() - started, 3),
               "model_load_s": round(load_s, 3), "work_s": round(work_s, 3)}
     tracker.finish(timing)

@@ -99,6 +99,21 @@ def test_in_process_failures_are_recorded_per_shard_and_a_rerun_finishes_them(tm
     assert (report.shards_run, report.shards_skipped) == (1, 2)
 
 
+def test_a_temp_file_left_by_a_writer_killed_mid_run_is_gone_when_the_stage_ends(tmp_path):
+    from xmdata.tasks.build.rejects import no_rejects
+
+    def killed_mid_write(table, params):  # what a worker killed inside write_parquet_atomic leaves
+        stray = tmp_path / "out" / "stray" / "data" / ".tmp-killed.part"
+        stray.parent.mkdir(parents=True, exist_ok=True)
+        stray.write_bytes(b"PAR1 half")
+        return table, no_rejects()
+
+    with execution_session("inprocess"):
+        report = run_stage(Stage("stray", "1", killed_mid_write), write_shards(tmp_path, 2), str(tmp_path / "out"))
+    assert report.shards_run == 2
+    assert sorted(os.listdir(tmp_path / "out" / "stray" / "data")) == ["shard-00000.parquet", "shard-00001.parquet"]
+
+
 def test_shard_failures_exit_1_naming_the_shards(monkeypatch, capsys):
     from xmdata import cli, commands
 
