@@ -1,4 +1,5 @@
-"""Executors run shard jobs and say how each ended: in this process, or on a Dask cluster.
+"""Executors run shard jobs and say how each ended: in this process, or on a Dask cluster
+(`dask_executor.py`).
 
 Both yield (index, outcome, error): `outcome` is what `run_shard_job` returned, `error` why a shard
 did not finish. A bad input or a missing model (ContractError, ModelError) is the whole command's
@@ -10,15 +11,12 @@ import dataclasses
 import os
 import sys
 import threading
-import uuid
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Iterator
 
 from .cluster import default_workers, worker_threads
-
-from .placement import placement
 from .process import run_shard_job
-from .storage import is_url, storage_options
+from .storage import is_url
 from .stage import Stage
 
 Outcome = tuple[int, "dict | None", "str | None"]
@@ -62,7 +60,7 @@ class InProcessExecutor:
         use_worker_threads()
         if not is_url(root):
             for index, path in jobs:
-                yield index, *_outcome(lambda: run_shard_job(stage, path, root, index, record_checked=True))
+                yield index, *shard_outcome(lambda: run_shard_job(stage, path, root, index, record_checked=True))
             return
         stage = dataclasses.replace(stage, fn=_one_at_a_time(stage.fn))  # same name, version, params
         pool = ThreadPoolExecutor(UPLOAD_OVERLAP)
@@ -70,7 +68,7 @@ class InProcessExecutor:
             futures = {pool.submit(run_shard_job, stage, path, root, index, record_checked=True): index
                        for index, path in jobs}
             for future in as_completed(futures):
-                yield futures[future], *_outcome(future.result)
+                yield futures[future], *shard_outcome(future.result)
         finally:  # an input error or Ctrl-C: shards not started yet never start
             pool.shutdown(wait=True, cancel_futures=True)
 
@@ -84,7 +82,7 @@ def _one_at_a_time(fn):
     return locked
 
 
-def _outcome(job) -> tuple["dict | None", "str | None"]:
+def shard_outcome(job) -> tuple["dict | None", "str | None"]:
     """(outcome, None), or (None, why) for one shard's failure; an input error stops the stage."""
     try:
         return job(), None
@@ -93,36 +91,3 @@ def _outcome(job) -> tuple["dict | None", "str | None"]:
             raise
         return None, failure_reason(exc)
 
-
-class DaskExecutor:
-    """One Dask task per shard, submitted directly: Dask's scheduler costs about a millisecond per
-    task, a Prefect task run per shard cost ~0.2 CPU-s. A worker lost mid-shard has its shard
-    rerun elsewhere by the scheduler; one that keeps killing workers ends as KilledWorker."""
-
-    where = "cluster"
-
-    def __init__(self, client):
-        self.client = client
-
-    def run(self, stage: Stage, jobs: list[tuple[int, str]], root: str) -> Iterator[Outcome]:
-        from distributed import as_completed
-
-        token = uuid.uuid4().hex[:8]
-        options = storage_options() or None  # a worker elsewhere shares only the store with us
-        where = placement(self.client, stage)  # GPU stages on GPU workers, when there are any
-        futures = {self.client.submit(run_shard_job, stage, path, root, index, options, pure=False,
-                                      key=f"{stage.name}-{index:05d}-{token}", **where): index
-                   for index, path in jobs}
-        try:
-            for future in as_completed(list(futures), loop=self.client.loop):
-                index = futures[future]
-                if future.status == "finished":
-                    yield index, future.result(), None
-                else:
-                    exc = future.exception()
-                    if is_input_error(exc):
-                        raise exc
-                    yield index, None, failure_reason(exc)
-                future.release()
-        finally:  # Ctrl-C or an input error: nothing of this stage keeps running on the cluster
-            self.client.cancel([f for f in futures if f.status == "pending"])

@@ -45,7 +45,8 @@ class ExecutionSession:
     def executor_for(self, stage, pending_rows: int | Callable[[], int], pending_shards: int):
         """`pending_rows` may be a function: counting rows reads every pending shard's footer (a GET
         each on a store), which only `auto` needs."""
-        from .executors import DaskExecutor, InProcessExecutor  # pyarrow: not for `xmdata --help`
+        from .dask_executor import DaskExecutor  # pyarrow: not for `xmdata --help`
+        from .executors import InProcessExecutor
 
         if self.executor == "inprocess" or pending_shards == 0:
             return InProcessExecutor()

@@ -24,7 +24,7 @@ def upper(table, params):
 def test_a_named_cluster_class_is_built_with_its_kwargs_adapts_and_runs_shards(tmp_path):
     from distributed import LocalCluster
 
-    from xmdata.runtime.executors import DaskExecutor
+    from xmdata.runtime.dask_executor import DaskExecutor
     from xmdata.runtime.stage import Stage
     from xmdata.tasks.build.ingest import ingest
 

@@ -145,25 +145,49 @@ def test_workers_import_only_their_stage_and_time_model_loads_apart(local_cluste
     assert imported and all(mods == [] for mods in imported.values()), imported
 
 
+@pytest.fixture
+def shards_in_pairs(monkeypatch):
+    """After the first four shards (one a task), the rest go two to a Dask task: shard 7 shares one
+    with shard 6, which runs before it."""
+    from xmdata.runtime import dask_executor
+
+    monkeypatch.setattr(dask_executor, "TASK_S", 1e6)
+    monkeypatch.setattr(dask_executor, "TASKS_PER_THREAD", 1)
+
+
+@pytest.mark.parametrize("seconds, remaining, threads, per_task", [
+    ([], 1000, 2, 1),            # nothing measured yet: one a task
+    ([2.0, 3.0], 1000, 2, 1),    # a model stage's shards: one a task
+    ([0.001] * 5, 1000, 2, 125),  # cheap shards: as many as keep 4 tasks a thread
+    ([0.01] * 5, 10_000, 2, 50),  # cheap shards: about half a second of work a task
+    ([0.001], 5, 2, 1)])
+def test_cheap_shards_share_a_dask_task_and_costly_ones_do_not(seconds, remaining, threads, per_task):
+    from xmdata.runtime.dask_executor import shards_per_task
+
+    assert shards_per_task(seconds, remaining, threads) == per_task
+
+
 @pytest.mark.slow
-def test_a_killed_worker_has_its_shard_rerun_and_no_other_shard_recomputed(local_cluster, tmp_path):
-    report = run_stage(counting_stage(tmp_path, victim="s2", once=True), write_shards(tmp_path, 6),
+def test_a_killed_worker_has_its_shard_rerun_and_no_other_shard_recomputed(local_cluster, shards_in_pairs, tmp_path):
+    report = run_stage(counting_stage(tmp_path, victim="s7", once=True), write_shards(tmp_path, 8),
                        str(tmp_path / "out"))
-    assert report.shards_run == 6 and report.rows_out == 18
-    assert calls(tmp_path) == {"s0": 1, "s1": 1, "s2": 2, "s3": 1, "s4": 1, "s5": 1}
+    assert report.shards_run == 8 and report.rows_out == 24
+    # s6 finished in the task its worker died in; the task's rerun found its record, not its work.
+    assert calls(tmp_path) == {**{f"s{i}": 1 for i in range(7)}, "s7": 2}
 
 
 @pytest.mark.slow
-def test_a_shard_that_keeps_killing_workers_fails_while_the_others_finish(local_cluster, tmp_path):
-    stage, paths, out = counting_stage(tmp_path, victim="s1", once=False), write_shards(tmp_path, 4), str(tmp_path / "out")
-    with pytest.raises(ShardsFailed, match="shard-00001: the workers running it died repeatedly") as failure:
+def test_a_shard_that_keeps_killing_workers_fails_while_the_others_finish(local_cluster, shards_in_pairs, tmp_path):
+    stage, paths, out = counting_stage(tmp_path, victim="s7", once=False), write_shards(tmp_path, 8), str(tmp_path / "out")
+    with pytest.raises(ShardsFailed, match="shard-00007: the workers running it died repeatedly") as failure:
         run_stage(stage, paths, out)
-    assert failure.value.failed.keys() == {1}
-    assert {k: v for k, v in calls(tmp_path).items() if k != "s1"} == {"s0": 1, "s2": 1, "s3": 1}
+    assert failure.value.failed.keys() == {7}  # not its task-mate s6: each ran alone to find out
+    others = {f"s{i}": 1 for i in range(7)}
+    assert {k: v for k, v in calls(tmp_path).items() if k != "s7"} == others
     os.unlink(tmp_path / "poison")  # whatever killed it is fixed: the rerun runs that shard alone
     report = run_stage(stage, paths, out)
-    assert (report.shards_run, report.shards_skipped) == (1, 3)
-    assert {k: v for k, v in calls(tmp_path).items() if k != "s1"} == {"s0": 1, "s2": 1, "s3": 1}
+    assert (report.shards_run, report.shards_skipped) == (1, 7)
+    assert {k: v for k, v in calls(tmp_path).items() if k != "s7"} == others
 
 
 def test_the_least_recently_used_model_is_released_past_the_memory_limit(tiny_models, monkeypatch):

@@ -6,7 +6,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from xmdata.runtime.cluster import close_local_cluster, start_local_cluster
-from xmdata.runtime.executors import DaskExecutor
+from xmdata.runtime.dask_executor import DaskExecutor
 from xmdata.runtime.placement import add_gpu_workers, needs_gpu, placement
 from xmdata.runtime.stage import Stage
 from xmdata.tasks.build.ingest import ingest

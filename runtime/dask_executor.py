@@ -1,0 +1,102 @@
+"""Shards on a Dask cluster, a few to a Dask task when they are cheap.
+
+A Dask task costs ~10 CPU-ms all told on a 2-core machine (client, scheduler and worker: measured
+with bench/orchestration.py), more than a trivial shard's own work. So the first shards go one to a
+task, and once some are back their measured time sets how many of the rest share one: about
+TASK_S of work a task, with at least TASKS_PER_THREAD tasks per worker thread for balance. A model
+stage's shards take seconds each and keep one to a task.
+
+A worker lost mid-task has the task rerun elsewhere, where its finished shards are found by their
+records (a hash, not the work). A task that keeps killing workers (KilledWorker) has its unfinished
+shards run again one to a task, so that only the shard that kills is recorded as failed.
+"""
+from __future__ import annotations
+
+import statistics
+import uuid
+from typing import Iterator
+
+from .executors import Outcome, failure_reason, is_input_error, shard_outcome
+from .placement import placement
+from .process import run_shard_job
+from .stage import Stage
+from .storage import storage_options
+
+Job = tuple[int, str]
+TASK_S = 0.5
+TASKS_PER_THREAD = 4
+
+
+def shards_on_worker(group: list[Job], stage: Stage, root: str, options: dict | None) -> list[Outcome]:
+    """One Dask task: its shards in turn, a shard's failure recorded apart; an input error stops it."""
+    return [(index, *shard_outcome(lambda: run_shard_job(stage, path, root, index, options)))
+            for index, path in group]
+
+
+def shards_per_task(seconds: list[float], remaining: int, threads: int) -> int:
+    """From the work seconds of the shards back so far (none yet: one shard a task)."""
+    by_time = int(TASK_S / max(statistics.median(seconds), 1e-6)) if seconds else 1
+    return max(1, min(by_time, remaining // (threads * TASKS_PER_THREAD)))
+
+
+class DaskExecutor:
+    where = "cluster"
+
+    def __init__(self, client):
+        self.client = client
+
+    def run(self, stage: Stage, jobs: list[Job], root: str) -> Iterator[Outcome]:
+        from distributed import as_completed
+
+        if not jobs:
+            return
+        tasks = _Tasks(self.client, stage, root)
+        threads = max(1, sum(self.client.nthreads().values()))
+        first, rest = jobs[:2 * threads], jobs[2 * threads:]  # the first: one a task, keeping all busy
+        running = as_completed(tasks.submit([[job] for job in first]), loop=self.client.loop)
+        seconds: list[float] = []
+        try:
+            for batch in running.batches():  # one gather a batch, not a round trip per task
+                finished = [f for f in batch if f.status == "finished"]
+                for outcomes in self.client.gather(finished):
+                    for index, outcome, error in outcomes:
+                        if outcome is not None and outcome["recomputed"]:
+                            seconds.append(outcome["seconds"] - outcome["load_s"])
+                        yield index, outcome, error
+                for future in (f for f in batch if f.status != "finished"):
+                    exc, group = future.exception(), tasks.groups[future]
+                    if is_input_error(exc):
+                        raise exc
+                    if len(group) > 1:  # which of its shards kills workers? each alone tells
+                        running.update(tasks.submit([[job] for job in group]))
+                    else:
+                        yield group[0][0], None, failure_reason(exc)
+                for future in batch:
+                    future.release()
+                if rest:
+                    size = shards_per_task(seconds, len(rest), threads)
+                    running.update(tasks.submit([rest[i:i + size] for i in range(0, len(rest), size)]))
+                    rest = []
+        finally:  # Ctrl-C or an input error: nothing of this stage keeps running on the cluster
+            self.client.cancel([f for f in tasks.groups if f.status == "pending"])
+
+
+class _Tasks:
+    """Submits groups of shards, remembering which future holds which."""
+
+    def __init__(self, client, stage: Stage, root: str):
+        self.client, self.stage, self.root = client, stage, root
+        self.options = storage_options() or None  # a worker elsewhere shares only the store with us
+        self.where = placement(client, stage)  # GPU stages on GPU workers, when there are any
+        self.token = uuid.uuid4().hex[:8]
+        self.groups: dict = {}
+        self.rounds = 0
+
+    def submit(self, groups: list[list[Job]]) -> list:
+        # One `map` a round, not a `submit` a task: one graph message, the stage pickled once.
+        self.rounds += 1
+        keys = [f"{self.stage.name}-{g[0][0]:05d}x{len(g)}-{self.token}-{self.rounds}" for g in groups]
+        futures = self.client.map(shards_on_worker, groups, stage=self.stage, root=self.root,
+                                  options=self.options, key=keys, pure=False, **self.where)
+        self.groups.update(zip(futures, groups))
+        return futures
