@@ -1,10 +1,10 @@
 """Shards on a Dask cluster, a few to a Dask task when they are cheap.
 
 A Dask task costs ~10 CPU-ms all told on a 2-core machine (client, scheduler and worker: measured
-with bench/orchestration.py), more than a trivial shard's own work. So the first shards go one to a
-task, and once some are back their measured time sets how many of the rest share one: about
-TASK_S of work a task, with at least TASKS_PER_THREAD tasks per worker thread for balance. A model
-stage's shards take seconds each and keep one to a task.
+with bench/orchestration.py), more than a trivial shard's own work. So the first shards go one to
+a task, and once one a worker thread is back, their measured time sets how many of the rest share
+one: about TASK_S of work a task, with at least TASKS_PER_THREAD tasks per worker thread for
+balance. A model stage's shards take seconds each and keep one to a task.
 
 A worker lost mid-task has the task rerun elsewhere, where its finished shards are found by their
 records (a hash, not the work). A task that keeps killing workers (KilledWorker) has its unfinished
@@ -56,29 +56,60 @@ class DaskExecutor:
         running = as_completed(tasks.submit([[job] for job in first]), loop=self.client.loop)
         seconds: list[float] = []
         try:
-            for batch in running.batches():  # one gather a batch, not a round trip per task
-                finished = [f for f in batch if f.status == "finished"]
-                for outcomes in self.client.gather(finished):
+            for batch in running.batches():
+                finished, failed = [], []
+                for future in batch:  # each status read once: it changes under us
+                    status = future.status
+                    if status in ("lost", "pending"):  # its worker died holding it: computed again
+                        running.add(future)
+                    else:
+                        (finished if status == "finished" else failed).append(future)
+                for future, outcomes in self._gather(finished):
+                    if outcomes is None:
+                        failed.append(future)
+                        continue
                     for index, outcome, error in outcomes:
                         if outcome is not None and outcome["recomputed"]:
                             seconds.append(outcome["seconds"] - outcome["load_s"])
                         yield index, outcome, error
-                for future in (f for f in batch if f.status != "finished"):
-                    exc, group = future.exception(), tasks.groups[future]
-                    if is_input_error(exc):
-                        raise exc
-                    if len(group) > 1:  # which of its shards kills workers? each alone tells
-                        running.update(tasks.submit([[job] for job in group]))
-                    else:
-                        yield group[0][0], None, failure_reason(exc)
-                for future in batch:
+                for future in failed:
+                    yield from self._failed(future, tasks, running)
+                for future in finished + failed:
                     future.release()
-                if rest:
+                if rest and (len(seconds) >= threads or not running.count()):  # a shard a thread measured
                     size = shards_per_task(seconds, len(rest), threads)
                     running.update(tasks.submit([rest[i:i + size] for i in range(0, len(rest), size)]))
                     rest = []
         finally:  # Ctrl-C or an input error: nothing of this stage keeps running on the cluster
-            self.client.cancel([f for f in tasks.groups if f.status == "pending"])
+            self.client.cancel([f for f in tasks.groups if not f.done()])
+
+    def _gather(self, futures: list) -> list[tuple]:
+        """(future, its outcomes) in one gather; on the rare failure (a result lost with its worker,
+        then failing when computed again) one by one, None for a future that failed."""
+        try:
+            return list(zip(futures, self.client.gather(futures)))
+        except Exception:  # noqa: BLE001 — each future's own status says what happened
+            pairs = []
+            for future in futures:
+                try:
+                    pairs.append((future, future.result()))
+                except Exception:  # noqa: BLE001
+                    pairs.append((future, None))
+            return pairs
+
+    def _failed(self, future, tasks: "_Tasks", running) -> Iterator[Outcome]:
+        group = tasks.groups[future]
+        if future.status == "cancelled":  # the scheduler went away or the cluster shut down
+            reason = "cancelled: the cluster dropped it (scheduler lost or shut down)"
+            yield from ((index, None, reason) for index, _ in group)
+            return
+        exc = future.exception()
+        if is_input_error(exc):
+            raise exc
+        if len(group) > 1:  # which of its shards kills workers? each alone tells (finished ones: a hash)
+            running.update(tasks.submit([[job] for job in group]))
+        else:
+            yield group[0][0], None, failure_reason(exc)
 
 
 class _Tasks:

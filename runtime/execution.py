@@ -3,7 +3,8 @@
 Prefect tracks stages, Dask (or this process) executes shards: a stage is one Prefect task run
 with a live progress artifact and a per-shard table, while its shards go straight to the executor
 the session picks (`session.py`). A Prefect task run per shard cost ~0.2 CPU-s and Prefect is
-known to stall past ~1,000 task runs in a flow; a Dask task costs about a millisecond.
+known to stall past ~1,000 task runs in a flow; a Dask task costs ~10 CPU-ms all told, and
+cheap shards share one (`dask_executor.py`).
 """
 from __future__ import annotations
 
