@@ -12,7 +12,7 @@ import os
 import threading
 
 from .prefect_api import prefect_api
-from .service import SERVICE_ENV, ensure_service, running_service, touch_used
+from .service import SERVICE_ENV, cluster_address, ensure_service, running_service, touch_used
 from .session import DASK_ADDRESS_ENV, execution_session, resolve_executor
 
 HEARTBEAT_S = 60.0  # a command running longer than the idle time keeps the service up
@@ -27,7 +27,8 @@ def run_environment(executor: str | None = None, dask_address: str | None = None
     if os.environ.get(SERVICE_ENV) != "off":
         service = running_service() if os.environ.get("PREFECT_API_URL") else ensure_service(quiet=quiet)
     address = dask_address or os.environ.get(DASK_ADDRESS_ENV)
-    warm = service["dask_address"] if service and not workers and not address and not cluster else None
+    # The service's cluster may still be starting: its address is waited for only by a stage that uses it.
+    warm = cluster_address if service and not workers and not address and not cluster else None
     url = os.environ.get("PREFECT_API_URL") or (service and service["prefect_api_url"])
     log = os.path.join(log_dir, "prefect-server.log") if log_dir and not url else None
     with prefect_api(log_path=log, url=url), execution_session(executor, address, workers, warm, cluster), \

@@ -148,10 +148,25 @@ def _start(workers: int | None, quiet: bool) -> dict:
         time.sleep(0.1)
     touch_used()
     if not quiet:
-        print(f"xmdata: started the local service: Prefect UI {state['ui_url']}, Dask {state['dask_address']} "
-              f"({state['workers']} workers); it stops after {state['idle_minutes']:g} min unused, "
+        print(f"xmdata: started the local service: Prefect UI {state['ui_url']}, a Dask cluster of "
+              f"{state['workers']} workers (starting); it stops after {state['idle_minutes']:g} min unused, "
               f"or with `xmdata down`", file=sys.stderr)
     return state
+
+
+def cluster_address(timeout: float = 300.0) -> str:
+    """The service's scheduler address, waiting while its cluster starts (the state file is
+    written before, as soon as Prefect answers)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        state = read_state()
+        if state and state.get("dask_address"):
+            return state["dask_address"]
+        if not state or not alive(state["pid"]) or time.monotonic() > deadline:
+            log = paths()["log"]
+            tail = open(log, encoding="utf-8", errors="replace").read()[-2000:] if os.path.exists(log) else ""
+            raise ServiceError(f"the xmdata service's Dask cluster did not start (log {log}):\n{tail}")
+        time.sleep(0.1)
 
 
 def stop_service(state: dict | None = None, timeout: float = 60.0) -> bool:

@@ -1,7 +1,8 @@
 """The service process (`python -m xmdata.runtime.service_main`, started by `ensure_service`).
 
 It owns a Prefect server (a child that dies with it) and a LocalCluster (scheduler in this process,
-worker processes that exit when it goes), writes the state file once both answer, and on SIGTERM
+worker processes that exit when it goes). It writes the state file once Prefect answers, and again
+with the scheduler's address once the cluster is up (`service.cluster_address` waits for it). On SIGTERM
 or after the idle time closes the workers, then the scheduler, then the server, and removes the
 state file.
 """
@@ -45,16 +46,21 @@ def main() -> None:
     signal.signal(signal.SIGINT, _request_stop)
     idle_minutes = float(os.environ.get(IDLE_ENV, DEFAULT_IDLE_MINUTES))
     host = bind_host()
-    server, api_url = launch_prefect_server(host, log_path=paths()["log"])  # starts while the cluster does
+    server, api_url = launch_prefect_server(host, log_path=paths()["log"])
     cluster = client = None
     try:
-        cluster, client = start_local_cluster(args.workers or default_workers())
         wait_until_healthy(server, api_url, paths()["log"], timeout=240)
+        # Written as soon as Prefect answers: a command with nothing for the cluster (small work runs
+        # in its own process) goes on at once; one that needs it waits for the address below.
+        # Started after Prefect, not beside it: on 2 cores the two slowed each other.
+        state = {"pid": os.getpid(), "prefect_api_url": api_url, "ui_url": api_url[:-len("/api")],
+                 "dask_address": None, "workers": args.workers or default_workers(),
+                 "fingerprint": args.fingerprint, "idle_minutes": idle_minutes, "log": paths()["log"],
+                 "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+        write_state(state)
+        cluster, client = start_local_cluster(args.workers or default_workers())
         own_clients = len(cluster.scheduler.clients)
-        write_state({"pid": os.getpid(), "prefect_api_url": api_url, "ui_url": api_url[:-len("/api")],
-                     "dask_address": cluster.scheduler_address, "workers": len(cluster.workers),
-                     "fingerprint": args.fingerprint, "idle_minutes": idle_minutes, "log": paths()["log"],
-                     "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")})
+        write_state({**state, "dask_address": cluster.scheduler_address, "workers": len(cluster.workers)})
         print(f"service up: {api_url}, {cluster.scheduler_address}", flush=True)
         while not _stop and idle_for(cluster.scheduler, own_clients) < idle_minutes * 60:
             time.sleep(CHECK_EVERY_S)

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import time
 
-from .service import code_fingerprint, ensure_service, paths, read_state, running_service, stop_service
+from .service import (cluster_address, code_fingerprint, ensure_service, paths, read_state, running_service,
+                      stop_service)
 
 
 def worker_facts(address: str) -> dict:
@@ -28,9 +29,11 @@ def print_status(state: dict) -> None:
     used = time.time() - _mtime(paths()["used"])
     print(f"xmdata service: up (pid {state['pid']}, since {state['started']})")
     print(f"  Prefect API  {state['prefect_api_url']}   UI {state['ui_url']}")
-    print(f"  Dask         {state['dask_address']}   {state['workers']} workers")
+    print(f"  Dask         {state['dask_address'] or 'starting'}   {state['workers']} workers")
     print(f"  unused for   {used / 60:.1f} min; stops after {state['idle_minutes']:g} min unused")
     print(f"  log          {state['log']}")
+    if not state["dask_address"]:
+        return
     for address, facts in sorted(worker_facts(state["dask_address"]).items()):
         models = ", ".join(f"{m['kind']}:{m['model']}" for m in facts["models"]) or "no models"
         print(f"  worker {address}  pid {facts['pid']}, {facts['rss_mb']} MB, {models}")
@@ -47,8 +50,9 @@ def _mtime(path: str) -> float:
 
 def service_command(args) -> int:
     if args.command == "up":
-        state = ensure_service(workers=args.workers, quiet=True)
-        print_status(state)
+        ensure_service(workers=args.workers, quiet=True)
+        cluster_address()  # `up` returns with the cluster up, not only Prefect
+        print_status(read_state())
         return 0
     if args.command == "down":
         state = read_state()

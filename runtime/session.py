@@ -30,7 +30,8 @@ class ExecutionSession:
     executor: str = "auto"
     address: str | None = None  # an existing scheduler: every stage runs there
     workers: int | None = None  # LocalCluster size when one must be started
-    service_address: str | None = None  # the xmdata service's warm cluster, if up
+    # The xmdata service's warm cluster, if up: its address, or a function that waits for it.
+    service_address: str | Callable[[], str] | None = None
     cluster: object = None  # ClusterOptions: a cluster manager (SLURM, Kubernetes…) started when needed
     _client: object = None
     _cluster: object = None
@@ -40,7 +41,14 @@ class ExecutionSession:
 
     @property
     def warm_address(self) -> str | None:
+        if callable(self.service_address):
+            self.service_address = self.service_address()
         return self.address or self.service_address
+
+    @property
+    def has_warm_cluster(self) -> bool:
+        """An address or the service: true before the service's cluster has finished starting."""
+        return bool(self.address or self.service_address)
 
     def executor_for(self, stage, pending_rows: int | Callable[[], int], pending_shards: int):
         """`pending_rows` may be a function: counting rows reads every pending shard's footer (a GET
@@ -53,7 +61,7 @@ class ExecutionSession:
         if self.executor == "auto" and not self.address:
             pending_rows = pending_rows() if callable(pending_rows) else pending_rows
             small = pending_shards == 1 or pending_rows <= stage.inline_rows or (
-                pending_rows <= SMALL_ROWS and not self.warm_address)
+                pending_rows <= SMALL_ROWS and not self.has_warm_cluster)
             if small:
                 return InProcessExecutor()
         return DaskExecutor(self.client())
@@ -95,7 +103,8 @@ _default: ExecutionSession | None = None
 
 @contextlib.contextmanager
 def execution_session(executor: str | None = None, address: str | None = None,
-                      workers: int | None = None, service_address: str | None = None, cluster=None):
+                      workers: int | None = None, service_address: str | Callable[[], str] | None = None,
+                      cluster=None):
     session = ExecutionSession(executor, address or os.environ.get(DASK_ADDRESS_ENV),
                                workers, service_address, cluster)
     token = _current.set(session)
@@ -126,10 +135,9 @@ def current_session() -> ExecutionSession:
     if session is not None:
         return session
     if _default is None:
-        from .service import running_service
+        from .service import cluster_address, running_service
 
-        service = running_service()
         _default = ExecutionSession(None, os.environ.get(DASK_ADDRESS_ENV),
-                                    service_address=service and service["dask_address"])
+                                    service_address=cluster_address if running_service() else None)
         atexit.register(_default.close)
     return _default
