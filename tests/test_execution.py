@@ -1,6 +1,7 @@
 """Execution: where a stage runs, what its workers import, and what happens when workers die."""
 import json
 import os
+import subprocess
 import sys
 
 import pyarrow as pa
@@ -69,6 +70,31 @@ def test_each_stage_runs_where_its_size_says(executor, address, service, rows, s
     session = ExecutionSession(executor, address, service_address=service)
     session._client = object()  # no cluster is started or reached to decide
     assert session.executor_for(Light(), rows, shards).where == where
+
+
+def test_the_services_cluster_is_waited_for_only_by_a_stage_that_goes_there():
+    asked = []
+
+    def cluster_address():  # as service.cluster_address: waits while the service's cluster starts
+        asked.append(1)
+        return "tcp://warm"
+
+    session = ExecutionSession("auto", None, service_address=cluster_address)
+    assert session.executor_for(Light(), 50, 4).where == "in-process" and asked == []
+    assert session.has_warm_cluster and session.warm_address == "tcp://warm" == session.warm_address
+    assert asked == [1]
+
+
+def test_waiting_for_the_services_cluster_ends_in_a_clear_error_when_the_service_is_gone(tmp_path, monkeypatch):
+    from xmdata.runtime import service
+
+    monkeypatch.setenv("XMDATA_CACHE", str(tmp_path / "cache"))
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    os.makedirs(service.state_dir(), exist_ok=True)
+    service.write_state({"pid": dead.pid, "dask_address": None})  # Prefect was up; then it died
+    with pytest.raises(service.ServiceError, match="Dask cluster did not start"):
+        service.cluster_address(timeout=30)
 
 
 def test_a_finished_shard_is_returned_not_recomputed(tmp_path):
