@@ -8,6 +8,7 @@ server and, only if a stage is big enough, its own LocalCluster, and stops both 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import threading
 
@@ -28,7 +29,8 @@ def run_environment(executor: str | None = None, dask_address: str | None = None
         service = running_service() if os.environ.get("PREFECT_API_URL") else ensure_service(quiet=quiet)
     address = dask_address or os.environ.get(DASK_ADDRESS_ENV)
     # The service's cluster may still be starting: its address is waited for only by a stage that uses it.
-    warm = cluster_address if service and not workers and not address and not cluster else None
+    warm = (functools.partial(cluster_address, service["pid"])
+            if service and not workers and not address and not cluster else None)
     url = os.environ.get("PREFECT_API_URL") or (service and service["prefect_api_url"])
     log = os.path.join(log_dir, "prefect-server.log") if log_dir and not url else None
     with prefect_api(log_path=log, url=url), execution_session(executor, address, workers, warm, cluster), \

@@ -27,6 +27,7 @@ from .prefect_api import healthy
 SERVICE_ENV = "XMDATA_SERVICE"  # "off": each command starts what it needs and stops it after
 IDLE_ENV = "XMDATA_IDLE_MINUTES"
 DEFAULT_IDLE_MINUTES = 60.0
+CLUSTER_START_S = 300.0  # from Prefect answering to the cluster's workers up, at most
 # A service idles for hours: with Dask's defaults (20 ms event-loop tick, 0.5 s system monitor, a
 # profiler sampling every worker thread each 10 ms) each of its processes burns ~1 CPU-s a minute
 # doing nothing (measured). No dashboard reads those samples here.
@@ -114,7 +115,8 @@ def ensure_service(workers: int | None = None, quiet: bool = False) -> dict:
         fcntl.flock(lock, fcntl.LOCK_EX)
         state = read_state()
         if state and alive(state["pid"]):
-            if state["fingerprint"] == code_fingerprint() and healthy(state["prefect_api_url"]):
+            if (state["fingerprint"] == code_fingerprint() and healthy(state["prefect_api_url"])
+                    and not cluster_starting_too_long(state)):
                 touch_used()
                 return state
             if not quiet:
@@ -154,12 +156,15 @@ def _start(workers: int | None, quiet: bool) -> dict:
     return state
 
 
-def cluster_address(timeout: float = 300.0) -> str:
+def cluster_address(pid: int | None = None, timeout: float = CLUSTER_START_S) -> str:
     """The service's scheduler address, waiting while its cluster starts (the state file is
-    written before, as soon as Prefect answers)."""
+    written before, as soon as Prefect answers). `pid`: the service the command checked; another
+    one (restarted meanwhile, maybe running other code) is never used."""
     deadline = time.monotonic() + timeout
     while True:
         state = read_state()
+        if state and pid is not None and state["pid"] != pid:
+            raise ServiceError("the xmdata service was restarted while this command ran; run it again")
         if state and state.get("dask_address"):
             return state["dask_address"]
         if not state or not alive(state["pid"]) or time.monotonic() > deadline:
@@ -167,6 +172,15 @@ def cluster_address(timeout: float = 300.0) -> str:
             tail = open(log, encoding="utf-8", errors="replace").read()[-2000:] if os.path.exists(log) else ""
             raise ServiceError(f"the xmdata service's Dask cluster did not start (log {log}):\n{tail}")
         time.sleep(0.1)
+
+
+def cluster_starting_too_long(state: dict) -> bool:
+    """A service whose cluster has not come up in CLUSTER_START_S is restarted, not waited on forever."""
+    try:
+        written = os.stat(paths()["state"]).st_mtime
+    except FileNotFoundError:
+        return False
+    return not state.get("dask_address") and time.time() - written > CLUSTER_START_S
 
 
 def stop_service(state: dict | None = None, timeout: float = 60.0) -> bool:

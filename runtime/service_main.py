@@ -60,7 +60,8 @@ def main() -> None:
         write_state(state)
         cluster, client = start_local_cluster(args.workers or default_workers())
         own_clients = len(cluster.scheduler.clients)
-        write_state({**state, "dask_address": cluster.scheduler_address, "workers": len(cluster.workers)})
+        if not _stop:  # asked to stop while the cluster started: no command is sent to it
+            write_state({**state, "dask_address": cluster.scheduler_address, "workers": len(cluster.workers)})
         print(f"service up: {api_url}, {cluster.scheduler_address}", flush=True)
         while not _stop and idle_for(cluster.scheduler, own_clients) < idle_minutes * 60:
             time.sleep(CHECK_EVERY_S)

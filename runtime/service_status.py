@@ -50,9 +50,9 @@ def _mtime(path: str) -> float:
 
 def service_command(args) -> int:
     if args.command == "up":
-        ensure_service(workers=args.workers, quiet=True)
-        cluster_address()  # `up` returns with the cluster up, not only Prefect
-        print_status(read_state())
+        state = ensure_service(workers=args.workers, quiet=True)
+        cluster_address(state["pid"])  # `up` returns with the cluster up, not only Prefect
+        print_status(read_state() or state)
         return 0
     if args.command == "down":
         state = read_state()

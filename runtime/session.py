@@ -13,8 +13,10 @@ from __future__ import annotations
 import atexit
 import contextlib
 import contextvars
+import functools
 import os
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from typing import Callable
 
 from .cluster import close_local_cluster, connect, start_local_cluster
@@ -35,15 +37,18 @@ class ExecutionSession:
     cluster: object = None  # ClusterOptions: a cluster manager (SLURM, Kubernetes…) started when needed
     _client: object = None
     _cluster: object = None
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     def __post_init__(self):
         self.executor = resolve_executor(self.executor)
 
     @property
     def warm_address(self) -> str | None:
-        if callable(self.service_address):
-            self.service_address = self.service_address()
-        return self.address or self.service_address
+        with self._lock:
+            service = self.service_address
+            if callable(service):  # waited for once; a failure is raised, not kept
+                self.service_address = service = service()
+            return self.address or service
 
     @property
     def has_warm_cluster(self) -> bool:
@@ -67,16 +72,20 @@ class ExecutionSession:
         return DaskExecutor(self.client())
 
     def client(self):
-        if self._client is None:
-            if self.warm_address:
-                self._client = connect(self.warm_address)
-            elif self.cluster is not None:
-                from .cluster_spec import start_cluster
+        with self._lock:  # one client, whichever thread asks first
+            if self._client is None:
+                self._connect()
+            return self._client
 
-                self._cluster, self._client = start_cluster(self.cluster, self.workers)
-            else:
-                self._cluster, self._client = start_local_cluster(self.workers)
-        return self._client
+    def _connect(self) -> None:
+        if self.warm_address:
+            self._client = connect(self.warm_address)
+        elif self.cluster is not None:
+            from .cluster_spec import start_cluster
+
+            self._cluster, self._client = start_cluster(self.cluster, self.workers)
+        else:
+            self._cluster, self._client = start_local_cluster(self.workers)
 
     def close(self) -> None:
         if self._cluster is not None:
@@ -137,7 +146,8 @@ def current_session() -> ExecutionSession:
     if _default is None:
         from .service import cluster_address, running_service
 
-        _default = ExecutionSession(None, os.environ.get(DASK_ADDRESS_ENV),
-                                    service_address=cluster_address if running_service() else None)
+        service = running_service()
+        _default = ExecutionSession(None, os.environ.get(DASK_ADDRESS_ENV), service_address=service and
+                                    functools.partial(cluster_address, service["pid"]))
         atexit.register(_default.close)
     return _default

@@ -95,6 +95,9 @@ def test_waiting_for_the_services_cluster_ends_in_a_clear_error_when_the_service
     service.write_state({"pid": dead.pid, "dask_address": None})  # Prefect was up; then it died
     with pytest.raises(service.ServiceError, match="Dask cluster did not start"):
         service.cluster_address(timeout=30)
+    service.write_state({"pid": os.getpid(), "dask_address": "tcp://127.0.0.1:1"})  # another service now
+    with pytest.raises(service.ServiceError, match="restarted while this command ran"):
+        service.cluster_address(dead.pid)
 
 
 def test_a_finished_shard_is_returned_not_recomputed(tmp_path):
