@@ -53,9 +53,15 @@ def launch_prefect_server(host: str = "127.0.0.1", port: int | None = None,
 
 def start_prefect_server(host: str = "127.0.0.1", port: int | None = None, log_path: str | None = None,
                          timeout: float = 120.0) -> tuple[subprocess.Popen, str]:
-    """Start `prefect server start` and wait until its API answers; returns (process, api_url)."""
+    """Start `prefect server start` and wait until its API answers; returns (process, api_url).
+    A new Prefect home gets a copy of the empty, migrated database (runtime/prefect_db.py)."""
+    from .prefect_db import keep_as_template, seed_home_database  # noqa: PLC0415
+
+    made_by_server = seed_home_database()
     proc, url = launch_prefect_server(host, port, log_path)
     wait_until_healthy(proc, url, log_path, timeout)
+    if made_by_server:  # before anyone has the address: nothing but the schema in it
+        keep_as_template(made_by_server)
     return proc, url
 
 

@@ -15,7 +15,7 @@ import signal
 import time
 
 from .cluster import bind_host, close_local_cluster, default_workers, start_local_cluster
-from .prefect_api import launch_prefect_server, stop_process_group, wait_until_healthy
+from .prefect_api import start_prefect_server, stop_process_group
 from .service import DEFAULT_IDLE_MINUTES, IDLE_ENV, paths, write_state
 
 CHECK_EVERY_S = 1.0  # also how fast a SIGTERM is noticed
@@ -46,10 +46,9 @@ def main() -> None:
     signal.signal(signal.SIGINT, _request_stop)
     idle_minutes = float(os.environ.get(IDLE_ENV, DEFAULT_IDLE_MINUTES))
     host = bind_host()
-    server, api_url = launch_prefect_server(host, log_path=paths()["log"])
+    server, api_url = start_prefect_server(host, log_path=paths()["log"], timeout=240)
     cluster = client = None
     try:
-        wait_until_healthy(server, api_url, paths()["log"], timeout=240)
         # Written as soon as Prefect answers: a command with nothing for the cluster (small work runs
         # in its own process) goes on at once; one that needs it waits for the address below.
         # Started after Prefect, not beside it: on 2 cores the two slowed each other.
