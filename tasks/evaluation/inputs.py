@@ -11,6 +11,7 @@ from xmdata.schemas.contract import ContractError
 from xmdata.schemas.evaluation import require_ids
 from xmdata.schemas.readers import read_any
 
+from xmdata.tasks.evaluation.report import Report
 from xmdata.tasks.evaluation.scored import read_score_run, scored_rows
 
 # What each input of the running metric left out (refused pairs of a score run); run_metric reports it.
@@ -50,6 +51,14 @@ def auto_column(table: pa.Table, given: str | None, default: str) -> str | None:
 def where(path: str) -> str:
     """An input's name in a result: the file name, so the same data elsewhere gives the same bytes."""
     return os.path.basename(path.rstrip("/"))
+
+
+def metric_report(metric: str, o: dict, result: dict, markdown: str, rows: list[dict],
+                  figures: dict | None = None, **first) -> Report:
+    """A metric over one input: its JSON led by the metric's name, the input's and `first` (fields
+    shown before the result's own), and its rows as the run's table artifact."""
+    return Report(metric, {"metric": metric, "input": where(o["input"]), **first, **result}, markdown,
+                  figures or {}, {metric: rows})
 
 
 def heading(title: str, inputs: list[str], params: dict) -> str:

@@ -7,7 +7,7 @@ from xmdata.tasks.evaluation.accuracy import pascal50s_accuracy, valse_accuracy
 from xmdata.tasks.evaluation.correlation import STATISTICS, rating_correlations
 from xmdata.tasks.evaluation.crosslingual import cross_language_pearson
 from xmdata.tasks.evaluation.inference import marvl_accuracy, xvnli_accuracy
-from xmdata.tasks.evaluation.inputs import auto_column, heading, read_items, where
+from xmdata.tasks.evaluation.inputs import auto_column, heading, metric_report, read_items
 from xmdata.tasks.evaluation.plots import draw_cross_language, draw_quartile_breakdown
 from xmdata.tasks.evaluation.report import Report, md_table
 
@@ -24,7 +24,7 @@ def run_correlation(o: dict) -> Report:
     rows = [{"group": "all", **result["overall"]}] + [{"group": k, **v} for k, v in result.get("per_language", {}).items()]
     md = heading("Correlation with human ratings", [o["input"]], {"score": o["score_column"], "rating": o["rating_column"],
                  "language": lang}) + md_table(rows, CORRELATION_COLUMNS)
-    figures, tables = {}, {"correlation": rows}
+    figures = {}
     if "by_qe_quartile" in result:
         quartile_rows = [{"group": f"{k} {q}", **v[q]} for k, v in result["by_qe_quartile"].items()
                          for q in ("bottom", "top") if q in v]
@@ -44,7 +44,7 @@ def run_correlation(o: dict) -> Report:
                     for i, a in enumerate(matrix["languages"])]
             md += f"\n### Pearson between languages: {subset.replace('_', ' ')}\n\n" + md_table(
                 grid, [""] + matrix["languages"])
-    return Report("correlation", {"metric": "correlation", "input": where(o["input"]), **result}, md, figures, tables)
+    return metric_report("correlation", o, result, md, rows, figures)
 
 
 def _accuracy_rows(per_group: dict, tasks: tuple[str, ...]) -> list[dict]:
@@ -63,7 +63,7 @@ def run_valse(o: dict) -> Report:
                  "foil": o["foil_score_column"]}) + md_table(rows, ACCURACY_COLUMNS, percent=("accuracy",))
     md += "\nPhenomenon average (macro) per language: " + ", ".join(
         f"{k} {100 * v['phenomenon_average']:.1f}" for k, v in result["per_language"].items()) + "\n"
-    return Report("valse", {"metric": "valse", "input": where(o["input"]), **result}, md, tables={"valse": rows})
+    return metric_report("valse", o, result, md, rows)
 
 
 def run_xvnli(o: dict) -> Report:
@@ -73,7 +73,7 @@ def run_xvnli(o: dict) -> Report:
     rows = _accuracy_rows({**result["per_language"], "all": result["overall"]}, ("task1", "task2", "task3"))
     md = heading("XVNLI: contradiction < neutral < entailment within an image", [o["input"]],
                  {"score": o["score_column"]}) + md_table(rows, ACCURACY_COLUMNS, percent=("accuracy",))
-    return Report("xvnli", {"metric": "xvnli", "input": where(o["input"]), **result}, md, tables={"xvnli": rows})
+    return metric_report("xvnli", o, result, md, rows)
 
 
 def run_marvl(o: dict) -> Report:
@@ -86,7 +86,7 @@ def run_marvl(o: dict) -> Report:
     md += md_table(rows, ACCURACY_COLUMNS, percent=("accuracy",))
     md += "\nCaptions skipped by task 2 (not two true and two false instances): " + ", ".join(
         f"{k} {v['skipped_captions']}" for k, v in result["per_language"].items()) + "\n"
-    return Report("marvl", {"metric": "marvl", "input": where(o["input"]), **result}, md, tables={"marvl": rows})
+    return metric_report("marvl", o, result, md, rows)
 
 
 def run_pascal50s(o: dict) -> Report:
@@ -98,5 +98,4 @@ def run_pascal50s(o: dict) -> Report:
     md += md_table(rows, ["group", "n", "correct", "accuracy", "human_ties", "metric_ties"], percent=("accuracy",))
     if result["category_average"] is not None:
         md += f"\nMean over categories: {100 * result['category_average']:.1f}\n"
-    return Report("pascal50s", {"metric": "pascal50s", "input": where(o["input"]), **result}, md,
-                  tables={"pascal50s": rows})
+    return metric_report("pascal50s", o, result, md, rows)

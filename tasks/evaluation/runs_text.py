@@ -5,7 +5,7 @@ from xmdata.schemas.evaluation import numbers, require_columns
 
 from xmdata.tasks.evaluation.caption_stats import caption_statistics, rating_shares
 from xmdata.tasks.evaluation.cider import cider_scores, gain_correlation, sxs_deltas
-from xmdata.tasks.evaluation.inputs import heading, read_table, where
+from xmdata.tasks.evaluation.inputs import heading, metric_report, read_table, where
 from xmdata.tasks.evaluation.report import Report, md_table
 
 GAIN_COLUMNS = ["n", "pearson", "spearman", "kendall_tau_b", "matthews", "reason"]
@@ -23,8 +23,7 @@ def run_caption_stats(o: dict) -> Report:
     md = heading("Caption statistics (Crossmodal-3600 Table 1)", [o["input"]], {}) + md_table(
         rows, ["language", "distinct_captions", "images_1", "images_2", "images_3plus", "mean_words",
                "mean_tokens", "mean_chars", "unspaced_script", "captions", "empty_captions"]) + f"\n{WORDS_NOTE}\n"
-    return Report("caption-stats", {"metric": "caption-stats", "input": where(o["input"]), "words_note": WORDS_NOTE,
-                                    **result}, md, tables={"caption-stats": rows})
+    return metric_report("caption-stats", o, result, md, rows, words_note=WORDS_NOTE)
 
 
 def run_caption_ratings(o: dict) -> Report:
@@ -37,8 +36,7 @@ def run_caption_ratings(o: dict) -> Report:
         percent=("good_plus", "medium_plus", "bad", "not_enough_info"))
     md += ("\nMedian of each caption's ratings without NOT-ENOUGH-INFO (lower middle one for an even count); "
            "captions rated only NOT-ENOUGH-INFO count in the denominator.\n")
-    return Report("caption-ratings", {"metric": "caption-ratings", "input": where(o["input"]), **result}, md,
-                  tables={"caption-ratings": rows})
+    return metric_report("caption-ratings", o, result, md, rows)
 
 
 def run_cider(o: dict) -> Report:
@@ -68,5 +66,4 @@ def run_cider_gain(o: dict) -> Report:
     md = heading("ΔCIDEr against side-by-side gains (Crossmodal-3600 Table 6)", [o["input"]],
                  {"delta": o["delta_column"], "gain": o["gain_column"]}) + md_table([result], GAIN_COLUMNS)
     md += "\nMatthews: agreement of signs, positive = model 2 better (> 0).\n"
-    return Report("cider-gain", {"metric": "cider-gain", "input": where(o["input"]), **result}, md,
-                  tables={"cider-gain": [result]})
+    return metric_report("cider-gain", o, result, md, [result])
