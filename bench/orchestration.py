@@ -95,25 +95,27 @@ def cold_runs(root: str, one: str, env: dict, figures: dict) -> None:
     command's first shard: its start is counted with the cold run, not the next."""
     from prefect.settings import PREFECT_HOME
 
-    from xmdata.runtime.prefect_db import template_path
+    from xmdata.runtime.prefect_db import template_paths
     from xmdata.runtime.service import cluster_address, stop_service
 
-    template = template_path()
-    aside = template + ".bench-aside"
-    if os.path.exists(template):
-        os.replace(template, aside)
+    home = os.path.join(root, "prefect")
+    if os.path.realpath(str(PREFECT_HOME.value())) != os.path.realpath(home):  # Prefect imported before main()
+        raise RuntimeError(f"the bench needs its own Prefect home ({home}), not {PREFECT_HOME.value()}")
+    templates = [t for t in template_paths() if os.path.exists(t)]
+    for template in templates:
+        os.replace(template, template + ".bench-aside")
     try:
         for label in COLD_RUNS:
             stop_service()
-            shutil.rmtree(str(PREFECT_HOME.value()), ignore_errors=True)
+            shutil.rmtree(home, ignore_errors=True)
             figures[f"fixed {label}"] = one_row_run(root, one, env, label)
             with CpuMeter() as started:
                 cluster_address()
             for key in ("cpu_s", "wall_s"):
                 figures[f"fixed {label}"][key] += getattr(started, key)
-    finally:
-        if os.path.exists(aside):  # the installed template back (the run made one of the same schema)
-            os.replace(aside, template)
+    finally:  # the installed templates back (the run made one of the same schema)
+        for template in templates:
+            os.replace(template + ".bench-aside", template)
 
 
 def fixed_runs(root: str, one: str, env: dict, figures: dict, executor: str) -> None:

@@ -60,8 +60,12 @@ def start_prefect_server(host: str = "127.0.0.1", port: int | None = None, log_p
     made_by_server = seed_home_database()
     proc, url = launch_prefect_server(host, port, log_path)
     wait_until_healthy(proc, url, log_path, timeout)
-    if made_by_server:  # before anyone has the address: nothing but the schema in it
-        keep_as_template(made_by_server)
+    if made_by_server:  # before this process publishes the address: nothing but the schema in it
+        try:
+            keep_as_template(made_by_server)
+        except BaseException:  # Ctrl-C here: no server left behind
+            stop_process_group(proc)
+            raise
     return proc, url
 
 
