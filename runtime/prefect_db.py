@@ -19,6 +19,7 @@ import os
 import sqlite3
 import sys
 import tempfile
+from urllib.request import pathname2url
 
 SQLITE_PREFIX = "sqlite+aiosqlite:///"
 # What an empty database holds: the schema's revision and Prefect's registered block types. A file
@@ -101,7 +102,7 @@ def _place_copy(source: str, target: str) -> None:
     fd, part = tempfile.mkstemp(dir=os.path.dirname(target), prefix=".tmp-", suffix=".db")
     os.close(fd)
     try:
-        with contextlib.closing(sqlite3.connect(f"file:{source}?mode=ro", uri=True)) as src, \
+        with contextlib.closing(sqlite3.connect(f"file:{pathname2url(source)}?mode=ro", uri=True)) as src, \
                 contextlib.closing(sqlite3.connect(part)) as dst:
             src.backup(dst)
             dst.execute("PRAGMA journal_mode=DELETE")
