@@ -145,8 +145,7 @@ def _start(workers: int | None, quiet: bool) -> dict:
         if state and state.get("pid") == proc.pid:
             break
         if proc.poll() is not None or time.monotonic() > deadline:
-            tail = open(p["log"], encoding="utf-8", errors="replace").read()[-2000:]
-            raise ServiceError(f"the xmdata service did not start (log {p['log']}):\n{tail}")
+            raise ServiceError(f"the xmdata service did not start (log {p['log']}):\n{_log_tail()}")
         time.sleep(0.1)
     touch_used()
     if not quiet:
@@ -168,10 +167,18 @@ def cluster_address(pid: int | None = None, timeout: float = CLUSTER_START_S) ->
         if state and state.get("dask_address"):
             return state["dask_address"]
         if not state or not alive(state["pid"]) or time.monotonic() > deadline:
-            log = paths()["log"]
-            tail = open(log, encoding="utf-8", errors="replace").read()[-2000:] if os.path.exists(log) else ""
-            raise ServiceError(f"the xmdata service's Dask cluster did not start (log {log}):\n{tail}")
+            raise ServiceError(f"the xmdata service's Dask cluster did not start (log {paths()['log']}):\n"
+                               f"{_log_tail()}")
         time.sleep(0.1)
+
+
+def _log_tail(chars: int = 2000) -> str:
+    """The end of the service's log, for an error that says why it did not start."""
+    try:
+        with open(paths()["log"], encoding="utf-8", errors="replace") as log:
+            return log.read()[-chars:]
+    except FileNotFoundError:
+        return ""
 
 
 def cluster_starting_too_long(state: dict) -> bool:

@@ -45,7 +45,7 @@ def main() -> None:
     signal.signal(signal.SIGTERM, _request_stop)
     signal.signal(signal.SIGINT, _request_stop)
     idle_minutes = float(os.environ.get(IDLE_ENV, DEFAULT_IDLE_MINUTES))
-    host = bind_host()
+    host, workers = bind_host(), args.workers or default_workers()
     server, api_url = start_prefect_server(host, log_path=paths()["log"], timeout=240)
     cluster = client = None
     try:
@@ -53,11 +53,11 @@ def main() -> None:
         # in its own process) goes on at once; one that needs it waits for the address below.
         # Started after Prefect, not beside it: on 2 cores the two slowed each other.
         state = {"pid": os.getpid(), "prefect_api_url": api_url, "ui_url": api_url[:-len("/api")],
-                 "dask_address": None, "workers": args.workers or default_workers(),
+                 "dask_address": None, "workers": workers,
                  "fingerprint": args.fingerprint, "idle_minutes": idle_minutes, "log": paths()["log"],
                  "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
         write_state(state)
-        cluster, client = start_local_cluster(args.workers or default_workers())
+        cluster, client = start_local_cluster(workers)
         own_clients = len(cluster.scheduler.clients)
         if not _stop:  # asked to stop while the cluster started: no command is sent to it
             write_state({**state, "dask_address": cluster.scheduler_address, "workers": len(cluster.workers)})
