@@ -75,9 +75,10 @@ def seed_home_database() -> str | None:
 def keep_as_template(database: str) -> None:
     """Called once the server that made `database` answers and before this process has published its
     address; the content check refuses it if anyone else's runs are in it all the same."""
-    if any(os.path.exists(t) for t in template_paths()):
+    templates = template_paths()
+    if any(os.path.exists(t) for t in templates):
         return
-    for template in [t for t in template_paths() if _writable_folder(t)]:
+    for template in [t for t in templates if _writable_folder(t)]:
         try:
             _place_copy(database, template)
             return
@@ -97,8 +98,8 @@ def _check_empty(db: sqlite3.Connection, source: str) -> None:
 
 def _place_copy(source: str, target: str) -> None:
     """SQLite's online backup of an empty Prefect database (checked), in rollback-journal mode (a
-    reader makes no -wal/-shm files next to it; Prefect turns WAL on when it connects), with the
-    permissions of a file made here, linked into place: a file already there is never replaced."""
+    reader makes no -wal/-shm files next to it; Prefect turns WAL on when it connects), readable by
+    all (0644), linked into place: a file already there is never replaced."""
     fd, part = tempfile.mkstemp(dir=os.path.dirname(target), prefix=".tmp-", suffix=".db")
     os.close(fd)
     try:
@@ -107,9 +108,7 @@ def _place_copy(source: str, target: str) -> None:
             src.backup(dst)
             dst.execute("PRAGMA journal_mode=DELETE")
             _check_empty(dst, source)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(part, 0o666 & ~umask)
+        os.chmod(part, 0o644)  # as runtime/atomic.py: mkstemp makes 0600 (no umask juggling: threads)
         with contextlib.suppress(FileExistsError):  # another process placed one first: it stays
             os.link(part, target)
     finally:
@@ -138,10 +137,11 @@ def build_template() -> str:
     Prefect fixes its settings when first imported, so they are set before."""
     if "prefect" in sys.modules:
         raise RuntimeError("build_template runs in a process that has not imported Prefect yet")
-    existing = [t for t in template_paths() if os.path.exists(t)]
+    templates = template_paths()
+    existing = [t for t in templates if os.path.exists(t)]
     if existing:
         return existing[0]
-    target = next(t for t in template_paths() if _writable_folder(t))
+    target = next(t for t in templates if _writable_folder(t))
     with tempfile.TemporaryDirectory(dir=os.path.dirname(target)) as home:
         # Environment variables win over .env, prefect.toml and profiles: this database, nobody's own.
         os.environ.update(PREFECT_HOME=home,
