@@ -7,6 +7,7 @@ import json
 import os
 
 import pyarrow.parquet as pq
+from prefect.logging import get_logger
 
 from xmdata.runtime.atomic import write_json_atomic
 from xmdata.tasks.importers.run import import_dataset
@@ -44,6 +45,9 @@ def run_imports(config: ReleaseConfig, work: str) -> tuple[list, dict[str, str],
             import_dataset(entry.format, entry.source, out, entry.options)
             write_json_atomic({"record": record}, record_path)
         report = json.load(open(os.path.join(out, "import_report.json"), encoding="utf-8"))
+        if differences := (report.get("publisher_counts") or {}).get("differences"):
+            get_logger("xmdata.imports").warning("import %s (%s): %d count(s) differ from the publisher's: %s", name,
+                                     entry.format, len(differences), "; ".join(differences))
         rejects = pq.read_table(os.path.join(out, "rejects.parquet"))
         written = sum(report["written"].values())
         reports.append(step_report(f"import_{name}", written + rejects.num_rows, written, rejects, work))

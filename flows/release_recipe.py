@@ -21,7 +21,7 @@ MODEL_CHOICES = ("config", "tiny")
 ModelChoice = Literal[MODEL_CHOICES]
 TINY_EMBEDDERS = {"open_clip": "tiny:open_clip", "hf": "tiny:hf_clip"}
 # Fields of ImportOptions that name files: made absolute, relative to the config, like every input.
-IMPORT_PATH_OPTIONS = ("coordinates", "images", "captions")
+IMPORT_PATH_OPTIONS = ("coordinates", "images", "captions", "english_names")
 
 
 class ImportConfig(BaseModel):

@@ -165,6 +165,8 @@ def _add_import_parser(sub) -> None:
     p.add_argument("format", choices=list(FORMATS))
     p.add_argument("source", help="the downloaded file or folder, in its published layout")
     p.add_argument("--out", required=True, help="folder for <table>.parquet, rejects.parquet, import_report.json")
+    p.add_argument("-q", "--quiet", action="store_true", help="no report on stdout (counts unlike the "
+                   "publisher's are still said on stderr)")
     for name, field in ImportOptions.model_fields.items():
         flag = "--" + name.replace("_", "-")
         if field.annotation is bool:

@@ -146,8 +146,14 @@ def import_dataset(args) -> int:
 
     options = ImportOptions(**{k: getattr(args, k) for k in ImportOptions.model_fields})
     report = run_import(args.format, args.source, args.out, options)
-    print(report_markdown(report))
-    print(f"-> {storage.absolute(args.out)}")
+    differences = (report.get("publisher_counts") or {}).get("differences") or []
+    if differences:  # said whatever --quiet says: a count unlike the publisher's is never silent
+        shown = "; ".join(differences[:5]) + (f"; … {len(differences) - 5} more" if len(differences) > 5 else "")
+        print(f"xmdata: warning: {args.format}: {len(differences)} count(s) differ from the publisher's "
+              f"(import_report.md lists them): {shown}", file=sys.stderr)
+    if not args.quiet:
+        print(report_markdown(report))
+        print(f"-> {storage.absolute(args.out)}")
     return 0
 
 

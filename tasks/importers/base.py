@@ -14,16 +14,29 @@ from xmdata.schemas.contract import ContractError, TableContract
 from xmdata.tasks.build.rejects import concat_rejects, make_rejects
 
 
+@dataclass(frozen=True)
+class Published:
+    """A layout's own counts as its publisher gives them (`source`: the file, repository commit or
+    paper they were read from), keyed as the adapter counts what it read: "instances",
+    "instances/<piece>", "pairs/<lang>"… A key the source did not hold is reported as not read."""
+
+    source: str
+    counts: dict[str, int]
+
+
 @dataclass
 class Imported:
     """Tables by output name with the contract each must meet (None: columns as they are), rows
-    refused, what was read (`layout` says which published layout or release) and counts."""
+    refused, what was read (`layout` says which published layout or release) and counts: `counts`
+    under the keys of `published`, the publisher's own, so the report sets one beside the other."""
 
     tables: dict[str, tuple[pa.Table, TableContract | None]]
     layout: str
     rows_read: int
     rejects: list[pa.Table] = field(default_factory=list)
     notes: dict = field(default_factory=dict)  # filtered rows and other facts for the report
+    counts: dict[str, int] = field(default_factory=dict)
+    published: Published | None = None
 
     def all_rejects(self) -> pa.Table:
         return concat_rejects(self.rejects)
@@ -35,6 +48,23 @@ def layout_error(fmt: str, path: str, expected: str, line_no: int | None = None,
     shown = f": {line.rstrip()[:160]!r}" if line is not None else ""
     detail = f" ({problem})" if problem else ""
     return ContractError(f"{path}{where}: not the {fmt} layout{detail}; expected {expected}{shown}")
+
+
+def count_check(imported: Imported) -> dict | None:
+    """The publisher's counts beside what was read, and every difference said in words (a key the
+    source did not hold included: a piece or language missing from a download is a difference too)."""
+    published = imported.published
+    if published is None:
+        return None
+    differences = []
+    for key, expected in published.counts.items():
+        read = imported.counts.get(key)
+        if read is None:
+            differences.append(f"{key}: the publisher has {expected:,}, none read (not in this source)")
+        elif read != expected:
+            differences.append(f"{key}: the publisher has {expected:,}, read {read:,}")
+    return {"source": published.source, "publisher": dict(published.counts),
+            "read": {k: imported.counts.get(k) for k in published.counts}, "differences": differences}
 
 
 def reject(fmt: str, reason: str, row_ids: list, values: list | None = None) -> pa.Table:

@@ -26,7 +26,14 @@ EXPECTED = "a CSV with header " + ",".join(REQUIRED) + ",…"
 RENAMES = {"ImageID": "id", "OriginalURL": "url", "License": "license"}
 
 
+# Where the generic rule below reads a header wrong: 300K is one token (a 300-kilopixel thumbnail).
+SNAKE_NAMES = {"Thumbnail300KURL": "thumbnail300k_url"}
+
+
 def snake(name: str) -> str:
+    """The published header's name in snake case: OriginalLandingURL -> original_landing_url."""
+    if name in SNAKE_NAMES:
+        return SNAKE_NAMES[name]
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
 
 

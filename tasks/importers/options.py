@@ -22,6 +22,16 @@ class ImportOptions(BaseModel):
                               "qa_input, score_input, …); default: none, columns kept as they are")
     valid_only: bool = Field(False, description="valse: keep only instances at least two of three annotators "
                              "validated (mturk.caption >= 2), as the VALSE authors advise")
+    translate_test: bool = Field(False, description="xvnli, marvl: import the translate-test files "
+                                 "(annotations_machine-translate/: the test sets machine-translated into English) "
+                                 "instead of the human-written ones; rows are labelled en, source_language says "
+                                 "which test set each came from")
+    own_references: bool = Field(False, description="flickr8k-expert, flickr8k-cf: keep the pairs whose candidate is "
+                                 "one of the image's own reference captions (CLIPScore's evaluation leaves them out; "
+                                 "their count is in the report)")
+    english_names: str | None = Field(None, description="imagenet-val: file of the 1,000 English class names in class "
+                                      "index order, one a line (e.g. CLIP's), used for en instead of "
+                                      "babel_imagenet.json's BabelNet names")
 
 
 OPTION_HELP = {name: field.description for name, field in ImportOptions.model_fields.items()}

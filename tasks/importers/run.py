@@ -12,10 +12,12 @@ import pyarrow as pa
 from xmdata.runtime import storage
 from xmdata.runtime.atomic import write_json_atomic, write_parquet_atomic, write_text_atomic
 from xmdata.schemas.contract import ContractError
+from xmdata.schemas.languages import is_normalised
 from xmdata.schemas.validate import conform
 
 from xmdata.tasks.build.rejects import concat_rejects
 from xmdata.tasks.build.rows import reject_bad_ids
+from .base import count_check
 from .formats import FORMATS, adapter
 from .options import ImportOptions
 
@@ -41,6 +43,7 @@ def import_dataset(fmt: str, source: str, out: str, options: ImportOptions | Non
     root = image_root(options.images, out)
     tables, id_rejects = {}, []
     for name, (table, contract) in imported.tables.items():
+        check_language_codes(table, f"{fmt} {name}")
         if contract is not None:
             table = conform(rebase_paths(table, options.images, root), contract, source=f"{fmt} {name}")
             if contract.id_column in table.column_names:  # an empty or repeated id would clash downstream
@@ -60,9 +63,24 @@ def import_dataset(fmt: str, source: str, out: str, options: ImportOptions | Non
         "image_root": None if root is None else root if storage.is_url(out) else os.path.relpath(root, out),
         **imported.notes,
     }
+    if (counts := count_check(imported)) is not None:
+        report["publisher_counts"] = counts
     write_json_atomic(report, storage.join(out, "import_report.json"))
     write_text_atomic(report_markdown(report), storage.join(out, "import_report.md"))
     return report
+
+
+LANGUAGE_COLUMNS = ("language", "source_language")
+
+
+def check_language_codes(table, where: str) -> None:
+    """Every language column in the project's one code system (adapters normalise each code where they
+    read it, naming file and line; this stops an adapter that did not)."""
+    for column in LANGUAGE_COLUMNS:
+        if column in table.column_names:
+            odd = [c for c in table.column(column).unique().to_pylist() if c is not None and not is_normalised(c)]
+            if odd:
+                raise ContractError(f"{where}: column {column!r} holds {odd[0]!r}, not a normalised language code")
 
 
 def report_markdown(report: dict) -> str:
@@ -73,8 +91,15 @@ def report_markdown(report: dict) -> str:
     lines += [f"- refused: {sum(refused.values())}" + (" (" + ", ".join(f"{k}: {v}" for k, v in refused.items())
                                                     + ")" if refused else "")]
     extra = {k: v for k, v in report.items() if k not in ("format", "source", "layout", "rows_read", "written",
-                                                           "refused", "options")}
+                                                           "refused", "options", "publisher_counts")}
     lines += [f"- {k}: {json.dumps(v, sort_keys=True)}" for k, v in extra.items()]
+    if counts := report.get("publisher_counts"):
+        lines += ["", f"Publisher's counts ({counts['source']}):", "", "| count | publisher | read |", "|---|---:|---:|"]
+        lines += [f"| {key} | {expected:,} | {'—' if counts['read'][key] is None else format(counts['read'][key], ',')} |"
+                  for key, expected in counts["publisher"].items()]
+        lines += ["", "All counts match the publisher's." if not counts["differences"] else
+                  f"{len(counts['differences'])} count(s) differ from the publisher's:"]
+        lines += [f"- {d}" for d in counts["differences"]]
     return "\n".join(lines) + "\n"
 
 

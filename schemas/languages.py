@@ -1,0 +1,54 @@
+"""One language-code system for every table xmdata writes: the ISO 639-1 code where the language has
+one, else its ISO 639-3 code (`en`, `ja`, `he`, `fil`, `quz`), lower case, with no region or script.
+`language_code()` is the one normaliser: importers call it on every code a published file gives,
+and what it cannot read is refused with the place it came from.
+
+The reading is langcodes' (CLDR's aliases and IANA's registry): case (`EN`), `_` for `-` (`zh_CN`),
+deprecated codes (`iw` -> `he`, `in` -> `id`), 639-2/3 codes that have a 639-1 code (`eng`, `ger`),
+and CLDR's `tl` -> `fil`. Macrolanguages are not folded (`quz` stays `quz`, as XM3600 and its paper
+name it). The few codes publishers use that are no language code at all are listed in ALIASES with
+where they occur; anything else that is not a language is refused, never passed through."""
+from __future__ import annotations
+
+from functools import lru_cache
+
+from .contract import ContractError
+
+# Codes published files use that are not language codes, with the file that uses them.
+ALIASES = {
+    "jp": "ja",  # STAIR Captions' test_1kcaptions_jp.txt in the XTD10 repository (jp is Japan's country code)
+}
+NOT_A_LANGUAGE = {"und", "mul", "zxx", "mis"}  # "undetermined", "multiple", "no content", "uncoded"
+
+
+class LanguageCodeError(ContractError):
+    """A code that names no language; `where` says which file, line or key it came from."""
+
+
+@lru_cache(maxsize=4096)
+def _normalised(raw: str) -> str | None:
+    import langcodes  # pure Python, ~25 ms: only when a code is first read
+
+    text = raw.strip().replace("_", "-")
+    text = ALIASES.get(text.lower(), text)
+    if not text or not langcodes.tag_is_valid(text):
+        return None
+    language = langcodes.Language.get(langcodes.standardize_tag(text)).language
+    if language is None or language in NOT_A_LANGUAGE or "qaa" <= language <= "qtz":  # qaa-qtz: private use
+        return None
+    return language
+
+
+def language_code(raw, where: str) -> str:
+    """RAW as the project's code (`EN` -> `en`, `jp` -> `ja`, `zh_CN` -> `zh`); a LanguageCodeError
+    naming WHERE (file and line, or key) when RAW is not a language code."""
+    code = _normalised(raw) if isinstance(raw, str) else None
+    if code is None:
+        raise LanguageCodeError(f"{where}: {raw!r} is not a language code (expected ISO 639-1 such as 'en', "
+                                "or ISO 639-3 such as 'fil')")
+    return code
+
+
+def is_normalised(code) -> bool:
+    """Whether CODE is already in the project's system (what language_code() returns for itself)."""
+    return isinstance(code, str) and _normalised(code) == code
