@@ -45,7 +45,7 @@ def evaluate(metric, table, tmp_path, **overrides):
     return run_metric(metric, evaluate_options(metric, str(path), str(tmp_path / "eval"), overrides))
 
 
-def test_flickr8k_expert_mean_of_three_ratings_one_row_per_pair_into_correlation(tmp_path):
+def test_flickr8k_expert_own_references_kept_on_request_mean_of_three_ratings_into_correlation(tmp_path):
     (tmp_path / "Flickr8k.token.txt").write_text(TOKENS)
     (tmp_path / "ExpertAnnotations.txt").write_text(
         "1000268201_693b08cb0e.jpg\t1000268201_693b08cb0e.jpg#0\t4\t4\t3\n"
@@ -54,10 +54,12 @@ def test_flickr8k_expert_mean_of_three_ratings_one_row_per_pair_into_correlation
         "1001773457_577c3a7d70.jpg\t1000268201_693b08cb0e.jpg#1\t1\t2\t1\n"
         "1001773457_577c3a7d70.jpg\t999_missing.jpg#0\t1\t1\t1\n"
         "1001773457_577c3a7d70.jpg\t1001773457_577c3a7d70.jpg#1\t4\t5\t4\n")
-    pairs, report, _ = imported(tmp_path, "flickr8k-expert", tmp_path)
+    pairs, report, _ = imported(tmp_path, "flickr8k-expert", tmp_path, "--own-references")
     assert report["rows_read"] == 6 and report["refused"] == {"rating_outside_1_4": 1, "unknown_caption_id": 1}
+    assert report["own_reference_pairs"] == {"count": 2, "kept": True}
     rows = {r["id"]: r for r in pairs.to_pylist()}
     first = rows["1000268201_693b08cb0e.jpg|1000268201_693b08cb0e.jpg#0"]
+    assert first["own_reference"] and not rows["1000268201_693b08cb0e.jpg|1001773457_577c3a7d70.jpg#1"]["own_reference"]
     assert first["rating"] == pytest.approx(11 / 3) and first["expert_ratings"] == [4, 4, 3]
     assert first["text"].startswith("A child in a pink dress") and first["image_path"] == "1000268201_693b08cb0e.jpg"
     assert first["refs"] == ["A girl going into a wooden building ."]  # the candidate is not its own reference
@@ -160,9 +162,9 @@ def test_valse_caption_and_foil_pairs_evaluated_from_score_output_with_a_refused
     pairs, report, _ = imported(tmp_path, "valse", tmp_path, "--valid-only")
     assert report["left_out_not_valid"] == 1 and pairs.num_rows == 4
     assert pairs.column("image_path").to_pylist()[0] == "visual7w/v7w_1.jpg"
-    scores = {"existence_test_0#caption": 0.9, "existence_test_0#foil": 0.2,
-              "existence_test_2#caption": 0.1, "existence_test_2#foil": 0.5}
-    scored = as_score_output(pairs, scores, rejected=("existence_test_2#foil",))
+    scores = {"existence/existence_test_0#caption": 0.9, "existence/existence_test_0#foil": 0.2,
+              "existence/existence_test_2#caption": 0.1, "existence/existence_test_2#foil": 0.5}
+    scored = as_score_output(pairs, scores, rejected=("existence/existence_test_2#foil",))
     report = evaluate("valse", scored, tmp_path)
     assert report.result["per_language"]["en"]["n"] == 1 and report.result["per_language"]["en"]["accuracy"] == 1.0
     left_out = report.result["left_out"]["scored-valse.parquet"]
@@ -190,12 +192,12 @@ def test_xvnli_hypotheses_per_language_into_evaluation(tmp_path):
     machine = tmp_path / "annotations_machine-translate" / "fr"  # the same pairs, machine-translated
     machine.mkdir(parents=True)
     (machine / "test.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in lines[:3]))
-    pairs, report, _ = imported(tmp_path, "xvnli", tmp_path)
-    assert report["rows_read"] == 7 and report["refused"] == {"no_gold_label": 1}
-    assert set(pairs.column("language").to_pylist()) == {"fr"} and pairs.num_rows == 6
+    pairs, report, _ = imported(tmp_path, "xvnli", tmp_path)  # the human-written test set only
+    assert report["rows_read"] == 4 and report["refused"] == {"no_gold_label": 1}
+    assert set(pairs.column("language").to_pylist()) == {"fr"} and pairs.num_rows == 3
     assert pairs.column("image_path").to_pylist()[0] == "759822302.jpg"
-    assert pairs.column("id").to_pylist()[0] == "annotations/fr/test.jsonl:759822302.jpg#2r1c"
-    pairs = pairs.filter(pc.equal(pairs.column("source_file"), "annotations/fr/test.jsonl"))
+    assert pairs.column("id").to_pylist()[0] == "fr:759822302.jpg#2r1c"
+    pairs = pairs.filter(pc.equal(pairs.column("source_file"), "fr"))
     scores = dict(zip(pairs.column("id").to_pylist(), [0.1, 0.5, 0.9]))
     result = evaluate("xvnli", as_score_output(pairs, scores), tmp_path).result
     assert result["per_language"]["fr"]["task3"]["accuracy"] == 1.0
@@ -209,7 +211,7 @@ def test_marvl_left_and_right_images_put_back_on_one_row(tmp_path):
     (tmp_path / "marvl-zh.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in lines))
     pairs, _, _ = imported(tmp_path, "marvl", tmp_path)
     assert pairs.num_rows == 8 and pairs.column("image_path").to_pylist()[0] == "zh/images/82-铅笔/82-0.jpg"
-    assert pairs.column("id").to_pylist()[:2] == ["marvl-zh.jsonl:zh-0#left", "marvl-zh.jsonl:zh-0#right"]
+    assert pairs.column("id").to_pylist()[:2] == ["marvl-zh:zh-0#left", "marvl-zh:zh-0#right"]
     scores = {i: (0.9 if int(i.rsplit("-", 1)[1].split("#")[0]) % 2 == 0 else 0.1) for i in pairs.column("id").to_pylist()}
     result = evaluate("marvl", as_score_output(pairs, scores), tmp_path).result
     assert result["per_language"]["zh"]["task1"]["accuracy"] == 1.0

@@ -144,7 +144,12 @@ def import_dataset(args) -> int:
     from xmdata.tasks.importers.options import ImportOptions
     from xmdata.tasks.importers.run import import_dataset as run_import, report_markdown
 
-    options = ImportOptions(**{k: getattr(args, k) for k in ImportOptions.model_fields})
+    from pydantic import ValidationError
+
+    try:
+        options = ImportOptions(**{k: getattr(args, k) for k in ImportOptions.model_fields})
+    except ValidationError as exc:
+        raise ContractError("; ".join(f"--{'-'.join(map(str, e['loc']))}: {e['msg'].removeprefix('Value error, ')}" for e in exc.errors())) from exc
     report = run_import(args.format, args.source, args.out, options)
     differences = (report.get("publisher_counts") or {}).get("differences") or []
     if differences:  # said whatever --quiet says: a count unlike the publisher's is never silent

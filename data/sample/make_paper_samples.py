@@ -82,14 +82,9 @@ def mmmeb_sources() -> None:
                       **{lang: {"caption": [SCENES[k][i], SCENES[k][i] + " (2)"]} for i, lang in enumerate(LANGS)},
                       "ja": {"caption": ["写真"]}}, ensure_ascii=False) for k in keys]
     write(os.path.join(HERE, "xm3600", "captions.jsonl"), "\n".join(xm) + "\n")
-    names = [f"COCO_val2014_00000000000{n}.jpg" for n in range(len(keys))]
-    write(os.path.join(HERE, "xtd10", "test_image_names.txt"), "\n".join(names) + "\n")
-    for i, lang in enumerate(LANGS):
-        write(os.path.join(HERE, "xtd10", f"test_1kcaptions_{lang}.txt"),
-              "\n".join(SCENES[k][i].lower() for k in keys) + "\n")
-    for n, (key, name) in enumerate(zip(keys, names)):
+    for n, key in enumerate(keys):
         jpeg(os.path.join(HERE, "xm3600", "images", f"{key}.jpg"), n)
-        jpeg(os.path.join(HERE, "xtd10", "images", name), n + 10)
+    xtd10()
     questions = {"en": [("a1", "What colour is the bicycle?", "red"), ("b2", "How many children are there?", "two"),
                         ("c3", "What is in the bowl?", "rice")],
                  "fr": [("a1", "De quelle couleur est le vélo ?", "rouge"), ("d4", "Où est le bateau ?", "sur la plage")]}
@@ -114,11 +109,34 @@ def mmmeb_sources() -> None:
         write(os.path.join(HERE, "flickr30k_entities", "Annotations", f"{image}.xml"),
               f"<annotation><filename>{image}.jpg</filename>{objects}</annotation>\n")
         jpeg(os.path.join(HERE, "flickr30k_entities", "images", f"{image}.jpg"), n + 20)
+    imagenet()
+
+
+def xtd10() -> None:
+    """The repository's tree: XTD10/ (image list; en, and es and it CRLF with no final newline as the
+    crowd-sourced files are), MIC/ (de, fr), STAIR/ (jp); images where MSCOCO 2014 keeps them."""
+    names = [f"COCO_train2014_{n:012d}.jpg" for n in range(3)] + ["COCO_val2014_000000000003.jpg"]
+    write(os.path.join(HERE, "xtd10", "XTD10", "test_image_names.txt"), "\n".join(names) + "\n")
+    folders = {"en": "XTD10", "es": "XTD10", "it": "XTD10", "de": "MIC", "fr": "MIC"}
+    for i, lang in enumerate(LANGS):
+        lines = [SCENES[k][i].lower() if lang == "en" else SCENES[k][i] for k in SCENES]
+        text = "\r\n".join(lines) if lang in ("es", "it") else "\n".join(lines) + "\n"
+        write(os.path.join(HERE, "xtd10", folders[lang], f"test_1kcaptions_{lang}.txt"), text)
+    write(os.path.join(HERE, "xtd10", "STAIR", "test_1kcaptions_jp.txt"),
+          "壁のそばに赤い自転車がある\n二人の子供がサッカーをしている\nテーブルの上にご飯の入ったお椀がある\n浜辺に漁船がある\n")
+    for n, name in enumerate(names):
+        jpeg(os.path.join(HERE, "xtd10", "images", name.split("_")[1], name), n + 10)
+
+
+def imagenet() -> None:
+    """Babel-ImageNet's keys upper case as published, EN its BabelNet lemmas; IT lacks class 3 (refused there)."""
     synsets = [("n01440764", "tench"), ("n01443537", "goldfish"), ("n01484850", "great white shark"),
                ("n01491361", "tiger shark")]
-    names = {"en": [s[1] for s in synsets], "fr": ["tanche", "poisson rouge", "grand requin blanc", "requin tigre"],
-             "de": ["Schleie", "Goldfisch", "Weißer Hai", "Tigerhai"], "it": ["tinca", "pesce rosso", "squalo bianco"],
-             "es": ["tenca", "pez dorado", "tiburón blanco", "tiburón tigre"]}  # it lacks a name: refused there
+    names = {"EN": ["Tinca tinca", "goldfish", "man-eating shark", "tiger shark"],
+             "DE": ["Schleie", "Goldfisch", "Weißer Hai", "Tigerhai"],
+             "FR": ["tanche", "poisson rouge", "grand requin blanc", "requin-tigre"],
+             "IT": ["Tinche", "pesce rosso", "pescecane"],
+             "ES": ["tenca", "pez de colores", "gran tiburón blanco", "tiburón tigre"]}
     write(os.path.join(HERE, "imagenet", "LOC_synset_mapping.txt"), "".join(f"{s} {n}\n" for s, n in synsets))
     val = [(f"ILSVRC2012_val_0000000{n + 1}", synsets[n % 4][0]) for n in range(6)]
     write(os.path.join(HERE, "imagenet", "LOC_val_solution.csv"), "ImageId,PredictionString\n" + "".join(

@@ -41,7 +41,8 @@ class ValseParams(MetricParams):
     metric: Literal["valse"] = "valse"
     caption_score_column: str = "caption_score"
     foil_score_column: str = "foil_score"
-    phenomenon_column: str | None = Field(None, description="default: 'phenomenon' when present")
+    phenomenon_column: str | None = Field(None, description="what results are grouped by; default: 'piece' "
+                                          "(VALSE's 11 pieces, as its paper reports) when present, else 'phenomenon'")
     language_column: str | None = Field(None, description=LANGUAGE)
 
 

@@ -1,6 +1,9 @@
 """Runners for the score metrics: read the input, compute, and lay out JSON, Markdown and figures."""
 from __future__ import annotations
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from xmdata.schemas.contract import ContractError
 
 from xmdata.tasks.evaluation.accuracy import pascal50s_accuracy, valse_accuracy
@@ -15,15 +18,29 @@ CORRELATION_COLUMNS = ["group", "n", *STATISTICS, "reason"]
 ACCURACY_COLUMNS = ["group", "n", "correct", "accuracy", "ties", "reason"]
 
 
+def one_row_per_judgement(table: pa.Table, rating: str) -> tuple[pa.Table, dict]:
+    """A list rating column (Flickr8K-Expert's three expert ratings) as one row per judgement, as
+    CLIPScore correlates them; ({} when the ratings are plain numbers)."""
+    if rating not in table.column_names or not pa.types.is_list(table.schema.field(rating).type):
+        return table, {}
+    ratings = table.column(rating).combine_chunks()
+    exploded = table.take(pc.list_parent_indices(ratings)).set_column(
+        table.column_names.index(rating), rating, pc.list_flatten(ratings))
+    return exploded, {"judgements": exploded.num_rows, "items": table.num_rows}
+
+
 def run_correlation(o: dict) -> Report:
-    table = read_items(o)
+    items = read_items(o)
+    table, judgements = one_row_per_judgement(items, o["rating_column"])
     lang = auto_column(table, o["language_column"], "language")
     scale = tuple(o["rating_scale"]) if o["rating_scale"] else None
     result = rating_correlations(table, o["score_column"], o["rating_column"], lang, scale, o["qe_column"],
                                  o["input"], o["id_column"])
+    result.update(judgements)
     rows = [{"group": "all", **result["overall"]}] + [{"group": k, **v} for k, v in result.get("per_language", {}).items()]
     md = heading("Correlation with human ratings", [o["input"]], {"score": o["score_column"], "rating": o["rating_column"],
-                 "language": lang}) + md_table(rows, CORRELATION_COLUMNS)
+                 "language": lang, **({"judgements": f"{judgements['judgements']} over {judgements['items']} items"}
+                                      if judgements else {})}) + md_table(rows, CORRELATION_COLUMNS)
     figures = {}
     if "by_qe_quartile" in result:
         quartile_rows = [{"group": f"{k} {q}", **v[q]} for k, v in result["by_qe_quartile"].items()
@@ -35,7 +52,7 @@ def run_correlation(o: dict) -> Report:
     if o["item_column"]:
         if not lang:
             raise ContractError(f"{o['input']}: --item-column needs a language column (--language-column)")
-        matrix = cross_language_pearson(table, o["score_column"], lang, o["item_column"], o["qe_column"],
+        matrix = cross_language_pearson(items, o["score_column"], lang, o["item_column"], o["qe_column"],
                                         o["input"], o["id_column"])
         result["cross_language"] = matrix
         figures["_heatmap"] = draw_cross_language(matrix)
@@ -53,7 +70,8 @@ def _accuracy_rows(per_group: dict, tasks: tuple[str, ...]) -> list[dict]:
 
 def run_valse(o: dict) -> Report:
     table = read_items(o)
-    phenomenon = auto_column(table, o["phenomenon_column"], "phenomenon")
+    # per piece, as the VALSE paper reports (its 11 pieces; `phenomenon` merges the counting and action pieces)
+    phenomenon = auto_column(table, o["phenomenon_column"], "piece") or auto_column(table, None, "phenomenon")
     lang = auto_column(table, o["language_column"], "language")
     result = valse_accuracy(table, o["caption_score_column"], o["foil_score_column"], phenomenon, lang,
                             o["input"], o["id_column"])

@@ -37,6 +37,7 @@ class Imported:
     notes: dict = field(default_factory=dict)  # filtered rows and other facts for the report
     counts: dict[str, int] = field(default_factory=dict)
     published: Published | None = None
+    image_folder: str | None = None  # where image paths are relative to when --images does not say (found in the layout)
 
     def all_rejects(self) -> pa.Table:
         return concat_rejects(self.rejects)
@@ -65,6 +66,25 @@ def count_check(imported: Imported) -> dict | None:
             differences.append(f"{key}: the publisher has {expected:,}, read {read:,}")
     return {"source": published.source, "publisher": dict(published.counts),
             "read": {k: imported.counts.get(k) for k in published.counts}, "differences": differences}
+
+
+def normalise_languages(table: pa.Table, source: str) -> pa.Table:
+    """A table's language columns in the project's code system, each distinct code read once; one that
+    is no language code is refused naming SOURCE and the first row (1-based) that holds it."""
+    from xmdata.schemas.languages import language_code
+
+    for column in ("language", "source_language"):
+        if column not in table.column_names:
+            continue
+        values = table.column(column).to_pylist()
+        first = {}
+        for number, value in enumerate(values, start=1):
+            first.setdefault(value, number)
+        codes = {v: None if v is None else language_code(str(v), f"{source} row {n}, column {column!r}")
+                 for v, n in first.items()}
+        table = table.set_column(table.column_names.index(column), column,
+                                 pa.array([codes[v] for v in values], pa.string()))
+    return table
 
 
 def reject(fmt: str, reason: str, row_ids: list, values: list | None = None) -> pa.Table:

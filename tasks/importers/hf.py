@@ -11,7 +11,7 @@ from xmdata.schemas import CONTRACTS
 from xmdata.schemas.column_map import apply_active_map
 from xmdata.schemas.contract import ContractError
 
-from .base import Imported
+from .base import Imported, normalise_languages
 from .hf_files import layout_of, read_splits
 from .options import ImportOptions
 
@@ -27,7 +27,7 @@ def read_hf(source: str, options: ImportOptions) -> Imported:
     chosen = {name: t for name, t in splits.items() if not wanted or name in wanted}
     parts = [apply_active_map(t, source).append_column("split", pa.array([name] * t.num_rows, pa.string()))
              if "split" not in t.column_names else apply_active_map(t, source) for name, t in chosen.items()]
-    table = pa.concat_tables(parts, promote_options="permissive")
+    table = normalise_languages(pa.concat_tables(parts, promote_options="permissive"), source)
     name = options.table or "table"
     layout = layout_of(source) if os.path.isdir(source) else f"one {source.rsplit('.', 1)[-1]} file"
     return Imported({name: (table, CONTRACTS.get(options.table))}, layout, sum(t.num_rows for t in splits.values()),

@@ -7,6 +7,8 @@ import json
 
 import pyarrow as pa
 
+from xmdata.schemas.languages import language_code
+
 from .base import Imported, drop_missing_images, files_in, layout_error, reject
 from .options import ImportOptions
 
@@ -24,15 +26,16 @@ def read_maxm(source: str, options: ImportOptions) -> Imported:
             raise layout_error(FORMAT, path, EXPECTED, exc.lineno, None, f"not JSON: {exc.msg}") from exc
         if not isinstance(data, dict) or not isinstance(data.get("annotations"), list) or "split" not in data:
             raise layout_error(FORMAT, path, EXPECTED, problem="no split or annotations list")
+        language = language_code(data["split"], f"{path}: its split (the language; MaXM writes Hebrew as iw)")
         for entry in data["annotations"]:
             for qa in entry.get("qa_pairs", []):
                 read += 1
-                qid = f"{data['split']}/{qa.get('question_id')}"
+                qid = f"{language}/{qa.get('question_id')}"
                 answers = [a for a in qa.get("answers") or [] if isinstance(a, str) and a.strip()]
                 if not (qa.get("question") or "").strip() or not answers:
                     rejects.append(reject(FORMAT, "no_question_or_answer", [qid], [qa.get("question")]))
                     continue
-                rows.append({"id": qid, "language": data["split"], "image_id": str(entry["image_id"]),
+                rows.append({"id": qid, "language": language, "image_id": str(entry["image_id"]),
                              "image_path": f"{entry['image_id']}.jpg", "question": qa["question"].strip(),
                              "answer": answers[0].strip()})
     rows, missing = drop_missing_images(rows, options.images, FORMAT, "image_path")

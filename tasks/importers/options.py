@@ -2,7 +2,7 @@
 adapters receive it. Each option names the formats that read it; others ignore it."""
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class ImportOptions(BaseModel):
@@ -18,6 +18,8 @@ class ImportOptions(BaseModel):
                                  "(default: next to the annotations file)")
     language: str | None = Field(None, description="language of the texts when the layout does not say "
                                  "(flickr8k-*, composite, pascal50s, valse: default en)")
+    split: str | None = Field(None, description="mmeb-train: the split read in every subset (default: train, else "
+                              "original, as xVLM2Vec read them; the hub's folders also hold diverse_instruction)")
     table: str | None = Field(None, description="hf: contract the table must meet (captions, images, "
                               "qa_input, score_input, …); default: none, columns kept as they are")
     valid_only: bool = Field(False, description="valse: keep only instances at least two of three annotators "
@@ -26,12 +28,19 @@ class ImportOptions(BaseModel):
                                  "(annotations_machine-translate/: the test sets machine-translated into English) "
                                  "instead of the human-written ones; rows are labelled en, source_language says "
                                  "which test set each came from")
-    own_references: bool = Field(False, description="flickr8k-expert, flickr8k-cf: keep the pairs whose candidate is "
-                                 "one of the image's own reference captions (CLIPScore's evaluation leaves them out; "
-                                 "their count is in the report)")
+    own_references: bool = Field(False, description="flickr8k-expert: keep the pairs whose candidate is one of the "
+                                 "image's own captions, marked own_reference (CLIPScore's evaluation leaves these 158 "
+                                 "out; their count is in the report either way)")
     english_names: str | None = Field(None, description="imagenet-val: file of the 1,000 English class names in class "
                                       "index order, one a line (e.g. CLIP's), used for en instead of "
                                       "babel_imagenet.json's BabelNet names")
+
+    @field_validator("language")
+    @classmethod
+    def _one_code_system(cls, value: str | None) -> str | None:
+        from xmdata.schemas.languages import language_code  # schemas imports pyarrow: --help stays light
+
+        return None if value is None else language_code(value, "language")
 
 
 OPTION_HELP = {name: field.description for name, field in ImportOptions.model_fields.items()}

@@ -40,12 +40,13 @@ def import_dataset(fmt: str, source: str, out: str, options: ImportOptions | Non
         raise ContractError(f"{fmt}: {source}: a file is not UTF-8 text ({exc.reason})") from exc
     except json.JSONDecodeError as exc:
         raise ContractError(f"{fmt}: {source}: a JSON file does not parse ({exc.msg}, line {exc.lineno})") from exc
-    root = image_root(options.images, out)
+    images = options.images or imported.image_folder
+    root = image_root(images, out)
     tables, id_rejects = {}, []
     for name, (table, contract) in imported.tables.items():
         check_language_codes(table, f"{fmt} {name}")
         if contract is not None:
-            table = conform(rebase_paths(table, options.images, root), contract, source=f"{fmt} {name}")
+            table = conform(rebase_paths(table, images, root), contract, source=f"{fmt} {name}")
             if contract.id_column in table.column_names:  # an empty or repeated id would clash downstream
                 table, refused = reject_bad_ids(table, f"import_{fmt.replace('-', '_')}", contract.id_column)
                 id_rejects.append(refused)

@@ -12,7 +12,9 @@ import pyarrow as pa
 from xmdata.schemas import CAPTIONS, IMAGES
 from xmdata.schemas.readers import read_any
 
-from .base import Imported, json_lines, layout_error, reject, rows_table
+from xmdata.schemas.languages import language_code
+
+from .base import Imported, Published, json_lines, layout_error, reject, rows_table
 from .openimages import snake
 from .options import ImportOptions
 
@@ -21,6 +23,8 @@ EXPECTED = '{"image/key": "…", "<lang>": {"caption": ["…"], "caption/tokeniz
 CAPTION_FIELDS = [pa.field("caption_index", pa.int32()), pa.field("caption_tokenized", pa.string()),
                   pa.field("caption_tokenized_lowercase", pa.string()), pa.field("image_locale", pa.string())]
 ATTRIBUTIONS = "image_attributions.csv"
+PUBLISHED = Published("google/crossmodal-3600@ad44c38: image_attributions.csv (3,600 images) and the 36 languages "
+                      "its site and big_vision's loader list", {"images": 3600, "languages": 36})
 
 
 def captions_file(source: str) -> str:
@@ -53,10 +57,11 @@ def read_xm3600(source: str, options: ImportOptions) -> Imported:
             raise layout_error(FORMAT, path, EXPECTED, number, None, f"image/key {record['image/key']!r} is no key")
         key, locale = str(record["image/key"]), record.get("image/locale")
         languages = {k: v for k, v in record.items() if not k.startswith("image/")}
-        for language, entry in sorted(languages.items()):
+        for published, entry in sorted(languages.items()):
             if not isinstance(entry, dict) or not isinstance(entry.get("caption"), list):
                 raise layout_error(FORMAT, path, EXPECTED, number, None,
-                                   f"language {language!r} of image {key!r} has no caption list")
+                                   f"language {published!r} of image {key!r} has no caption list")
+            language = language_code(published, f"{path} line {number}: key {published!r}")
             tokenized, lowercase = entry.get("caption/tokenized") or [], entry.get("caption/tokenized/lowercase") or []
             for index, text in enumerate(entry["caption"]):
                 caption_id = f"{key}/{language}/{index}"
@@ -84,5 +89,7 @@ def read_xm3600(source: str, options: ImportOptions) -> Imported:
     return Imported(tables={"captions": (pa.Table.from_pylist(captions, caption_schema), CAPTIONS),
                             "images": (rows_table(images, IMAGES.schema), IMAGES)},
                     layout=layout, rows_read=len(records), rejects=rejects,
+                    counts={"images": len(records), "languages": len({c["language"] for c in captions})},
+                    published=PUBLISHED,
                     notes={"languages": len({c["language"] for c in captions}),
                            "images_not_in_image_list": sum(1 for r in images if listed and r["id"] not in listed)})
