@@ -17,6 +17,9 @@ from .contract import ContractError
 # Codes published files use that are not language codes, with the file that uses them.
 ALIASES = {
     "jp": "ja",  # STAIR Captions' test_1kcaptions_jp.txt in the XTD10 repository (jp is Japan's country code)
+    # Wikimedia's codes, as Babel-ImageNet's 298-language file keys them (BAT_SMG, …): read otherwise they
+    # would name a language family (bat, roa, fiu) instead of the language
+    "bat-smg": "sgs", "roa-rup": "rup", "fiu-vro": "vro", "zh-classical": "lzh", "zh-min-nan": "nan",
 }
 NOT_A_LANGUAGE = {"und", "mul", "zxx", "mis"}  # "undetermined", "multiple", "no content", "uncoded"
 

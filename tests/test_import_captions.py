@@ -119,6 +119,7 @@ def test_openimages_subsets_coordinates_and_exif_reach_geocoding(tmp_path):
     assert (paris["latitude"], paris["gps_source"], paris["subset"], paris["author"]) == (48.8566, "coordinates", "validation", "Ann Author")
     assert paris["url"].endswith("_o.jpg") and paris["original_landing_url"].endswith("0001eeaf4aed83f9")
     assert paris["license"].startswith("https://creativecommons.org") and paris["rotation"] == "0.0"
+    assert "thumbnail300k_url" in paris and "thumbnail300_kurl" not in paris  # as README names it
     report = json.loads((out / "import_report.json").read_text())
     assert report["filtered_by_subset"] == 1 and report["refused"] == {"bad_coordinates": 1}
     assert report["gps_from"] == {"coordinates": 1, "exif": 1, "none": 0} and "Rotation" in report["layout"]

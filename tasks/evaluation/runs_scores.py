@@ -21,7 +21,8 @@ ACCURACY_COLUMNS = ["group", "n", "correct", "accuracy", "ties", "reason"]
 def one_row_per_judgement(table: pa.Table, rating: str) -> tuple[pa.Table, dict]:
     """A list rating column (Flickr8K-Expert's three expert ratings) as one row per judgement, as
     CLIPScore correlates them; ({} when the ratings are plain numbers)."""
-    if rating not in table.column_names or not pa.types.is_list(table.schema.field(rating).type):
+    kind = table.schema.field(rating).type if rating in table.column_names else None
+    if kind is None or not (pa.types.is_list(kind) or pa.types.is_large_list(kind)):
         return table, {}
     ratings = table.column(rating).combine_chunks()
     exploded = table.take(pc.list_parent_indices(ratings)).set_column(
