@@ -148,27 +148,33 @@ def imagenet() -> None:
 
 
 def flickr8k() -> None:
-    """Flickr8K-Expert: two images, their captions, three expert ratings per judged pair."""
+    """Flickr8K-Expert: two images, their captions, three expert ratings per judged pair; as in the real
+    file, some pairs judge the image's own caption (CLIPScore's evaluation leaves those out)."""
     tokens = {"111_a.jpg": ["A dog runs on the grass .", "A brown dog running outside ."],
               "222_b.jpg": ["A girl climbs a tree .", "A child in a tree ."]}
     write(os.path.join(HERE, "flickr8k", "Flickr8k.token.txt"),
           "".join(f"{img}#{n}\t{t}\n" for img, ts in tokens.items() for n, t in enumerate(ts)))
     write(os.path.join(HERE, "flickr8k", "ExpertAnnotations.txt"),
           "111_a.jpg\t111_a.jpg#0\t4\t4\t3\n111_a.jpg\t222_b.jpg#1\t1\t1\t2\n"
-          "222_b.jpg\t222_b.jpg#0\t4\t3\t4\n222_b.jpg\t111_a.jpg#1\t1\t2\t1\n")
+          "222_b.jpg\t222_b.jpg#0\t4\t3\t4\n222_b.jpg\t111_a.jpg#1\t1\t2\t1\n"
+          "111_a.jpg\t222_b.jpg#0\t2\t1\t1\n222_b.jpg\t111_a.jpg#0\t1\t1\t1\n")
     for n, image in enumerate(tokens):
         jpeg(os.path.join(HERE, "flickr8k", "images", image), n + 40)
 
 
 def valse_and_xvnli() -> None:
-    """VALSE: one piece, two instances (caption vs foil). XVNLI: French and German hypotheses of one image."""
-    valse = {str(n): {"dataset": "sample", "image_file": f"v{n}.jpg", "caption": c, "foil": f,
-                      "linguistic_phenomena": "counting", "mturk": {"caption": 3, "foil": 0, "other": 0}}
-             for n, (c, f) in enumerate([("There are two dogs.", "There are five dogs."),
-                                         ("A man holds one cup.", "A man holds three cups.")])}
-    write(os.path.join(HERE, "valse", "counting-small.json"), json.dumps(valse, indent=1) + "\n")
+    """VALSE: two counting pieces whose keys repeat across files, as the published ones do (caption vs
+    foil; one instance not validated). XVNLI: French and German hypotheses of one image, and beside
+    them, as IGLUE ships it, the French set machine-translated into English (translate-test)."""
+    texts = [("There are two dogs.", "There are five dogs."), ("A man holds one cup.", "A man holds three cups.")]
+    for piece, votes in (("counting-hard", (3, 2)), ("counting-small-quant", (3, 1))):
+        valse = {f"counting_visual7w_{n}": {
+            "dataset": "visual7w", "original_split": "test", "dataset_idx": str(n), "linguistic_phenomena": "counting",
+            "image_file": f"v7w_{n}.jpg", "caption": c, "classes": 2, "classes_foil": 5, "foil": f,
+            "mturk": {"foil": 3 - v, "caption": v, "other": 0}} for n, ((c, f), v) in enumerate(zip(texts, votes))}
+        write(os.path.join(HERE, "valse", f"{piece}.json"), json.dumps(valse, indent=4) + "\n")
     for n in range(2):
-        jpeg(os.path.join(HERE, "valse", "images", "sample", f"v{n}.jpg"), n + 50)
+        jpeg(os.path.join(HERE, "valse", "images", "visual7w", f"v7w_{n}.jpg"), n + 50)
     hypotheses = {"fr": ["Un homme est debout.", "Il n'y a personne.", "Un homme mange."],
                   "de": ["Ein Mann steht.", "Niemand ist da.", "Ein Mann isst."]}
     for lang, texts in hypotheses.items():
@@ -176,6 +182,11 @@ def valse_and_xvnli() -> None:
                              "pairID": f"p{lang}{i}", "Flikr30kID": "4452450137"}, ensure_ascii=False)
                  for i, (text, label) in enumerate(zip(texts, ("entailment", "contradiction", "neutral")))]
         write(os.path.join(HERE, "xvnli", "annotations", lang, "test.jsonl"), "\n".join(lines) + "\n")
+    english = ["A man is standing.", "There is nobody.", "A man is eating."]
+    lines = [json.dumps({"gold_label": label, "sentence1": "", "sentence2": text, "captionID": "c0",
+                         "pairID": f"pfr{i}", "Flikr30kID": "4452450137"})
+             for i, (text, label) in enumerate(zip(english, ("entailment", "contradiction", "neutral")))]
+    write(os.path.join(HERE, "xvnli", "annotations_machine-translate", "fr", "test.jsonl"), "\n".join(lines) + "\n")
     jpeg(os.path.join(HERE, "xvnli", "images", "4452450137.jpg"), 60)
 
 

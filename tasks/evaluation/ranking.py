@@ -5,6 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 BLOCK = 1024  # queries per matrix product: 1,024 x 10,000 float32 similarities = 40 MB
+# Cosines within this of each other are ties. The same dot product comes out of the BLAS a few float32
+# ulps apart depending on where a row falls in the kernel's blocking (seen: a constant encoder's equal
+# similarities differing, so k/N became 0.0327 instead of 0.0333): exact equality is machine-dependent.
+TIE = 1e-6
 
 
 def unit_rows(x: np.ndarray) -> np.ndarray:
@@ -15,10 +19,11 @@ def unit_rows(x: np.ndarray) -> np.ndarray:
 
 
 def nearest(queries: np.ndarray, gallery: np.ndarray, block: int = BLOCK) -> np.ndarray:
-    """Index of each query's most similar gallery row (first in gallery order on a tie)."""
+    """Index of each query's most similar gallery row (first in gallery order on a tie, within TIE)."""
     out = np.empty(len(queries), dtype=np.int64)
     for start in range(0, len(queries), block):
-        out[start:start + block] = np.argmax(queries[start:start + block] @ gallery.T, axis=1)
+        sims = queries[start:start + block] @ gallery.T
+        out[start:start + block] = np.argmax(sims >= sims.max(axis=1, keepdims=True) - TIE, axis=1)
     return out
 
 
@@ -26,15 +31,15 @@ def recall_at_k(queries: np.ndarray, gallery: np.ndarray, gold: np.ndarray, k: i
                 block: int = BLOCK) -> np.ndarray:
     """Per query, the probability that gallery row `gold` ranks in the top k, ties in random order.
 
-    With g rows strictly more similar than gold and e others exactly as similar, gold's rank is uniform
+    With g rows more similar than gold and e others as similar (within TIE), gold's rank is uniform
     on g+1 .. g+e+1, so P(rank <= k) = clip(k - g, 0, e + 1) / (e + 1): a constant encoder gets k/N."""
     out = np.empty(len(queries), dtype=np.float64)
     for start in range(0, len(queries), block):
         sims = queries[start:start + block] @ gallery.T
         rows = np.arange(len(sims))
         own = sims[rows, gold[start:start + block]][:, None]
-        greater = (sims > own).sum(axis=1)
-        equal = (sims == own).sum(axis=1) - 1
+        greater = (sims > own + TIE).sum(axis=1)
+        equal = (np.abs(sims - own) <= TIE).sum(axis=1) - 1
         out[start:start + block] = np.clip(k - greater, 0, equal + 1) / (equal + 1)
     return out
 

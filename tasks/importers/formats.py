@@ -19,10 +19,13 @@ FORMATS = {
                   "with their correctness rating"),
     "pascal50s": ("pascal50s:read_pascal50s", "Pascal-50S pair_pascal.mat + consensus_pascal.mat -> pairs "
                   "with votes per caption"),
-    "valse": ("valse:read_valse", "VALSE <piece>.json files -> caption and foil pairs"),
-    "xvnli": ("iglue:read_xvnli", "IGLUE XVNLI annotations/<lang>/test.jsonl -> hypothesis pairs"),
-    "marvl": ("iglue:read_marvl", "IGLUE MaRVL marvl-<lang>.jsonl -> left and right image pairs"),
-    "xtd10": ("xtd10:read_xtd10", "XTD10 test_image_names.txt + test_1kcaptions_<lang>.txt -> captions and images"),
+    "valse": ("valse:read_valse", "VALSE <piece>.json files -> caption and foil pairs (ids <piece>/<key>)"),
+    "xvnli": ("iglue:read_xvnli", "IGLUE XVNLI annotations/<lang>/test.jsonl -> hypothesis pairs "
+              "(--translate-test: annotations_machine-translate/ instead)"),
+    "marvl": ("iglue:read_marvl", "IGLUE MaRVL zero_shot/annotations/marvl-<lang>.jsonl -> left and right "
+              "image pairs (--translate-test: the _gmt files instead)"),
+    "xtd10": ("xtd10:read_xtd10", "XTD10 repository (XTD10/, MIC/, STAIR/: 11 languages) -> captions and "
+              "images"),
     "imagenet-val": ("imagenet_val:read_imagenet_val", "ImageNet-1k LOC_val_solution.csv + LOC_synset_mapping.txt "
                      "+ Babel-ImageNet babel_imagenet.json -> images with their class, multilingual labels"),
     "maxm": ("maxm:read_maxm", "MaXM v1 <lang>.json -> qa (question, first answer, image)"),
