@@ -83,6 +83,11 @@ def test_xvnli_translate_test_folder_is_kept_out_by_default_and_english_when_ask
     assert mt.column("id").to_pylist()[0] == "ar-translate-test:759822302.jpg#2r10"
     assert not set(mt.column("id").to_pylist()) & set(human.column("id").to_pylist())
     assert "annotations_machine-translate" in report["publisher_counts"]["source"]
+    named, report, _ = imported(tmp_path, "xvnli", root, "--language", "fr")  # folders name the language: kept
+    assert report["refused"] == {"no_gold_label": 2} and sorted(set(named.column("language").to_pylist())) == ["ar", "en"]
+    few_shot = root / "annotations" / "ar" / "train_1.jsonl"
+    assert main(["import", "xvnli", str(few_shot), "--out", str(tmp_path / "few")]) == 2
+    assert "not a test file" in capsys.readouterr().err and not (tmp_path / "few").exists()
     single = root / "annotations_machine-translate" / "ar" / "test.jsonl"
     assert main(["import", "xvnli", str(single), "--out", str(tmp_path / "refused")]) == 2
     assert "--translate-test reads it" in capsys.readouterr().err and not (tmp_path / "refused").exists()

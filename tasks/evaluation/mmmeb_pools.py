@@ -11,7 +11,7 @@ from xmdata.schemas.contract import ContractError
 from xmdata.schemas.evaluation import require_columns, require_ids, vectors
 
 from xmdata.tasks.evaluation.inputs import heading, read_table
-from xmdata.tasks.evaluation.ranking import unit_rows
+from xmdata.tasks.evaluation.ranking import TIE, unit_rows
 from xmdata.tasks.evaluation.report import Report, md_table
 from xmdata.tasks.evaluation.retrieval import group_rng, mcnemar
 
@@ -38,7 +38,7 @@ def group_hits(rows: list[dict], queries, candidates, rng: np.random.Generator) 
     every = q_matrix[[q_row[r["id"]] for r in rows]] @ c_matrix[[c_row[c] for c in union]].T
     sims = np.take_along_axis(every, np.array([[column[c] for c in r["pool"]] for r in rows]), axis=1)
     own = sims[np.arange(len(rows)), [r["gold_position"] for r in rows]][:, None]
-    greater, equal = (sims > own).sum(axis=1), (sims == own).sum(axis=1) - 1
+    greater, equal = (sims > own + TIE).sum(axis=1), (np.abs(sims - own) <= TIE).sum(axis=1) - 1
     return (greater == 0) & (rng.random(len(rows)) * (equal + 1) < 1)
 
 

@@ -10,7 +10,7 @@ from scipy import stats
 
 from xmdata.schemas.contract import ContractError
 
-from xmdata.tasks.evaluation.ranking import unit_rows
+from xmdata.tasks.evaluation.ranking import TIE, unit_rows
 
 BLOCK = 512  # queries per block: 512 x 10,000 random keys and similarities
 
@@ -42,12 +42,12 @@ def retrieval_hits(queries: np.ndarray, targets: np.ndarray, keys: np.ndarray, d
         g = gold[start:start + block]
         own = sims[np.arange(len(sims)), g][:, None]
         if n == others:
-            greater, equal = (sims > own).sum(axis=1), (sims == own).sum(axis=1) - 1
+            greater, equal = (sims > own + TIE).sum(axis=1), (np.abs(sims - own) <= TIE).sum(axis=1) - 1
         else:  # n distinct of the others: the n smallest of random keys, shifted past the gold
             pick = np.argpartition(rng.random((len(sims), others), dtype=np.float32), n - 1, axis=1)[:, :n]
             pick += pick >= g[:, None]
             chosen = np.take_along_axis(sims, pick, axis=1)
-            greater, equal = (chosen > own).sum(axis=1), (chosen == own).sum(axis=1)
+            greater, equal = (chosen > own + TIE).sum(axis=1), (np.abs(chosen - own) <= TIE).sum(axis=1)
         hits[start:start + block] = (greater == 0) & (rng.random(len(sims)) * (equal + 1) < 1)
     return hits, n + 1
 

@@ -11,12 +11,13 @@ translate-test files instead, labelled en with `source_language` the set each ca
 the language and the variant, so no two files' rows can share one."""
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 import os
 
 from xmdata.schemas.contract import ContractError
-from xmdata.schemas.languages import language_code
+from xmdata.schemas.languages import LanguageCodeError, language_code
 from xmdata.schemas.scoring import SCORE_INPUT
 
 from .base import Imported, Published, files_in, json_lines, reject, rows_table
@@ -39,12 +40,28 @@ def is_translate_test(path: str) -> bool:
 def test_files(source: str, pattern: str, fmt: str, options: ImportOptions, keep=lambda p: True) -> list[str]:
     """The human test files, or with translate_test the translate-test ones (a single file is read as given)."""
     wanted = "translate-test" if options.translate_test else "human-written test"
+    name = os.path.basename(source)
+    if os.path.isfile(source) and not (fnmatch.fnmatch(name, pattern.rsplit("/", 1)[-1]) and keep(source)):
+        raise ContractError(f"{fmt}: {source}: not a test file (expected {pattern.rsplit('/', 1)[-1]}; few-shot "
+                            "training files are no test set)")
     if os.path.isfile(source) and is_translate_test(source) != options.translate_test:
         raise ContractError(f"{fmt}: {source}: a {'human-written' if options.translate_test else 'translate-test'} "
                             f"file, not a {wanted} file" + ("" if options.translate_test else
                                                             " (machine-translated into English; --translate-test reads it)"))
     return files_in(source, pattern, fmt, f"{wanted} file ({pattern})",
                     lambda p: keep(p) and is_translate_test(p) == options.translate_test)
+
+
+def folder_language(path: str, options: ImportOptions) -> str:
+    """The language of annotations/<lang>/test.jsonl: its folder's; --language only for a folder that names none."""
+    folder = os.path.basename(os.path.dirname(path))
+    try:
+        return language_code(folder, f"xvnli: {path}: its folder")
+    except LanguageCodeError:
+        if options.language:
+            return options.language
+        raise LanguageCodeError(f"xvnli: {path}: its folder {folder!r} names no language (IGLUE's are "
+                                "annotations/<lang>/); say it with --language") from None
 
 
 def published(counts: dict[str, int], options: ImportOptions, labelled: int | None = None) -> Published:
@@ -61,8 +78,7 @@ def read_xvnli(source: str, options: ImportOptions) -> Imported:
              for p in test_files(source, "**/test.jsonl", "xvnli", options)}
     rows, rejects, counts = [], [], {}
     for path, records in files.items():
-        folder = os.path.basename(os.path.dirname(path))  # annotations/<lang>/test.jsonl
-        origin = language_code(options.language or folder, f"xvnli: {path} (its folder names the language)")
+        origin = folder_language(path, options)
         mt = is_translate_test(path)
         prefix = f"{origin}-translate-test" if mt else origin
         counts[f"lines/{origin}"] = counts.get(f"lines/{origin}", 0) + len(records)
