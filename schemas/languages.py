@@ -21,6 +21,7 @@ ALIASES = {
     # would name a language family (bat, roa, fiu) instead of the language
     "bat-smg": "sgs", "roa-rup": "rup", "fiu-vro": "vro", "zh-classical": "lzh", "zh-min-nan": "nan",
 }
+LANGUAGE_COLUMNS = ("language", "source_language")  # the columns of any table that hold a language code
 NOT_A_LANGUAGE = {"und", "mul", "zxx", "mis"}  # "undetermined", "multiple", "no content", "uncoded"
 
 

@@ -94,10 +94,10 @@ def params_from_args(args: argparse.Namespace) -> BaseModel | None:
         return flags.model.model_validate(data)
     except ValidationError as exc:
         leaves = {path[-1] for path, _, _ in leaf_fields(flags.model)}
-        raise ValueError("; ".join(_one_error(e, leaves) for e in exc.errors())) from None
+        raise ValueError("; ".join(flag_error(e, leaves) for e in exc.errors())) from None
 
 
-def _one_error(error: dict, leaves: set[str]) -> str:
+def flag_error(error: dict, leaves: set[str]) -> str:
     """Named by its flag; a rule across fields (num_candidates <= num_beams) names them itself."""
     names = [part for part in error["loc"] if isinstance(part, str)]
     message = error["msg"].removeprefix("Value error, ")

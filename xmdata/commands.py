@@ -149,7 +149,9 @@ def import_dataset(args) -> int:
     try:
         options = ImportOptions(**{k: getattr(args, k) for k in ImportOptions.model_fields})
     except ValidationError as exc:
-        raise ContractError("; ".join(f"--{'-'.join(map(str, e['loc']))}: {e['msg'].removeprefix('Value error, ')}" for e in exc.errors())) from exc
+        from xmdata.cli_params import flag_error
+
+        raise ContractError("; ".join(flag_error(e, set(ImportOptions.model_fields)) for e in exc.errors())) from None
     report = run_import(args.format, args.source, args.out, options)
     differences = (report.get("publisher_counts") or {}).get("differences") or []
     if differences:  # said whatever --quiet says: a count unlike the publisher's is never silent

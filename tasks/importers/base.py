@@ -71,9 +71,9 @@ def count_check(imported: Imported) -> dict | None:
 def normalise_languages(table: pa.Table, source: str) -> pa.Table:
     """A table's language columns in the project's code system, each distinct code read once; one that
     is no language code is refused naming SOURCE and the first row (1-based) that holds it."""
-    from xmdata.schemas.languages import language_code
+    from xmdata.schemas.languages import LANGUAGE_COLUMNS, language_code
 
-    for column in ("language", "source_language"):
+    for column in LANGUAGE_COLUMNS:
         if column not in table.column_names:
             continue
         values = table.column(column).to_pylist()

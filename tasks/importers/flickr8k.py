@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 
 from xmdata.schemas.contract import ContractError
-from xmdata.schemas.languages import language_code
 from xmdata.schemas.scoring import SCORE_INPUT
 
 from .base import Imported, Published, reject, require_file, rows_table, tab_rows
@@ -56,14 +55,16 @@ def _words(text: str) -> str:
 
 
 def _pairs(fmt: str, source: str, file_name: str, expected: str, options: ImportOptions, rating_of) -> tuple:
-    """(pairs, rejects, path, rows read, captions by id) with `own_reference` marked and no references yet."""
+    """(pairs, rejects, path, rows read, captions read, {image: its captions}) with `own_reference`
+    marked and no references yet."""
     path = _locate(source, file_name)
     rows = tab_rows(path, fmt, expected, 5)  # the layout of the whole file is checked first
     texts = captions_by_id(path, options, fmt)
-    own: dict[str, set[str]] = {}
+    captions: dict[str, list[str]] = {}
     for caption_id, text in texts.items():
-        own.setdefault(caption_id.split("#")[0], set()).add(_words(text))
-    pairs, rejects, language = [], [], language_code(options.language or "en", "--language")
+        captions.setdefault(caption_id.split("#")[0], []).append(text)
+    own = {image: {_words(t) for t in listed} for image, listed in captions.items()}
+    pairs, rejects, language = [], [], options.language or "en"  # ImportOptions normalised it
     for number, (image, caption_id, *values) in rows:
         pair_id = f"{image}|{caption_id}"
         if caption_id not in texts:
@@ -77,7 +78,7 @@ def _pairs(fmt: str, source: str, file_name: str, expected: str, options: Import
         pairs.append({"id": pair_id, "image_path": image, "text": text, "language": language,
                       "image_id": image, "caption_id": caption_id, **rating,
                       "own_reference": _words(text) in own.get(image, ())})
-    return pairs, rejects, path, len(rows), texts
+    return pairs, rejects, path, len(rows), len(texts), captions
 
 
 def _references(texts_of_image: list[str], leave_out: set[str]) -> list[str]:
@@ -104,26 +105,18 @@ def _crowdflower_rating(values: list[str]):
     return {"rating": yes / (yes + no), "yes_percent": percent, "yes_votes": yes, "no_votes": no}
 
 
-def _by_image(texts: dict[str, str]) -> dict[str, list[str]]:
-    captions: dict[str, list[str]] = {}
-    for caption_id, text in texts.items():
-        captions.setdefault(caption_id.split("#")[0], []).append(text)
-    return captions
-
-
 def read_expert(source: str, options: ImportOptions) -> Imported:
     fmt = "flickr8k-expert"
-    pairs, rejects, path, read, texts = _pairs(fmt, source, "ExpertAnnotations.txt",
+    pairs, rejects, path, read, n_captions, captions = _pairs(fmt, source, "ExpertAnnotations.txt",
                                                     "image TAB caption id TAB 3 ratings (1-4), no header", options,
                                                     _expert_rating)
-    captions = _by_image(texts)
     own = [p for p in pairs if p["own_reference"]]
     kept = pairs if options.own_references else [p for p in pairs if not p["own_reference"]]
     for p in kept:  # the image's five captions; an own-reference pair's without its own candidate
         p["refs"] = _references(captions.get(p["image_id"], []), {_words(p["text"])} if p["own_reference"] else set())
     evaluation = [p for p in pairs if not p["own_reference"]]
     counts = {"pairs": read, "own_reference_pairs": len(own), "evaluation_pairs": len(evaluation),
-              "evaluation_judgements": sum(len(p["expert_ratings"]) for p in evaluation), "captions": len(texts)}
+              "evaluation_judgements": sum(len(p["expert_ratings"]) for p in evaluation), "captions": n_captions}
     return Imported({"pairs": (rows_table(kept, SCORE_INPUT.schema), SCORE_INPUT)},
                     f"{os.path.basename(path)} (tab-separated, 5 fields, no header) + {TOKEN_FILE}", read, rejects,
                     notes={"own_reference_pairs": {"count": len(own), "kept": options.own_references}},
@@ -132,10 +125,9 @@ def read_expert(source: str, options: ImportOptions) -> Imported:
 
 def read_crowdflower(source: str, options: ImportOptions) -> Imported:
     fmt = "flickr8k-cf"
-    pairs, rejects, path, read, texts = _pairs(
+    pairs, rejects, path, read, n_captions, captions = _pairs(
         fmt, source, "CrowdFlowerAnnotations.txt",
         "image TAB caption id TAB percent yes TAB yes votes TAB no votes, no header", options, _crowdflower_rating)
-    captions = _by_image(texts)
     judged_own: dict[str, set[str]] = {}
     for p in pairs:
         if p["own_reference"]:
@@ -145,4 +137,4 @@ def read_crowdflower(source: str, options: ImportOptions) -> Imported:
     return Imported({"pairs": (rows_table(pairs, SCORE_INPUT.schema), SCORE_INPUT)},
                     f"{os.path.basename(path)} (tab-separated, 5 fields, no header) + {TOKEN_FILE}", read, rejects,
                     notes={"own_reference_pairs": {"count": sum(p["own_reference"] for p in pairs), "kept": True}},
-                    counts={"pairs": read, "captions": len(texts)}, published=CROWDFLOWER_COUNTS)
+                    counts={"pairs": read, "captions": n_captions}, published=CROWDFLOWER_COUNTS)

@@ -66,15 +66,31 @@ def layout_of(folder: str) -> str:
     return "snapshot of " + "/".join(kinds) + " files"
 
 
-def read_splits(folder: str) -> dict[str, pa.Table]:
-    """{split: table} of a folder; shards of one split are concatenated in name order."""
+def split_files(folder: str) -> dict[str, list[str]]:
+    """{split: its files in name order} of a folder (or of one file), read from the names alone."""
     files = [folder] if os.path.isfile(folder) else data_files(folder)
     if not files:
         raise ContractError(f"{folder}: no data file ({', '.join(SUFFIXES)}) in this folder")
-    parts: dict[str, list[pa.Table]] = {}
+    splits: dict[str, list[str]] = {}
     for path in files:
-        parts.setdefault(split_of(path, folder), []).append(read_data_file(path))
+        splits.setdefault(split_of(path, folder), []).append(path)
+    return splits
+
+
+def read_split(folder: str, paths: list[str]) -> pa.Table:
+    """One split's shards, concatenated in name order."""
     try:
-        return {split: pa.concat_tables(tables, promote_options="permissive") for split, tables in parts.items()}
+        return pa.concat_tables([read_data_file(p) for p in paths], promote_options="permissive")
     except pa.ArrowInvalid as exc:
         raise ContractError(f"{folder}: shards of one split disagree on their columns: {exc}") from exc
+
+
+def count_rows(paths: list[str]) -> int:
+    """Rows of a split's files: a Parquet file's from its footer, without reading its data."""
+    return sum(pq.ParquetFile(p).metadata.num_rows if p.endswith(".parquet") else read_data_file(p).num_rows
+               for p in paths)
+
+
+def read_splits(folder: str) -> dict[str, pa.Table]:
+    """{split: table} of a folder; shards of one split are concatenated in name order."""
+    return {split: read_split(folder, paths) for split, paths in split_files(folder).items()}

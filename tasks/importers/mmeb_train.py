@@ -11,7 +11,7 @@ from xmdata.schemas.contract import ContractError
 from xmdata.schemas.translation import QA_INPUT
 
 from .base import Imported, layout_error, reject, rows_table
-from .hf_files import data_files, layout_of, read_splits
+from .hf_files import count_rows, data_files, layout_of, read_split, split_files
 from .options import ImportOptions
 
 FORMAT = "mmeb-train"
@@ -61,10 +61,10 @@ def read_mmeb_train(source: str, options: ImportOptions) -> Imported:
     wanted = [s.strip() for s in (options.subsets or "").split(",") if s.strip()]
     rows, rejects, layouts, read, left = [], [], set(), 0, {}
     for subset, folder in subset_folders(source, wanted).items():
-        splits = read_splits(folder)
+        splits = split_files(folder)  # only the split read is loaded: the others are counted from their footers
         split = chosen_split(sorted(splits), options.split, folder)
-        left.update({f"{subset}/{name}": t.num_rows for name, t in splits.items() if name != split})
-        table = apply_active_map(splits[split], folder)
+        left.update({f"{subset}/{name}": count_rows(paths) for name, paths in splits.items() if name != split})
+        table = apply_active_map(read_split(folder, splits[split]), folder)
         missing = [c for c in REQUIRED if c not in table.column_names]
         if missing:
             raise layout_error(FORMAT, folder, EXPECTED, problem=f"split {split!r} has no {', '.join(missing)}; "

@@ -12,7 +12,7 @@ import pyarrow as pa
 from xmdata.runtime import storage
 from xmdata.runtime.atomic import write_json_atomic, write_parquet_atomic, write_text_atomic
 from xmdata.schemas.contract import ContractError
-from xmdata.schemas.languages import is_normalised
+from xmdata.schemas.languages import LANGUAGE_COLUMNS, is_normalised
 from xmdata.schemas.validate import conform
 
 from xmdata.tasks.build.rejects import concat_rejects
@@ -69,9 +69,6 @@ def import_dataset(fmt: str, source: str, out: str, options: ImportOptions | Non
     write_json_atomic(report, storage.join(out, "import_report.json"))
     write_text_atomic(report_markdown(report), storage.join(out, "import_report.md"))
     return report
-
-
-LANGUAGE_COLUMNS = ("language", "source_language")
 
 
 def check_language_codes(table, where: str) -> None:

@@ -104,7 +104,9 @@ def read_xtd10(source: str, options: ImportOptions) -> Imported:
     captions, rejects, counts = [], [], {"images": len(names)}
     for language, path in files.items():
         rows, refused = read_captions(names, language, path)
-        captions, rejects, counts[f"captions/{language}"] = captions + rows, rejects + refused, len(rows)
+        captions += rows
+        rejects += refused
+        counts[f"captions/{language}"] = len(rows)
     images = [{"id": n, "latitude": None, "longitude": None, "path": image_path(n, options.images)} for n in names]
     images, missing = drop_missing_images(images, options.images, FORMAT, "path")
     return Imported(tables={"captions": (rows_table(captions, CAPTIONS.schema), CAPTIONS),
