@@ -1,18 +1,27 @@
 """Dask clusters the runs use: a LocalCluster bound to this machine, or an existing scheduler.
 
-Every port (scheduler, workers, dashboard) is on 127.0.0.1 unless XMDATA_BIND says otherwise. A
-worker holds one copy of each model and runs one shard at a time, so processes, not threads, give
-the parallelism; each worker's torch/BLAS gets its share of the cores (no oversubscription).
+Every cluster xmdata starts speaks mutual TLS (`tls://`, owner_only.py): a client, worker or
+scheduler without the cluster's certificate is refused. Every port is on 127.0.0.1 unless
+XMDATA_BIND says otherwise. The dashboard is off unless asked for (`--dashboard`), and then on
+127.0.0.1 only; off, the scheduler's and workers' HTTP servers answer /health and nothing else
+(no metrics, task names or proxy). A worker holds one copy of each model and runs one shard at a
+time, so processes, not threads, give the parallelism; each worker's torch/BLAS gets its share of
+the cores (no oversubscription).
 """
 from __future__ import annotations
 
 import os
+
+from .owner_only import DaskCredentials, DaskTarget, new_dask_credentials
 
 BIND_ENV = "XMDATA_BIND"
 # A single-threaded worker is handed one shard at a time, none queued behind it (Dask's default
 # saturation 1.1 queues a second): a shard that kills its worker then takes no innocent queued
 # shard with it, which Dask would count towards that shard's three allowed deaths.
 ONE_SHARD_A_WORKER = {"distributed.scheduler.worker-saturation": 1.0}
+HEALTH_ONLY = {"distributed.scheduler.http.routes": ["distributed.http.health"],
+               "distributed.worker.http.routes": ["distributed.http.health"]}
+DASHBOARD_HOST = "127.0.0.1"  # whatever XMDATA_BIND says: its pages are not authenticated
 
 
 def bind_host() -> str:
@@ -28,10 +37,12 @@ def default_workers() -> int:
     return max(1, os.cpu_count() or 1)
 
 
-def start_local_cluster(n_workers: int | None = None, memory_limit: str = "auto"):
+def start_local_cluster(n_workers: int | None = None, memory_limit: str = "auto",
+                        credentials: DaskCredentials | None = None, dashboard: bool = False):
     """A LocalCluster of single-threaded worker processes, plus one per visible GPU that advertises
     GPU=1 (placement.py) — dask-cuda's LocalCUDACluster for those when installed (cuda_cluster.py);
-    returns (cluster, client)."""
+    returns (cluster, client). `credentials`: the service's; a run's own cluster gets new ones, in
+    memory only."""
     import dask
     from distributed import Client, LocalCluster
 
@@ -41,27 +52,25 @@ def start_local_cluster(n_workers: int | None = None, memory_limit: str = "auto"
     workers = n_workers or default_workers()
     threads = str(worker_threads(workers))
     host = bind_host()
-    # The dashboard is served only when asked for, and then only where XMDATA_BIND says.
-    dashboard = os.environ.get("XMDATA_DASHBOARD")
-    # Its HTTP endpoint (health, metrics; pages only with XMDATA_DASHBOARD) on a free port.
-    common = {"host": host, "dashboard_address": f"{host}:{dashboard or 0}", "memory_limit": memory_limit,
-              "scheduler_kwargs": {"dashboard": bool(dashboard)},
+    security = (credentials or new_dask_credentials()).security()
+    common = {"host": host, "protocol": "tls://", "security": security, "memory_limit": memory_limit,
+              "dashboard_address": f"{DASHBOARD_HOST}:0", "scheduler_kwargs": {"dashboard": dashboard},
               "env": {"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}}
     plan = local_cluster_plan(gpu_ids(), workers)
-    with dask.config.set(ONE_SHARD_A_WORKER):
+    with dask.config.set({**ONE_SHARD_A_WORKER, **({} if dashboard else HEALTH_ONLY)}):
         if plan.cuda:
             cluster = start_cuda_cluster(plan, **common)
         else:
             cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, **common)
             if plan.gpus:  # plus one worker per GPU, for the stages whose model runs on CUDA
                 add_gpu_workers(cluster, list(plan.gpus))
-    return cluster, Client(cluster, set_as_default=False)
+    return cluster, Client(cluster, security=security, set_as_default=False)
 
 
-def connect(address: str, timeout: float = 30.0):
+def connect(target: DaskTarget, timeout: float = 30.0):
     from distributed import Client
 
-    return Client(address, timeout=timeout, set_as_default=False)
+    return Client(target.address, security=target.security(), timeout=timeout, set_as_default=False)
 
 
 def close_local_cluster(cluster, client) -> None:

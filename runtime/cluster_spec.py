@@ -4,10 +4,15 @@ or anything else with the Cluster interface, started for a run and closed after 
 Declared once (`ClusterOptions`): the CLI's `--cluster CLASS --cluster-kwargs k=v,… --adapt MIN:MAX`,
 a release config's `cluster:` section and the release deployment's `cluster` parameter are all
 this model. No code knows any cluster class: it is imported by its dotted path when first needed.
+
+A class whose constructor takes `security` and `protocol` (LocalCluster, dask-jobqueue's) gets the
+mutual TLS of every cluster xmdata starts (owner_only.py), unless its kwargs set their own; any
+other class's security is its own configuration's.
 """
 from __future__ import annotations
 
 import importlib
+import inspect
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -58,8 +63,17 @@ def start_cluster(options: ClusterOptions, workers: int | None = None):
     scaled to `workers` when given."""
     from distributed import Client
 
+    from .owner_only import new_dask_credentials
+
+    cls, kwargs = cluster_class(options), dict(options.cluster_kwargs)
     try:
-        cluster = cluster_class(options)(**options.cluster_kwargs)
+        takes = inspect.signature(cls).parameters
+    except (TypeError, ValueError):
+        takes = {}
+    if "security" in takes and "protocol" in takes and "security" not in kwargs:
+        kwargs.update(security=new_dask_credentials().security(), protocol="tls://")
+    try:
+        cluster = cls(**kwargs)
     except (TypeError, ValueError) as exc:
         raise ContractError(f"cluster {options.cluster_class}: cannot start with "
                             f"{options.cluster_kwargs}: {exc}") from exc
@@ -67,4 +81,4 @@ def start_cluster(options: ClusterOptions, workers: int | None = None):
         cluster.adapt(minimum=options.adapt_minimum or 0, maximum=options.adapt_maximum or 1)
     elif workers:
         cluster.scale(workers)
-    return cluster, Client(cluster, set_as_default=False)
+    return cluster, Client(cluster, security=getattr(cluster, "security", None), set_as_default=False)

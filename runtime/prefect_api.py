@@ -1,6 +1,10 @@
 """One Prefect API for the whole run: the server PREFECT_API_URL names, the xmdata service's, or
 one started on 127.0.0.1 (SQLite under PREFECT_HOME) for the run's lifetime. A server started here
 dies with the process that started it, even one killed with SIGKILL (Linux parent-death signal).
+
+A server xmdata starts asks for a password (Prefect's `server.api.auth_string`, owner_only.py) and
+writes only private files (umask 077: its database and logs 0600); /api/health alone answers
+without it. The run's processes get it as PREFECT_API_AUTH_STRING.
 """
 from __future__ import annotations
 
@@ -13,6 +17,11 @@ import subprocess
 import sys
 import time
 import urllib.request
+
+from .owner_only import new_auth_string
+
+AUTH_ENV = "PREFECT_API_AUTH_STRING"  # Prefect's own client setting: every Prefect client reads it
+SERVER_AUTH_ENV = "PREFECT_SERVER_API_AUTH_STRING"
 
 
 def free_port() -> int:
@@ -29,15 +38,22 @@ def healthy(url: str) -> bool:
         return False
 
 
+def _private_child() -> None:
+    """In the server's process, before exec: private files only, and it dies with its parent."""
+    os.umask(0o077)
+    _die_with_parent()
+
+
 def _die_with_parent() -> None:
     """In the child, before exec: SIGTERM when the parent dies, however it dies (Linux only)."""
     with contextlib.suppress(Exception):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
-def launch_prefect_server(host: str = "127.0.0.1", port: int | None = None,
-                          log_path: str | None = None) -> tuple[subprocess.Popen, str]:
-    """Start `prefect server start` without waiting; returns (process, api_url)."""
+def launch_prefect_server(host: str = "127.0.0.1", port: int | None = None, log_path: str | None = None,
+                          auth: str | None = None) -> tuple[subprocess.Popen, str]:
+    """Start `prefect server start` without waiting; returns (process, api_url). `auth`: the
+    password its API asks for (`user:password`)."""
     port = port or free_port()
     prefect = os.path.join(os.path.dirname(sys.executable), "prefect")
     log = open(log_path, "ab") if log_path else subprocess.DEVNULL
@@ -45,20 +61,23 @@ def launch_prefect_server(host: str = "127.0.0.1", port: int | None = None,
     # The UI is told where the API is separately; without this it calls port 4200 whatever --port says.
     env = {**os.environ, "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_UI_API_URL": url}
     env.pop("PREFECT_API_URL", None)
+    if auth:
+        env[SERVER_AUTH_ENV] = auth
     proc = subprocess.Popen([prefect, "server", "start", "--host", host, "--port", str(port)],
                             stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
-                            preexec_fn=_die_with_parent)
+                            preexec_fn=_private_child)
     return proc, url
 
 
 def start_prefect_server(host: str = "127.0.0.1", port: int | None = None, log_path: str | None = None,
-                         timeout: float = 120.0) -> tuple[subprocess.Popen, str]:
+                         timeout: float = 120.0, auth: str | None = None) -> tuple[subprocess.Popen, str]:
     """Start `prefect server start` and wait until its API answers; returns (process, api_url).
     A new Prefect home gets a copy of the empty, migrated database (runtime/prefect_db.py)."""
-    from .prefect_db import keep_as_template, seed_home_database  # noqa: PLC0415
+    from .prefect_db import keep_as_template, make_home_private, seed_home_database  # noqa: PLC0415
 
     made_by_server = seed_home_database()
-    proc, url = launch_prefect_server(host, port, log_path)
+    make_home_private()
+    proc, url = launch_prefect_server(host, port, log_path, auth)
     wait_until_healthy(proc, url, log_path, timeout)
     if made_by_server:  # before this process publishes the address: nothing but the schema in it
         try:
@@ -98,28 +117,36 @@ def stop_process_group(proc: subprocess.Popen, grace: float = 10.0) -> None:
 
 @contextlib.contextmanager
 def prefect_api(log_path: str | None = None, host: str = "127.0.0.1", port: int | None = None,
-                url: str | None = None):
-    """Yield the API URL of this run: `url` or PREFECT_API_URL if set, else a server started on
-    host:port for the run's lifetime and stopped after it (also on Ctrl-C)."""
+                url: str | None = None, auth: str | None = None, on_start=None):
+    """Yield the API URL of this run: `url` (with its password `auth`, else PREFECT_API_AUTH_STRING's)
+    or PREFECT_API_URL if set, else a server started on host:port with a new password for the run's
+    lifetime and stopped after it (also on Ctrl-C). `on_start(auth)`: told that password."""
     url = url or os.environ.get("PREFECT_API_URL")
     server = None
     if not url:
-        server, url = start_prefect_server(host, port, log_path=log_path)
-    previous = os.environ.get("PREFECT_API_URL")
-    os.environ["PREFECT_API_URL"] = url  # read by Prefect here and inherited by Dask workers and runs
+        auth = new_auth_string()
+        if on_start:
+            on_start(auth)
+        server, url = start_prefect_server(host, port, log_path=log_path, auth=auth)
+    auth = auth or os.environ.get(AUTH_ENV)
+    settings = {"PREFECT_API_URL": url, AUTH_ENV: auth}
+    previous = {name: os.environ.get(name) for name in settings}
+    # Read by Prefect here and inherited by Dask workers and runs.
+    os.environ.update({name: value for name, value in settings.items() if value})
     try:
-        from prefect.settings import PREFECT_API_URL, temporary_settings
+        from prefect.settings import PREFECT_API_AUTH_STRING, PREFECT_API_URL, temporary_settings
 
-        with temporary_settings(updates={PREFECT_API_URL: url}):
+        with temporary_settings(updates={PREFECT_API_URL: url, **({PREFECT_API_AUTH_STRING: auth} if auth else {})}):
             yield url
     finally:
         if server is not None:
             flush_api_logs()
             stop_process_group(server)
-        if previous is None:
-            os.environ.pop("PREFECT_API_URL", None)
-        else:
-            os.environ["PREFECT_API_URL"] = previous
+        for name, value in previous.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def flush_api_logs() -> None:

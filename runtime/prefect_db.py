@@ -64,12 +64,23 @@ def seed_home_database() -> str | None:
     for template in template_paths():
         if os.path.exists(template):
             try:
-                os.makedirs(os.path.dirname(database), exist_ok=True)
+                os.makedirs(os.path.dirname(database), mode=0o700, exist_ok=True)
                 _place_copy(template, database)
                 return None
             except (OSError, sqlite3.Error, ValueError) as exc:
                 log.warning("xmdata: Prefect's database template %s not used: %s", template, exc)
     return database
+
+
+def make_home_private() -> None:
+    """The database of runs (parameters, logs, artifacts) is the owner's alone: the files a server
+    of an earlier version made with the user's umask are made 0600 (the server itself runs with
+    umask 077)."""
+    database = home_database()
+    for path in [database + end for end in ("", "-wal", "-shm", "-journal")] if database else []:
+        with contextlib.suppress(OSError):
+            if os.stat(path).st_uid == os.geteuid():
+                os.chmod(path, 0o600)
 
 
 def keep_as_template(database: str) -> None:
@@ -98,8 +109,9 @@ def _check_empty(db: sqlite3.Connection, source: str) -> None:
 
 def _place_copy(source: str, target: str) -> None:
     """SQLite's online backup of an empty Prefect database (checked), in rollback-journal mode (a
-    reader makes no -wal/-shm files next to it; Prefect turns WAL on when it connects), readable by
-    all (0644), linked into place: a file already there is never replaced."""
+    reader makes no -wal/-shm files next to it; Prefect turns WAL on when it connects), the owner's
+    alone (0600, as mkstemp makes it: a home's copy will hold the owner's runs), linked into place:
+    a file already there is never replaced."""
     fd, part = tempfile.mkstemp(dir=os.path.dirname(target), prefix=".tmp-", suffix=".db")
     os.close(fd)
     try:
@@ -108,7 +120,6 @@ def _place_copy(source: str, target: str) -> None:
             src.backup(dst)
             dst.execute("PRAGMA journal_mode=DELETE")
             _check_empty(dst, source)
-        os.chmod(part, 0o644)  # as runtime/atomic.py: mkstemp makes 0600 (no umask juggling: threads)
         with contextlib.suppress(FileExistsError):  # another process placed one first: it stays
             os.link(part, target)
     finally:
@@ -118,7 +129,7 @@ def _place_copy(source: str, target: str) -> None:
 
 def _writable_folder(path: str) -> bool:
     with contextlib.suppress(OSError):
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
     return os.access(os.path.dirname(path), os.W_OK)
 
 

@@ -12,8 +12,11 @@ import functools
 import os
 import threading
 
+from xmdata.schemas.contract import ContractError
+
+from .owner_only import external_target
 from .prefect_api import prefect_api
-from .service import SERVICE_ENV, cluster_address, ensure_service, running_service, touch_used
+from .service import SERVICE_ENV, ensure_service, prefect_auth, running_service, service_target, touch_used
 from .session import DASK_ADDRESS_ENV, execution_session, resolve_executor
 
 HEARTBEAT_S = 60.0  # a command running longer than the idle time keeps the service up
@@ -22,18 +25,27 @@ HEARTBEAT_S = 60.0  # a command running longer than the idle time keeps the serv
 @contextlib.contextmanager
 def run_environment(executor: str | None = None, dask_address: str | None = None,
                     workers: int | None = None, log_dir: str | None = None, quiet: bool = False,
-                    cluster=None):
+                    cluster=None, tls: tuple[str | None, str | None, str | None] = (None, None, None),
+                    dashboard: bool = False):
+    """`tls`: (CA, certificate, key) files for a tls:// `dask_address`; `dashboard`: a cluster
+    started for this command serves its dashboard on 127.0.0.1."""
     executor = resolve_executor(executor)  # a bad XMDATA_EXECUTOR stops here, before any start
+    address = dask_address or os.environ.get(DASK_ADDRESS_ENV)
+    target = external_target(address, *tls) if address else None  # bad TLS flags stop here too
+    if any(tls) and not address:
+        raise ContractError("--tls-ca-file, --tls-cert and --tls-key are for a tls:// --dask-address")
     service = None
     if os.environ.get(SERVICE_ENV) != "off":
         service = running_service() if os.environ.get("PREFECT_API_URL") else ensure_service(quiet=quiet)
-    address = dask_address or os.environ.get(DASK_ADDRESS_ENV)
     # The service's cluster may still be starting: its address is waited for only by a stage that uses it.
-    warm = (functools.partial(cluster_address, service["pid"])
+    warm = (functools.partial(service_target, service)
             if service and not workers and not address and not cluster else None)
-    url = os.environ.get("PREFECT_API_URL") or (service and service["prefect_api_url"])
+    named = os.environ.get("PREFECT_API_URL")
+    url = named or (service and service["prefect_api_url"])
+    auth = prefect_auth(service) if service and url == service["prefect_api_url"] else None  # else the env's
     log = os.path.join(log_dir, "prefect-server.log") if log_dir and not url else None
-    with prefect_api(log_path=log, url=url), execution_session(executor, address, workers, warm, cluster), \
+    with prefect_api(log_path=log, url=url, auth=auth), \
+            execution_session(executor, target, workers, warm, cluster, dashboard), \
             _keep_alive(service is not None):
         yield
 

@@ -2,6 +2,9 @@
 the background and found again by every later command, so a command pays neither a server start
 (6–14 s) nor a cluster start nor its workers' imports and model loads.
 
+Only its owner gets in (owner_only.py): the scheduler and workers speak mutual TLS with a CA made
+for this service, the Prefect API asks for a password made for it; both sit 0600 in the 0700
+folder `<state>.secrets/` beside the state file, where every command of the owner finds them.
 `xmdata up` starts it (a command starts it too, on first use, unless XMDATA_SERVICE=off);
 `xmdata down` stops it; `xmdata status` shows it. It stops by itself after XMDATA_IDLE_MINUTES
 (default 60) without a command. Its server and workers die with it, SIGKILL included. One service
@@ -20,9 +23,9 @@ import subprocess
 import sys
 import time
 
-from .atomic import write_json_atomic
-from .storage import cache_root
+from .owner_only import DaskCredentials, DaskTarget, open_private, private_folder, read_private_text, write_private
 from .prefect_api import healthy
+from .storage import cache_root
 
 SERVICE_ENV = "XMDATA_SERVICE"  # "off": each command starts what it needs and stops it after
 IDLE_ENV = "XMDATA_IDLE_MINUTES"
@@ -42,7 +45,8 @@ class ServiceError(RuntimeError):
 
 
 def state_dir() -> str:
-    return os.path.join(cache_root(), "service")
+    """The services' folder: the owner's alone (0700), refused if anyone else can write to it."""
+    return private_folder(os.path.join(cache_root(), "service"))
 
 
 def _key() -> str:
@@ -54,7 +58,19 @@ def _key() -> str:
 
 def paths() -> dict[str, str]:
     base = os.path.join(state_dir(), _key())
-    return {"state": base + ".json", "log": base + ".log", "lock": base + ".lock", "used": base + ".used"}
+    return {"state": base + ".json", "log": base + ".log", "lock": base + ".lock", "used": base + ".used",
+            "secrets": base + ".secrets"}
+
+
+def service_target(state: dict, timeout: float = None) -> DaskTarget:
+    """The service's scheduler (waited for while its cluster starts) with its credentials."""
+    address = cluster_address(state["pid"], **({"timeout": timeout} if timeout else {}))
+    return DaskTarget(address, DaskCredentials.read(state["secrets"]))
+
+
+def prefect_auth(state: dict) -> str:
+    """The password of the service's Prefect API (`user:password`, as the UI's login asks for it)."""
+    return read_private_text(os.path.join(state["secrets"], "prefect-auth"))
 
 
 def code_fingerprint() -> str:
@@ -104,29 +120,29 @@ def running_service() -> dict | None:
 
 
 def touch_used() -> None:
-    with open(paths()["used"], "a", encoding="utf-8"):
+    with open_private(paths()["used"], "ab"):
         os.utime(paths()["used"])
 
 
-def ensure_service(workers: int | None = None, quiet: bool = False) -> dict:
-    """The running service, started (and waited for) if there is none; one start at a time."""
-    os.makedirs(state_dir(), exist_ok=True)
-    with open(paths()["lock"], "w") as lock:
+def ensure_service(workers: int | None = None, quiet: bool = False, dashboard: bool = False) -> dict:
+    """The running service, started (and waited for) if there is none; one start at a time.
+    `dashboard`: a running service without its dashboard is restarted with it."""
+    with open_private(paths()["lock"], "wb") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         state = read_state()
         if state and alive(state["pid"]):
             if (state["fingerprint"] == code_fingerprint() and healthy(state["prefect_api_url"])
-                    and not cluster_starting_too_long(state)):
+                    and not cluster_starting_too_long(state) and (state.get("dashboard") or not dashboard)):
                 touch_used()
                 return state
             if not quiet:
-                print("xmdata: the running service has other code or does not answer; restarting it",
-                      file=sys.stderr)
+                print("xmdata: the running service has other code, does not answer or has no dashboard; "
+                      "restarting it", file=sys.stderr)
             stop_service(state)
-        return _start(workers, quiet)
+        return _start(workers, quiet, dashboard)
 
 
-def _start(workers: int | None, quiet: bool) -> dict:
+def _start(workers: int | None, quiet: bool, dashboard: bool = False) -> dict:
     p = paths()
     if os.path.exists(p["state"]):
         os.unlink(p["state"])
@@ -136,7 +152,9 @@ def _start(workers: int | None, quiet: bool) -> dict:
     command = [sys.executable, "-m", "xmdata.runtime.service_main", "--fingerprint", code_fingerprint()]
     if workers:
         command += ["--workers", str(workers)]
-    with open(p["log"], "ab") as log:
+    if dashboard:
+        command += ["--dashboard"]
+    with open_private(p["log"], "ab") as log:
         proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 env=env, start_new_session=True, cwd="/")
     deadline = time.monotonic() + 300
@@ -209,4 +227,4 @@ def stop_service(state: dict | None = None, timeout: float = 60.0) -> bool:
 
 
 def write_state(state: dict) -> None:
-    write_json_atomic(state, paths()["state"])
+    write_private(paths()["state"], json.dumps(state, indent=1))

@@ -1,7 +1,8 @@
 """Where a run's stages execute: chosen per stage, by size, from what is at hand.
 
 - `--executor inprocess`: every shard in this process (tests that do not test the cluster).
-- `--executor dask`, `--dask-address` or XMDATA_DASK_ADDRESS: every shard on a cluster.
+- `--executor dask`, `--dask-address` or XMDATA_DASK_ADDRESS: every shard on a cluster (a `tls://`
+  one with `--tls-ca-file/--tls-cert/--tls-key` or Dask's own TLS config: owner_only.external_target).
 - `auto` (default): a stage whose pending rows fit under its `inline_rows` runs in this process,
   where nothing needs starting or shipping; so does any stage of at most SMALL_ROWS rows when no
   warm cluster is at hand. Everything else goes to a warm cluster — an address, or the xmdata
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from .cluster import close_local_cluster, connect, start_local_cluster
+from .owner_only import DaskTarget, external_target
 
 EXECUTOR_ENV = "XMDATA_EXECUTOR"
 DASK_ADDRESS_ENV = "XMDATA_DASK_ADDRESS"
@@ -30,24 +32,29 @@ SMALL_ROWS = 2_000  # below this, starting a cluster costs more than two process
 @dataclass
 class ExecutionSession:
     executor: str = "auto"
-    address: str | None = None  # an existing scheduler: every stage runs there
+    address: DaskTarget | str | None = None  # an existing scheduler: every stage runs there
     workers: int | None = None  # LocalCluster size when one must be started
-    # The xmdata service's warm cluster, if up: its address, or a function that waits for it.
-    service_address: str | Callable[[], str] | None = None
+    # The xmdata service's warm cluster, if up: its target, or a function that waits for it.
+    service_address: DaskTarget | str | Callable[[], DaskTarget] | None = None
     cluster: object = None  # ClusterOptions: a cluster manager (SLURM, Kubernetes…) started when needed
+    dashboard: bool = False  # a cluster started here serves its dashboard (127.0.0.1)
     _client: object = None
     _cluster: object = None
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     def __post_init__(self):
         self.executor = resolve_executor(self.executor)
+        if isinstance(self.address, str):  # a Python caller's address: Dask's own security config
+            self.address = DaskTarget(self.address)
 
     @property
-    def warm_address(self) -> str | None:
+    def warm_address(self) -> DaskTarget | None:
         with self._lock:
             service = self.service_address
             if callable(service):  # waited for once; a failure is raised, not kept
                 self.service_address = service = service()
+            if isinstance(service, str):
+                self.service_address = service = DaskTarget(service)
             return self.address or service
 
     @property
@@ -85,7 +92,7 @@ class ExecutionSession:
 
             self._cluster, self._client = start_cluster(self.cluster, self.workers)
         else:
-            self._cluster, self._client = start_local_cluster(self.workers)
+            self._cluster, self._client = start_local_cluster(self.workers, dashboard=self.dashboard)
 
     def close(self) -> None:
         if self._cluster is not None:
@@ -111,11 +118,13 @@ _default: ExecutionSession | None = None
 
 
 @contextlib.contextmanager
-def execution_session(executor: str | None = None, address: str | None = None,
-                      workers: int | None = None, service_address: str | Callable[[], str] | None = None,
-                      cluster=None):
-    session = ExecutionSession(executor, address or os.environ.get(DASK_ADDRESS_ENV),
-                               workers, service_address, cluster)
+def execution_session(executor: str | None = None, address: DaskTarget | str | None = None,
+                      workers: int | None = None,
+                      service_address: DaskTarget | Callable[[], DaskTarget] | None = None,
+                      cluster=None, dashboard: bool = False):
+    if address is None and os.environ.get(DASK_ADDRESS_ENV):
+        address = external_target(os.environ[DASK_ADDRESS_ENV])
+    session = ExecutionSession(executor, address, workers, service_address, cluster, dashboard)
     token = _current.set(session)
     try:
         yield session
@@ -132,7 +141,8 @@ def cluster_scope(options):
     if options is None or current.cluster is not None or current.address:
         yield current
         return
-    with execution_session(current.executor, workers=current.workers, cluster=options) as session:
+    with execution_session(current.executor, workers=current.workers, cluster=options,
+                           dashboard=current.dashboard) as session:
         yield session
 
 
@@ -144,10 +154,11 @@ def current_session() -> ExecutionSession:
     if session is not None:
         return session
     if _default is None:
-        from .service import cluster_address, running_service
+        from .service import running_service, service_target
 
         service = running_service()
-        _default = ExecutionSession(None, os.environ.get(DASK_ADDRESS_ENV), service_address=service and
-                                    functools.partial(cluster_address, service["pid"]))
+        address = os.environ.get(DASK_ADDRESS_ENV)
+        _default = ExecutionSession(None, address and external_target(address),
+                                    service_address=service and functools.partial(service_target, service))
         atexit.register(_default.close)
     return _default

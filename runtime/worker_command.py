@@ -4,6 +4,9 @@ Plain: one single-threaded worker (a worker holds one copy of each model and run
 time). `--gpu`: one worker per visible GPU, each pinned to its device and advertising the Dask
 resource GPU=1, so translation, QE and scoring shards go there (placement.py). The same by hand:
 `CUDA_VISIBLE_DEVICES=0 dask worker ADDRESS --nthreads 1 --resources GPU=1`.
+
+A `tls://` scheduler: `--tls-ca-file/--tls-cert/--tls-key`, or Dask's own TLS config, which `dask
+worker` reads itself. A plain `tcp://` one off this machine is joined with a one-line warning.
 """
 from __future__ import annotations
 
@@ -13,12 +16,15 @@ import sys
 
 from xmdata.schemas.contract import ContractError
 
+from .owner_only import external_target
 from .placement import gpu_ids
 
 
 def worker_command(args) -> int:
     dask = os.path.join(os.path.dirname(sys.executable), "dask")
-    base = [dask, "worker", args.address, "--nthreads", "1", "--no-dashboard"]
+    target = external_target(args.address, args.tls_ca_file, args.tls_cert, args.tls_key)  # checked, warned
+    base = [dask, "worker", args.address, "--nthreads", "1", "--no-dashboard",
+            *(target.credentials.worker_flags() if target.credentials else [])]
     if not args.gpu:
         return subprocess.call(base)
     devices = gpu_ids()

@@ -78,15 +78,18 @@ def prefect_server(service):
     """The service's Prefect API, for tests that run flows in this process. Prefect reads its
     settings when first imported, so the URL is set in its settings context as well as the
     environment: without that, a flow run here would start Prefect's temporary server (~10 s)."""
-    from prefect.settings import PREFECT_API_URL, temporary_settings
+    from prefect.settings import PREFECT_API_AUTH_STRING, PREFECT_API_URL, temporary_settings
 
-    os.environ["PREFECT_API_URL"] = service["prefect_api_url"]
-    from xmdata.runtime.prefect_api import flush_api_logs
+    from xmdata.runtime.prefect_api import AUTH_ENV, flush_api_logs
+    from xmdata.runtime.service import prefect_auth
 
-    with temporary_settings(updates={PREFECT_API_URL: service["prefect_api_url"]}):
+    auth = prefect_auth(service)  # found as every process of the owner finds it
+    os.environ.update({"PREFECT_API_URL": service["prefect_api_url"], AUTH_ENV: auth})
+    with temporary_settings(updates={PREFECT_API_URL: service["prefect_api_url"], PREFECT_API_AUTH_STRING: auth}):
         yield service["prefect_api_url"]
         flush_api_logs()  # while the service's server still listens
     os.environ.pop("PREFECT_API_URL", None)
+    os.environ.pop(AUTH_ENV, None)
 
 
 @pytest.fixture(scope="session")

@@ -38,6 +38,7 @@ def test_a_named_cluster_class_is_built_with_its_kwargs_adapts_and_runs_shards(t
     try:
         executor = session.executor_for(Stage("upper", "1", upper), 3, 2)
         assert isinstance(executor, DaskExecutor) and isinstance(session._cluster, LocalCluster)
+        assert session._cluster.scheduler_address.startswith("tls://")  # the TLS of every cluster xmdata starts
         adaptive = session._cluster._adaptive
         assert (adaptive.minimum, adaptive.maximum) == (1, 2)
         outcomes = list(executor.run(Stage("upper", "1", upper), list(enumerate(shards)), str(tmp_path)))

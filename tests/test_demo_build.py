@@ -113,23 +113,29 @@ def test_sigkill_mid_run_resumes_without_redoing_and_matches(reference_release, 
 
 
 def test_existing_scheduler_and_two_workers_give_the_same_release(reference_release, cluster_env, tmp_path):
+    """A secured cluster of the user's own: a `dask scheduler` speaking mutual TLS, two `xmdata worker`s
+    and the demo given the three certificate files; a client without them is refused."""
     from distributed import Client
+
+    from xmdata.runtime.owner_only import new_dask_credentials
     from xmdata.runtime.prefect_api import free_port, stop_process_group
 
-    address = f"tcp://127.0.0.1:{free_port()}"
+    tls = new_dask_credentials("test-cluster").write(str(tmp_path / "tls"))
+    address = f"tls://127.0.0.1:{free_port()}"
     dask = os.path.join(BIN, "dask")
     procs = [subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", address.rsplit(":", 1)[1],
-                               "--no-dashboard"], env=cluster_env, start_new_session=True,
-                              stderr=subprocess.DEVNULL)]
+                               "--protocol", "tls", "--no-dashboard", *tls.worker_flags()], env=cluster_env,
+                              start_new_session=True, stderr=subprocess.DEVNULL)]
     try:
         time.sleep(1)
-        procs += [subprocess.Popen([dask, "worker", address, "--nthreads", "1", "--no-dashboard",
-                                    "--host", "127.0.0.1", "--local-directory", str(tmp_path / f"w{i}")],
+        procs += [subprocess.Popen([os.path.join(BIN, "xmdata"), "worker", address, *tls.worker_flags()],
                                    env=cluster_env, start_new_session=True, stderr=subprocess.DEVNULL)
-                  for i in range(2)]
-        with Client(address, timeout=60) as client:
+                  for _ in range(2)]
+        with Client(address, security=tls.security(), timeout=60) as client:
             client.wait_for_workers(2, timeout=120)
-            run_demo(tmp_path / "remote", cluster_env, "--dask-address", address)
+            with pytest.raises(OSError):  # no certificate: the scheduler does not talk to it
+                Client(address.replace("tls://", "tcp://"), timeout=5)
+            run_demo(tmp_path / "remote", cluster_env, "--dask-address", address, *tls.worker_flags())
             loads = client.run(lambda: (lambda r: (r.load_count, len(r._loaded)))(
                 __import__("xmdata.models.registry").models.registry))
         assert release_files(tmp_path / "remote") == release_files(reference_release)

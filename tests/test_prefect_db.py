@@ -44,7 +44,7 @@ def test_a_new_home_gets_a_copy_of_the_template_and_an_old_one_is_left_alone(new
     _fake_template(tmp_path / TEMPLATE)
     assert prefect_db.seed_home_database() is None  # seeded: nothing left for the server to make
     assert _alembic_version(new_home / "prefect.db") == "head-of-the-template"
-    assert oct(os.stat(new_home / "prefect.db").st_mode & 0o777) == oct(0o644)  # not mkstemp's 0600
+    assert oct(os.stat(new_home / "prefect.db").st_mode & 0o777) == oct(0o600)  # the owner's runs will be in it
     with sqlite3.connect(new_home / "prefect.db") as db:
         db.execute("UPDATE alembic_version SET version_num = 'the-home-s-own'")
     assert prefect_db.seed_home_database() is None

@@ -140,30 +140,35 @@ def test_a_run_killed_mid_upload_leaves_only_whole_recorded_shards_and_resumes(s
 @pytest.mark.slow
 def test_workers_sharing_only_the_store_and_the_scheduler_build_the_local_bytes(s3, s3_env, local_lid, tmp_path):
     """Dask workers each started in an empty folder of their own, with an environment holding only
-    PATH and the AWS variables: no shared disk, no shared cache, no shared home."""
+    PATH, the AWS variables and Dask's TLS config: no shared disk, no shared cache, no shared home;
+    the scheduler speaks mutual TLS only."""
     from distributed import Client
 
+    from xmdata.runtime.owner_only import new_dask_credentials
     from xmdata.runtime.prefect_api import free_port, stop_process_group
 
-    address = f"tcp://127.0.0.1:{free_port()}"
+    tls = new_dask_credentials("test-store").write(str(tmp_path / "tls"))
+    dask_tls = {"DASK_DISTRIBUTED__COMM__TLS__CA_FILE": tls.ca, "DASK_DISTRIBUTED__COMM__TLS__WORKER__CERT": tls.cert,
+                "DASK_DISTRIBUTED__COMM__TLS__WORKER__KEY": tls.key}  # Dask's own config, as a user sets it
+    address = f"tls://127.0.0.1:{free_port()}"
     procs = [subprocess.Popen([os.path.join(BIN, "dask"), "scheduler", "--host", "127.0.0.1", "--port",
-                               address.rsplit(":", 1)[1], "--no-dashboard"], env=s3_env,
-                              start_new_session=True, stderr=subprocess.DEVNULL)]
+                               address.rsplit(":", 1)[1], "--protocol", "tls", "--no-dashboard",
+                               *tls.worker_flags()], env=s3_env, start_new_session=True, stderr=subprocess.DEVNULL)]
     try:
         for i in range(2):
             home = tmp_path / f"worker-{i}"
             home.mkdir()
-            env = {"PATH": os.environ["PATH"], "HOME": str(home), **s3.env()}
+            env = {"PATH": os.environ["PATH"], "HOME": str(home), **s3.env(), **dask_tls}
             procs.append(subprocess.Popen(
                 [os.path.join(BIN, "dask"), "worker", address, "--nthreads", "1", "--no-dashboard",
                  "--host", "127.0.0.1", "--local-directory", str(home / "dask")],
                 cwd=home, env=env, start_new_session=True, stderr=subprocess.DEVNULL))
-        with Client(address, timeout=60) as client:
+        with Client(address, security=tls.security(), timeout=60) as client:
             client.wait_for_workers(2, timeout=120)
             s3.filesystem().put(sample_path("captions.jsonl"), "xmdata/inputs/shared.jsonl")
             run = xmdata(s3_env, "identify-language", "s3://xmdata/inputs/shared.jsonl", "--out",
                          "s3://xmdata/lid-workers", "--shards", "3", "--dask-address", address,
-                         "--executor", "dask")
+                         "--executor", "dask", *tls.worker_flags())
             assert run.returncode == 0, run.stderr[-2000:]
             ran_on = client.run(lambda: __import__("os").getcwd())
         assert s3_files(s3, "xmdata/lid-workers") == local_lid

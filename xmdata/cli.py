@@ -36,7 +36,12 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
                    help="a LocalCluster of N worker processes for this command alone "
                         "(default: the xmdata service's warm cluster, one worker per core)")
     p.add_argument("--dask-address", default=None,
-                   help="run every stage on an existing Dask scheduler (tcp://host:port); env XMDATA_DASK_ADDRESS")
+                   help="run every stage on an existing Dask scheduler (tls://host:port with the three --tls-* "
+                        "files or Dask's TLS config; tcp:// only on a network you trust); env XMDATA_DASK_ADDRESS")
+    _add_tls_flags(p, "with a tls:// --dask-address")
+    p.add_argument("--dashboard", action="store_true",
+                   help="a Dask cluster this command starts serves its dashboard on 127.0.0.1 (off by default; "
+                        "the service's: `xmdata up --dashboard`)")
     p.add_argument("--executor", choices=EXECUTORS, default=None,
                    help="auto (default): small stages in this process, the rest on the cluster; "
                         "inprocess: everything here; dask: everything on the cluster. Env XMDATA_EXECUTOR")
@@ -49,6 +54,13 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--storage-option", action="append", default=None, metavar="KEY=VALUE",
                    help="for s3:// gs:// az:// URLs, repeatable, e.g. endpoint_url=http://127.0.0.1:8333 "
                         "(credentials otherwise from the usual environment: AWS_ACCESS_KEY_ID, …)")
+
+
+def _add_tls_flags(p: argparse.ArgumentParser, when: str) -> None:
+    """Dask's own spellings (`dask worker --tls-ca-file …`): the files of a cluster of the user's own."""
+    for flag, what in (("--tls-ca-file", "the CA certificate"), ("--tls-cert", "this process's certificate"),
+                       ("--tls-key", "its private key")):
+        p.add_argument(flag, default=None, metavar="FILE", help=f"{what} (PEM), {when}")
 
 
 EMBEDDING_DTYPES = [d for d in typing.get_args(ScoringParams.model_fields["embeddings"].annotation) if d != "none"]
@@ -92,11 +104,14 @@ def build_parser() -> argparse.ArgumentParser:
     up = sub.add_parser("up", help="start the xmdata service in the background: a Prefect server and a "
                         "warm Dask cluster on 127.0.0.1 that every later command reuses")
     up.add_argument("--workers", type=positive_int, default=None, help="worker processes (default: one per core)")
+    up.add_argument("--dashboard", action="store_true",
+                    help="serve the Dask dashboard on 127.0.0.1 (off by default: its pages ask for no password)")
     sub.add_parser("down", help="stop the xmdata service: workers, scheduler and Prefect server")
     worker = sub.add_parser("worker", help="Dask worker(s) for an existing scheduler; --gpu: one per "
                             "visible GPU, each advertising the resource GPU=1 (GPU stages run there)")
-    worker.add_argument("address", help="the scheduler, tcp://host:8786")
+    worker.add_argument("address", help="the scheduler, tls://host:8786 (tcp:// only on a network you trust)")
     worker.add_argument("--gpu", action="store_true", help="one worker per visible GPU, each pinned to it")
+    _add_tls_flags(worker, "for a tls:// scheduler (default: Dask's TLS config)")
     sub.add_parser("status", help="is the xmdata service up; its URLs, workers and loaded models")
 
     serve = sub.add_parser("serve", help="a Prefect server on 127.0.0.1 and a process serving the deployments "

@@ -47,7 +47,8 @@ def run_flow(flow_fn, args, summary_dir: str | None = None, cluster=None, **para
     os.environ[PROGRESS_ENV] = "0" if args.quiet else "1"
     started = time.perf_counter()
     log_dir = None if storage.is_url(summary_dir or args.out) else summary_dir or args.out
-    with run_environment(args.executor, args.dask_address, args.workers, log_dir, args.quiet, cluster):
+    with run_environment(args.executor, args.dask_address, args.workers, log_dir, args.quiet, cluster,
+                         tls=(args.tls_ca_file, args.tls_cert, args.tls_key), dashboard=args.dashboard):
         summary = flow_fn(out=args.out, shards=args.shards, **params)
     if not args.quiet:
         print(storage.read_text(storage.join(summary_dir or args.out, "summary.md")))

@@ -1,6 +1,9 @@
 """`xmdata serve`: what a local user needs to run builds from the Prefect UI — a Prefect server on
 127.0.0.1 (unless one is named) and one process serving every deployment of prefect.yaml. Ctrl-C
-(or SIGTERM) stops the serving process, then the server it started."""
+(or SIGTERM) stops the serving process, then the server it started.
+
+The server it starts asks for a password (owner_only.py), new each time, written 0600 beside its log
+in a 0700 folder: the UI's login page takes the file's line; the flow runs it starts inherit it."""
 from __future__ import annotations
 
 import os
@@ -10,6 +13,7 @@ import tempfile
 
 import yaml
 
+from xmdata.runtime.owner_only import write_private
 from xmdata.runtime.prefect_api import prefect_api
 
 RUN_POLL_SECONDS = 2
@@ -44,19 +48,22 @@ def _interrupt(*_):
 def serve_deployments(args) -> int:
     path = os.path.abspath(args.prefect_yaml or ("prefect.yaml" if os.path.exists("prefect.yaml") else PROJECT_YAML))
     named = args.api_url or os.environ.get("PREFECT_API_URL")
-    log = None
+    log = password = None
     if not named:
-        log = os.path.join(tempfile.mkdtemp(prefix="xmdata-serve-"), "prefect-server.log")
+        folder = tempfile.mkdtemp(prefix="xmdata-serve-")  # 0700
+        log, password = os.path.join(folder, "prefect-server.log"), os.path.join(folder, "ui-password")
         print(f"starting a Prefect server on {args.host}:{args.port} (log: {log})…", flush=True)
     signal.signal(signal.SIGTERM, _interrupt)  # a service manager's stop is a Ctrl-C too
     try:
-        with prefect_api(log_path=log, host=args.host, port=args.port, url=named) as api_url:
+        with prefect_api(log_path=log, host=args.host, port=args.port, url=named,
+                         on_start=lambda auth: write_private(password, auth + "\n")) as api_url:
             from prefect import serve
             from prefect.settings import PREFECT_RUNNER_POLL_FREQUENCY, temporary_settings
 
             deployments = load_deployments(path, args.activate_schedules)
             ui = api_url[:-len("/api")] if api_url.endswith("/api") else api_url
-            print(f"serving {len(deployments)} deployments from {path}; UI: {ui} — Ctrl-C stops", flush=True)
+            login = f" (password: the line in {password})" if password else ""
+            print(f"serving {len(deployments)} deployments from {path}; UI: {ui}{login} — Ctrl-C stops", flush=True)
             # A run started from the UI starts within 2 s, not Prefect's 10: one small query a poll.
             poll = os.environ.get("PREFECT_RUNNER_POLL_FREQUENCY") or RUN_POLL_SECONDS
             with temporary_settings(updates={PREFECT_RUNNER_POLL_FREQUENCY: poll}):
