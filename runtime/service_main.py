@@ -17,7 +17,7 @@ import time
 
 from .cluster import bind_host, close_local_cluster, default_workers, start_local_cluster
 from .owner_only import new_auth_string, new_dask_credentials, write_private
-from .prefect_api import AUTH_ENV, start_prefect_server, stop_process_group
+from .prefect_api import start_prefect_server, stop_process_group
 from .service import DEFAULT_IDLE_MINUTES, IDLE_ENV, paths, write_state
 
 CHECK_EVERY_S = 1.0  # also how fast a SIGTERM is noticed
@@ -54,7 +54,6 @@ def main() -> None:
     credentials = new_dask_credentials("xmdata-service").write(secrets)
     auth = new_auth_string()
     write_private(os.path.join(secrets, "prefect-auth"), auth + "\n")
-    os.environ[AUTH_ENV] = auth  # the workers' own Prefect client, as every command's (inherited)
     server, api_url = start_prefect_server(host, log_path=paths()["log"], timeout=240, auth=auth)
     cluster = client = None
     try:

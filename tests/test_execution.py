@@ -81,7 +81,7 @@ def test_the_services_cluster_is_waited_for_only_by_a_stage_that_goes_there():
 
     session = ExecutionSession("auto", None, service_address=cluster_address)
     assert session.executor_for(Light(), 50, 4).where == "in-process" and asked == []
-    assert session.has_warm_cluster and session.warm_address == "tcp://warm" == session.warm_address
+    assert session.has_warm_cluster and session.warm_address.address == "tcp://warm" == session.warm_address.address
     assert asked == [1]
 
 

@@ -48,7 +48,8 @@ def test_up_status_reuse_down_and_every_port_on_loopback(own_env, tmp_path):
     up = xmdata(own_env, "up")
     assert up.returncode == 0, up.stderr[-2000:]
     state = state_of(own_env)
-    assert "Prefect API  http://127.0.0.1:" in up.stdout and state["dask_address"].startswith("tcp://127.0.0.1:")
+    assert "Prefect API  http://127.0.0.1:" in up.stdout and state["dask_address"].startswith("tls://127.0.0.1:")
+    assert "UI password  in " in up.stdout and "mutual TLS" in up.stdout
     tree = service_tree(state)
     assert len(tree) >= 4  # the service (scheduler), its Prefect server, a nanny'd worker per core
     ports = [c.laddr for p in tree for c in p.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN]
