@@ -11,8 +11,10 @@ the cores (no oversubscription).
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
-from .owner_only import DaskCredentials, DaskTarget, new_dask_credentials
+if TYPE_CHECKING:  # owner_only imports the contract (pyarrow): not for `xmdata --help`
+    from .owner_only import DaskCredentials, DaskTarget
 
 BIND_ENV = "XMDATA_BIND"
 # A single-threaded worker is handed one shard at a time, none queued behind it (Dask's default
@@ -47,6 +49,7 @@ def start_local_cluster(n_workers: int | None = None, memory_limit: str = "auto"
     from distributed import Client, LocalCluster
 
     from .cuda_cluster import local_cluster_plan, start_cuda_cluster
+    from .owner_only import new_dask_credentials
     from .placement import add_gpu_workers, gpu_ids
 
     workers = n_workers or default_workers()

@@ -18,10 +18,12 @@ import functools
 import os
 import threading
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from .cluster import close_local_cluster, connect, start_local_cluster
-from .owner_only import DaskTarget, external_target
+
+if TYPE_CHECKING:  # owner_only imports the contract (pyarrow): not for `xmdata --help`
+    from .owner_only import DaskTarget
 
 EXECUTOR_ENV = "XMDATA_EXECUTOR"
 DASK_ADDRESS_ENV = "XMDATA_DASK_ADDRESS"
@@ -44,6 +46,8 @@ class ExecutionSession:
 
     def __post_init__(self):
         self.executor = resolve_executor(self.executor)
+        from .owner_only import DaskTarget
+
         if isinstance(self.address, str):  # a Python caller's address: Dask's own security config
             self.address = DaskTarget(self.address)
 
@@ -54,6 +58,8 @@ class ExecutionSession:
             if callable(service):  # waited for once; a failure is raised, not kept
                 self.service_address = service = service()
             if isinstance(service, str):
+                from .owner_only import DaskTarget
+
                 self.service_address = service = DaskTarget(service)
             return self.address or service
 
@@ -123,6 +129,8 @@ def execution_session(executor: str | None = None, address: DaskTarget | str | N
                       service_address: DaskTarget | Callable[[], DaskTarget] | None = None,
                       cluster=None, dashboard: bool = False):
     if address is None and os.environ.get(DASK_ADDRESS_ENV):
+        from .owner_only import external_target
+
         address = external_target(os.environ[DASK_ADDRESS_ENV])
     session = ExecutionSession(executor, address, workers, service_address, cluster, dashboard)
     token = _current.set(session)
@@ -154,6 +162,7 @@ def current_session() -> ExecutionSession:
     if session is not None:
         return session
     if _default is None:
+        from .owner_only import external_target
         from .service import running_service, service_target
 
         service = running_service()
