@@ -18,7 +18,7 @@ import sys
 import time
 import urllib.request
 
-from .owner_only import new_auth_string
+from .owner_only import new_auth_string, open_private
 
 AUTH_ENV = "PREFECT_API_AUTH_STRING"  # Prefect's own client setting: every Prefect client reads it
 SERVER_AUTH_ENV = "PREFECT_SERVER_API_AUTH_STRING"
@@ -56,7 +56,7 @@ def launch_prefect_server(host: str = "127.0.0.1", port: int | None = None, log_
     password its API asks for (`user:password`)."""
     port = port or free_port()
     prefect = os.path.join(os.path.dirname(sys.executable), "prefect")
-    log = open(log_path, "ab") if log_path else subprocess.DEVNULL
+    log = open_private(log_path, "ab") if log_path else subprocess.DEVNULL
     url = f"http://{host}:{port}/api"
     # The UI is told where the API is separately; without this it calls port 4200 whatever --port says.
     env = {**os.environ, "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_UI_API_URL": url}

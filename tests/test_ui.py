@@ -1,10 +1,16 @@
 """The Prefect UI, driven in headless Chromium as a user would: `xmdata serve`, open the release
-deployment, start a custom run with one parameter changed, wait for it, find its artifact.
+deployment, start a custom run with one parameter changed, wait for it, find its artifact. The server it
+starts asks for a password: the test reads it where the serve line says, as a user would, and logs in
+through the UI's login page.
 
 Needs Debian's chromium (`.ci/run` installs it); deselect locally with -m 'not browser'."""
+import base64
 import json
 import os
+import re
+import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -13,7 +19,7 @@ import urllib.request
 
 import pytest
 
-from ui_driver import CHROMIUM, find_artifact, launch_chromium, open_deployment, start_custom_run, \
+from ui_driver import CHROMIUM, find_artifact, launch_chromium, log_in, open_deployment, start_custom_run, \
     wait_for_flow_run, wait_for_ui_state
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
@@ -48,29 +54,65 @@ def served(tmp_path, tiny_models):
     proc = subprocess.Popen([sys.executable, "-c", ctrl_c, os.path.join(BIN, "xmdata"), "serve", "--port", str(port)],
                             cwd=tmp_path, env=env,
                             stdout=open(log, "w"), stderr=subprocess.STDOUT, start_new_session=True)
+    password_file = None
     try:
         wait_for_line(log, "serving 7 deployments", proc)
-        yield f"http://127.0.0.1:{port}", proc, log
+        said = re.search(r"\(password: the line in (.+?)\)", open(log, encoding="utf-8").read())
+        assert said, "the serve line names no password file: " + open(log).read()[-3000:]
+        password_file = said.group(1)
+        yield f"http://127.0.0.1:{port}", proc, log, password_file
     finally:
         stop_process_group(proc)
+        if password_file:  # serve leaves its folder (the server's log) behind; not the test's to keep
+            shutil.rmtree(os.path.dirname(password_file), ignore_errors=True)
+
+
+def api_status(url, body=None, auth=None):
+    """The HTTP status of GET `url` (POST with a JSON `body`), with basic `auth` (`user:password`) if given."""
+    headers = {"Content-Type": "application/json"}
+    if auth:
+        headers["Authorization"] = "Basic " + base64.b64encode(auth.encode()).decode()
+    request = urllib.request.Request(url, data=None if body is None else json.dumps(body).encode(), headers=headers,
+                                     method="GET" if body is None else "POST")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status
+    except urllib.error.HTTPError as refused:
+        return refused.code
 
 
 def test_release_runs_from_the_ui_with_a_changed_parameter(served, tmp_path):
     from playwright.sync_api import sync_playwright
 
-    ui, proc, log = served
+    ui, proc, log, password_file = served
+    assert stat.S_IMODE(os.stat(password_file).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(os.path.dirname(password_file)).st_mode) == 0o700
+    password = open(password_file, encoding="utf-8").read().strip()
+    user, _, secret = password.partition(":")
+    assert user and secret, "not a user:password line"
+    # Refused without the password (or with a wrong one); only the health check is open.
+    assert api_status(f"{ui}/api/flows/filter", {}) == 401
+    assert api_status(f"{ui}/api/flows/filter", {}, auth=f"{user}:not-{secret}") == 401
+    assert api_status(f"{ui}/api/health") == 200
+    assert api_status(f"{ui}/api/flows/filter", {}, auth=password) == 200
     os.makedirs(ARTEFACTS, exist_ok=True)
     with sync_playwright() as p:
         browser = launch_chromium(p)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         try:
+            log_in(page, ui, password, screenshot=os.path.join(ARTEFACTS, "ui-login.png"))
+            # Logged in, the UI's every API call carries the password: none is refused from here on.
+            refused = []
+            page.on("response", lambda r: refused.append(f"{r.request.method} {r.url}")
+                    if r.status == 401 and "/api/" in r.url else None)
             open_deployment(page, ui, "release", "demo-release")
             run_id = start_custom_run(page, {"shards": "2"})  # the config says 8
-            run = wait_for_flow_run(f"{ui}/api", run_id, timeout=900)
+            run = wait_for_flow_run(f"{ui}/api", run_id, timeout=900, auth=password)
             assert run["parameters"]["shards"] == 2 and run["parameters"]["config"] == "demo"
             wait_for_ui_state(page, "Completed")
             assert find_artifact(page, ui, run_id, "release-card")
             assert page.get_by_text("Caption statistics").first.is_visible()
+            assert not refused, refused
         finally:
             page.screenshot(path=os.path.join(ARTEFACTS, "ui-release-run.png"), full_page=True)
             browser.close()
@@ -83,5 +125,8 @@ def test_release_runs_from_the_ui_with_a_changed_parameter(served, tmp_path):
 
     proc.send_signal(signal.SIGINT)  # Ctrl-C: the serving process stops, then the server it started
     assert proc.wait(timeout=90) == 0, open(log).read()[-3000:]
+    server_log = os.path.join(os.path.dirname(password_file), "prefect-server.log")
+    assert stat.S_IMODE(os.stat(server_log).st_mode) == 0o600  # the server's log is the owner's too
+    assert not os.path.exists(password_file)  # a stopped serve leaves no password behind
     with pytest.raises(urllib.error.URLError):
         urllib.request.urlopen(f"{ui}/api/health", timeout=5)

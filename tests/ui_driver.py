@@ -9,6 +9,25 @@ Server gotcha: `prefect server start --port N` does NOT change the API URL the U
 talks to (/ui-settings still says :4200). Start the server with
 PREFECT_UI_API_URL=http://127.0.0.1:N/api (verified; setting
 PREFECT_SERVER_API_PORT=N should also work per the settings docs, untested).
+
+Login (a server with PREFECT_SERVER_API_AUTH_STRING, as `xmdata serve` starts): the API answers
+401 {"exception_message":"Unauthorized"} to everything but GET /api/health, and /ui-settings says
+"auth": "BASIC". Any v1 page opened without a stored password lands on
+/login?redirect=<path> (its refused calls leave "Authentication failed." and "Oops. Something went
+wrong." toasts on the login page; /login opened directly shows the latter). The login page
+(component Unauthenticated) is
+  <h1 class="p-heading">Login</h1>
+  <form> <div class="p-text-input"><input type="password" placeholder="admin:pass" autofocus></div>
+         <button type="submit" class="p-button"> Login </button> </form>
+with no <label> (get_by_label finds nothing; the input is the page's only textbox). Submit checks the
+value with GET /api/admin/version sent with `Authorization: Basic btoa(value)`: 200 stores that in
+localStorage "prefect-password" and routes to ?redirect= (else /dashboard); 401 stays on /login with
+an "Authentication failed." toast. The whole `user:password` line is the value. Every later API call
+carries the header (no 401 seen after login; the pages used here open no websocket). The bare "/"
+307-redirects to the React app's own login, /v2/login?redirectTo=... (same placeholder, a submit
+button "Login"); it shares the localStorage key, so a login in either app logs in both. Only v2 has a
+"Logout" button. The React app also tries to reach sr-client-cfg.amplitude.com (telemetry; fails
+offline, harmless).
 """
 from __future__ import annotations
 
@@ -34,6 +53,30 @@ def launch_chromium(playwright, headless: bool = True):
 
 def _exact(text: str) -> re.Pattern:
     return re.compile(rf"^\s*{re.escape(text)}\s*$")
+
+
+def log_in(page, ui_url: str, password: str, screenshot: str | None = None) -> None:
+    """Open the UI, get sent to its login page, enter `password` (the `user:password` line), submit.
+
+    Ends on the page the login sends to (/dashboard). `screenshot`: a path for a shot of the login page.
+    """
+    page.set_default_timeout(UI_TIMEOUT_MS)
+    page.goto(ui_url.rstrip("/") + "/dashboard")
+    page.wait_for_url("**/login**")  # not logged in: the app routes there itself
+    field = page.locator("input[type=password]")  # placeholder "admin:pass", no label
+    field.wait_for()
+    if screenshot:  # the form fades in: finish that rather than shoot it half-drawn
+        page.get_by_role("heading", name="Login").wait_for()
+        page.screenshot(path=screenshot, animations="disabled")
+    field.fill(password)
+    # The app checks the value with GET /api/admin/version (with the header; the page's own
+    # load-time call of it, without one, is not the answer to wait for).
+    with page.expect_response(lambda r: r.url.endswith("/api/admin/version")
+                              and r.request.headers.get("authorization")) as info:
+        page.get_by_role("button", name="Login", exact=True).click()
+    if info.value.status != 200:
+        raise AssertionError(f"the UI's login was refused: {info.value.status} {info.value.text()}")
+    page.wait_for_url(lambda url: "/login" not in url)
 
 
 def open_deployment(page, ui_url: str, flow_name: str, deployment_name: str) -> str:
@@ -120,10 +163,15 @@ def start_custom_run(page, changes: dict[str, str], view_run: bool = True) -> st
     return flow_run_id
 
 
-def wait_for_flow_run(api_url: str, flow_run_id: str, timeout: float = 180.0, poll: float = 1.0) -> dict:
-    """Poll GET /api/flow_runs/{id} until final; returns the JSON, raises if not COMPLETED."""
+def wait_for_flow_run(api_url: str, flow_run_id: str, timeout: float = 180.0, poll: float = 1.0,
+                      auth: str | None = None) -> dict:
+    """Poll GET /api/flow_runs/{id} until final; returns the JSON, raises if not COMPLETED.
+
+    `auth`: the server's `user:password` (basic auth), for a server that asks for one.
+    """
     deadline = time.monotonic() + timeout
-    with httpx.Client(base_url=api_url.rstrip("/"), timeout=30) as client:
+    basic = tuple(auth.split(":", 1)) if auth else None
+    with httpx.Client(base_url=api_url.rstrip("/"), timeout=30, auth=basic) as client:
         while True:
             fr = client.get(f"/flow_runs/{flow_run_id}").raise_for_status().json()
             state = fr.get("state") or {}

@@ -71,5 +71,7 @@ def serve_deployments(args) -> int:
     except KeyboardInterrupt:
         pass  # prefect_api has stopped the server it started
     finally:
+        if password and os.path.exists(password):  # it opens nothing now; the log stays for reading
+            os.unlink(password)
         print("stopped", file=sys.stderr, flush=True)
     return 0
