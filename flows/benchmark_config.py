@@ -5,19 +5,16 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
+from xmdata.runtime.params import Strict
 from xmdata.tasks.evaluation.params import metric_params
 from xmdata.tasks.stage_params import ScoringParams
 
 from .translation_options import FilterOptions, TranslatorOptions
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class BenchmarkSet(_Strict):
+class BenchmarkSet(Strict):
     source: str = Field(description="an import of the config whose pairs.parquet holds the set")
     metric: Literal["correlation", "valse", "xvnli", "marvl", "pascal50s"]
     images: str = Field(description="the folder its image paths are under (relative to the config)")

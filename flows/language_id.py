@@ -11,7 +11,7 @@ from xmdata.schemas import CAPTIONS
 from xmdata.schemas.readers import read_input
 from xmdata.tasks.build.ingest import ingest
 from xmdata.tasks.translation.language_id import language_id_stage
-from xmdata.tasks.stage_params import LanguageIdParams
+from xmdata.tasks.stage_params import DEFAULT_SHARDS, LanguageIdParams, ShardCount
 from xmdata.tasks.build.summary import label_counts
 
 from .finish import finish_build
@@ -28,14 +28,14 @@ def label_languages(input_path: str, out: str, shards: int, params: LanguageIdPa
 
 @flow(name="identify-language")
 def identify_language_flow(input_path: str, out: str, params: LanguageIdParams = LanguageIdParams(),
-                           shards: int = 8) -> dict:
+                           shards: ShardCount = DEFAULT_SHARDS) -> dict:
     """Label every text of INPUT with its language (fastText lid.176 by default).
 
     Args:
         input_path: captions table (Parquet, CSV, JSONL) with id and text
         out: output folder (shards, rejects, summary)
         params: the language identifier
-        shards: number of shards, one Prefect task each
+        shards: number of shards the input is split into (by a hash of each row's id)
     """
     reports, distributions = label_languages(input_path, out, shards, params)
     return finish_build(out, reports, distributions, f"Language ID of {input_path}")

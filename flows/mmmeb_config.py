@@ -4,16 +4,13 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from xmdata.models.base import ModelSpec, looks_like_path
+from xmdata.runtime.params import Strict
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class MmmebSources(_Strict):
+class MmmebSources(Strict):
     """Import names (of the config's `imports:`) per source; a source with none is a missing task."""
     xm3600: list[str] = []
     xtd10: list[str] = []
@@ -22,7 +19,7 @@ class MmmebSources(_Strict):
     imagenet: list[str] = []
 
 
-class EmbeddingSystem(_Strict):
+class EmbeddingSystem(Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", description="names the system's columns and files")
     backend: Literal["open_clip", "hf"] = Field("open_clip", description="open_clip, or a Hugging Face CLIP-like "
                                                 "model (get_text_features / get_image_features) by hub id or path")
@@ -39,7 +36,7 @@ class EmbeddingSystem(_Strict):
         return ModelSpec(self.backend, path, self.revision, device=self.device, options=options)
 
 
-class MmmebConfig(_Strict):
+class MmmebConfig(Strict):
     languages: list[str] = Field(["en", "fr", "de", "it", "es"], description="the paper's five")
     sources: MmmebSources = MmmebSources()
     imagenet_first: int = Field(1000, ge=1, description="the first N validation images (the paper: 1,000)")

@@ -23,13 +23,14 @@ from xmdata.tasks.release.recipe_card import recipe_sections
 from xmdata.tasks.release.files import copy_files, gather_rejects, gather_tables
 from xmdata.tasks.release.manifest import release_files, write_manifest
 from xmdata.tasks.release.upload import check_work, release_folders, upload_release
+from xmdata.tasks.stage_params import Seed, ShardCount
 
 PUBLISHED_FOLDERS = ("data", "rejects", "plots", "reports")
 
 
 @flow(name="release")
-def release_flow(config: str = "demo", out: str = "releases/demo", shards: int | None = None,
-                 seed: int | None = None, work: str | None = None, sample: bool = False,
+def release_flow(config: str = "demo", out: str = "releases/demo", shards: ShardCount | None = None,
+                 seed: Seed | None = None, work: str | None = None, sample: bool = False,
                  models: ModelChoice = "config", cluster: ClusterOptions | None = None) -> dict:
     """Build the release a config describes into OUT, resumably, and write its card and manifest.
 

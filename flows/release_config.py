@@ -9,14 +9,16 @@ from __future__ import annotations
 import hashlib
 import os
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from xmdata.data import DATA_DIR
 from xmdata.runtime import storage
 from xmdata.runtime.cluster_spec import ClusterOptions
+from xmdata.runtime.params import Strict
 from xmdata.runtime.storage_check import check_location
 from xmdata.schemas import ContractError
-from xmdata.tasks.stage_params import BUNDLED_LID, LanguageIdParams, ScoringParams, SelectImagesParams
+from xmdata.tasks.stage_params import BUNDLED_LID, DEFAULT_SHARDS, LanguageIdParams, ScoringParams, Seed, \
+    SelectImagesParams, ShardCount
 
 from .benchmark_config import BenchmarksConfig
 from .mmmeb_config import MmmebConfig
@@ -32,10 +34,6 @@ TINY = "tiny:"
 # Which tiny models each model field may name (models/tiny.py builds them); a translator's must be its backend's.
 TINY_MODELS = {"translator.model": ("m2m100", "madlad"), "filters.qe_model": ("cometkiwi",),
                "scoring.clip_model": ("open_clip",)}
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a silent default
 
 
 # Each stage's section is its params (one declaration: tasks/stage_params.py, flows/translation_params.py)
@@ -69,8 +67,8 @@ class ReleaseConfig(Strict):
     description: str = ""
     license: str = "cc-by-4.0"
     citation: str = Field("", description="BibTeX of the paper the release reproduces (in the card)")
-    seed: int = Field(0, ge=0)
-    shards: int = Field(8, ge=1)
+    seed: Seed = 0
+    shards: ShardCount = DEFAULT_SHARDS
     columns: dict[str, str] = Field(default_factory=dict, description="column mapping applied to every input "
                                     "before its contract check, as --map: {ImageID: id, Latitude: latitude}")
     imports: dict[str, ImportConfig] = Field(default_factory=dict, description="public datasets imported as "

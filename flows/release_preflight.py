@@ -88,7 +88,7 @@ def preflight_release(config: ReleaseConfig) -> None:
     if (c := config.qa_translation) and not imported(c.input):
         from .translate_qa import preflight_qa
 
-        preflight_qa(c.input, "en", c.targets, c.translator, c.filters)
+        preflight_qa(c.input, c.source, c.targets, c.translator, c.filters)  # as translate_qa_rows runs it
     if c := config.scoring:
         if not imported(c.input):
             read_input(c.input, CAPTIONS)
@@ -98,6 +98,7 @@ def preflight_release(config: ReleaseConfig) -> None:
     if c := config.benchmarks:  # its inputs are imports (checked by the import); its models are not
         from .translate import check_before_loading
 
+        # The section has no source: flows/benchmarks.py translates the English sets, from "en".
         check_before_loading(c.translator.spec(), "en", c.targets, c.filters.lid_spec(), c.filters.qe_spec())
         check_clip_model(c.clip_model, c.pretrained, "benchmarks.pretrained")
     for system in config.mmmeb.systems if config.mmmeb else []:

@@ -1,5 +1,5 @@
-"""Scoring build: image–text pairs in; CLIPScore, RefCLIPScore and optionally embeddings out, one
-Prefect task per shard on Dask, the open_clip model loaded once per worker."""
+"""Scoring build: image–text pairs in; CLIPScore, RefCLIPScore and optionally embeddings out, shard
+by shard on Dask, the open_clip model loaded once per worker."""
 from __future__ import annotations
 
 import os
@@ -17,7 +17,7 @@ from xmdata.runtime.process import StageReport
 from xmdata.tasks.build.ingest import ingest
 from xmdata.tasks.scoring.score import clip_score_stage
 from xmdata.tasks.scoring.input import read_score_input
-from xmdata.tasks.stage_params import ScoringParams
+from xmdata.tasks.stage_params import DEFAULT_SHARDS, ScoringParams, ShardCount
 from xmdata.tasks.build.summary import frame_label_counts
 
 from .finish import finish_build
@@ -77,7 +77,7 @@ def scoring_run_markdown(run: dict) -> str:
 
 @flow(name="score")
 def score_flow(input_path: str, out: str, params: ScoringParams, image_root: str | None = None,
-               references_column: str | None = None, shards: int = 8) -> dict:
+               references_column: str | None = None, shards: ShardCount = DEFAULT_SHARDS) -> dict:
     """Score every image–text pair of INPUT_PATH with open_clip; image paths are relative to IMAGE_ROOT
     (default: the input file's folder).
 
@@ -87,7 +87,7 @@ def score_flow(input_path: str, out: str, params: ScoringParams, image_root: str
         params: the open_clip model and how to score with it
         image_root: folder the image paths are under (default: the input's folder)
         references_column: list-of-strings column of references: adds RefCLIPScore
-        shards: number of shards, one Prefect task each
+        shards: number of shards the input is split into (by a hash of each row's id)
     """
     started = time.perf_counter()
     reports, distributions = score_pairs(input_path, out, shards, image_root or posixpath.dirname(

@@ -19,7 +19,7 @@ from xmdata.tasks.selection.image_folder import images_from_folder
 from xmdata.tasks.build.ingest import ingest
 from xmdata.tasks.selection.language_areas import load_language_areas
 from xmdata.tasks.selection.select_images import select_images, selection_summary
-from xmdata.tasks.stage_params import SelectImagesParams
+from xmdata.tasks.stage_params import DEFAULT_SHARDS, Seed, SelectImagesParams, ShardCount
 from xmdata.tasks.selection.selection_map import write_selection_map
 
 from .finish import finish_build
@@ -67,7 +67,7 @@ def select_geo_diverse(input_path: str, out: str, shards: int, params: SelectIma
 
 @flow(name="select-images")
 def select_images_flow(input_path: str, out: str, params: SelectImagesParams = SelectImagesParams(),
-                       seed: int = 0, strict: bool = False, shards: int = 8) -> dict:
+                       seed: Seed = 0, strict: bool = False, shards: ShardCount = DEFAULT_SHARDS) -> dict:
     """Pick K images per language of the language-area file (default: the 36 of XM3600).
 
     Args:

@@ -26,6 +26,7 @@ from xmdata.tasks.translation.translate import translate_stage
 from xmdata.tasks.translation.input import read_translation_input
 from xmdata.tasks.translation.languages import lid_labels_for
 from xmdata.tasks.translation.outputs import CANDIDATES_FILE, SETTINGS_FILE, write_selection
+from xmdata.tasks.stage_params import DEFAULT_SHARDS, ShardCount
 
 from .finish import finish_build
 from .translation_options import FilterOptions, TranslatorOptions
@@ -86,14 +87,14 @@ def translate_texts(source: str | pa.Table, out: str, shards: int, params: Trans
 
 
 @flow(name="translate")
-def translate_flow(input_path: str, out: str, params: TranslateParams, shards: int = 8) -> dict:
+def translate_flow(input_path: str, out: str, params: TranslateParams, shards: ShardCount = DEFAULT_SHARDS) -> dict:
     """Translate the columns of INPUT into every target: beam candidates, language ID, COMETKiwi, selection.
 
     Args:
         input_path: table with id and the text columns (strings or lists of strings)
         out: output folder
         params: columns, languages, translator, language ID and COMETKiwi filters
-        shards: number of shards, one Prefect task each
+        shards: number of shards the input is split into (by a hash of each row's id)
     """
     reports, distributions, selection = translate_texts(input_path, out, shards, params)
     publish_report(selection)

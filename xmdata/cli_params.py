@@ -10,7 +10,7 @@ import typing
 from dataclasses import dataclass
 from typing import Callable, Iterator, Literal
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 
 @dataclass(frozen=True)
@@ -73,6 +73,21 @@ def add_param_flags(parser: argparse.ArgumentParser, flags: ParamFlags) -> None:
         options["required"] = field.is_required()
         parser.add_argument(flag_of(path[-1]), **options)
     parser.set_defaults(param_flags=flags)
+
+
+def annotated_flag(annotation, default) -> dict:
+    """add_argument's options for a flag declared as an Annotated type beside the params (ShardCount):
+    the value is validated by that declaration, so the flag refuses what the flow's form refuses."""
+    adapter = TypeAdapter(annotation)
+
+    def value(text: str):
+        try:
+            return adapter.validate_python(text)
+        except ValidationError as exc:
+            raise argparse.ArgumentTypeError(f"{exc.errors()[0]['msg']}, got {text}") from None
+
+    description = next((m.description for m in typing.get_args(annotation)[1:] if getattr(m, "description", None)), "")
+    return {"type": value, "default": default, "help": f"{description} (default {default})"}
 
 
 def params_from_args(args: argparse.Namespace) -> BaseModel | None:

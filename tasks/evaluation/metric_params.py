@@ -6,10 +6,10 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import Field
 
 from xmdata.runtime.params import Params
+from xmdata.tasks.stage_params import Seed
 
 LANGUAGE = "language column (default: 'language' when the table has one)"
 Count = Annotated[int, Field(ge=1)]
-Seed = Annotated[int, Field(0, ge=0, description="seed for every random choice")]
 
 
 class MetricParams(Params):
@@ -75,4 +75,4 @@ class Pascal50sParams(MetricParams):
     votes_a_column: str = "votes_a"
     votes_b_column: str = "votes_b"
     category_column: str = "category"
-    seed: Seed
+    seed: Seed = 0

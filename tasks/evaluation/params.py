@@ -26,7 +26,7 @@ class BackRetrievalParams(MetricParams):
     n: Count = Field(10_000, description="items sampled per side and seed")
     seeds: Count = Field(25, description="number of samples averaged")
     k: Count = Field(10, description="Recall@K")
-    seed: Seed
+    seed: Seed = 0
 
 
 class MmmebParams(MetricParams):
@@ -45,7 +45,7 @@ class MmmebParams(MetricParams):
     candidates: str | None = Field(None, description="with --pools: that system's candidate embeddings "
                                    "(id, embedding)")
     against_candidates: str | None = Field(None, description="with --pools and --against: the second system's")
-    seed: Seed
+    seed: Seed = 0
 
 
 class CaptionStatsParams(MetricParams):

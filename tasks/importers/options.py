@@ -2,12 +2,12 @@
 adapters receive it. Each option names the formats that read it; others ignore it."""
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
+
+from xmdata.runtime.params import Params
 
 
-class ImportOptions(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class ImportOptions(Params):
     subsets: str | None = Field(None, description="openimages: keep these Subset values, comma-separated "
                                 "(the paper used validation,test); mmeb-train, hf: these subset folders or splits")
     coordinates: str | None = Field(None, description="openimages: table of ImageID, Latitude, Longitude "
