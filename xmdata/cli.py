@@ -10,6 +10,7 @@ from xmdata.cli_params import ParamFlags, add_param_flags, params_from_args
 from xmdata.cli_translate import add_translation_commands
 from xmdata.flows.release_recipe import MODEL_CHOICES
 from xmdata.runtime.session import EXECUTORS
+from xmdata.tasks.release.compare import TOLERANCE
 from xmdata.tasks.stage_params import LanguageIdParams, ScoringParams, SelectImagesParams
 
 EXIT_BAD_INPUT = 2
@@ -31,7 +32,10 @@ def positive_int(text: str) -> int:
 
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--shards", type=positive_int, default=8, help="number of shards (default 8)")
+    from xmdata.cli_params import annotated_flag
+    from xmdata.tasks.stage_params import DEFAULT_SHARDS, ShardCount
+
+    p.add_argument("--shards", **annotated_flag(ShardCount, DEFAULT_SHARDS))  # the flows' own declaration
     p.add_argument("--workers", type=positive_int, default=None,
                    help="a LocalCluster of N worker processes for this command alone "
                         "(default: the xmdata service's warm cluster, one worker per core)")
@@ -86,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
                       models="config")
 
     release = sub.add_parser("release", help="build a reproducible data release from a release.yaml; "
-                             "`xmdata release verify DIR` checks one")
+                             "`xmdata release verify DIR` checks one, `xmdata release compare A B` two")
     release.add_argument("--config", help="release.yaml, or a packaged config by name (demo)")
     release.add_argument("--out", help="release folder")
     release.add_argument("--work", default=None, help="build folder: shards and records (default OUT/build)")
@@ -97,9 +101,16 @@ def build_parser() -> argparse.ArgumentParser:
                          help="config: the models the config names; tiny: the offline tiny models instead")
     _add_run_options(release)
     release.set_defaults(shards=None)  # the config's
-    verify = release.add_subparsers(dest="release_command").add_parser(
-        "verify", help="check every file of a release against its manifest.json")
+    release_commands = release.add_subparsers(dest="release_command")
+    verify = release_commands.add_parser("verify", help="check every file of a release against its manifest.json")
     verify.add_argument("dir")
+    compare = release_commands.add_parser(
+        "compare", help="are two releases the same data: files, rows, ids, texts and decisions equal, floats "
+        "within --tolerance (release folders built on two machines); exit 1 on a difference, each printed")
+    compare.add_argument("a", metavar="A", help="a release folder")
+    compare.add_argument("b", metavar="B", help="the release folder to compare it with")
+    compare.add_argument("--tolerance", type=float, default=TOLERANCE,
+                         help="largest absolute difference between two floats taken as equal (default %(default)g)")
 
     up = sub.add_parser("up", help="start the xmdata service in the background: a Prefect server and a "
                         "warm Dask cluster on 127.0.0.1 that every later command reuses")

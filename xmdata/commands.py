@@ -23,8 +23,21 @@ def release(args) -> int:
             print(f"{args.dir}: {line}", file=sys.stderr)
         print(f"{args.dir}: {'differs from its manifest' if problems else 'every file matches its manifest'}")
         return 1 if problems else 0
+    if args.release_command == "compare":
+        from xmdata.tasks.release.compare import compare_releases
+
+        comparison = compare_releases(args.a, args.b, args.tolerance)  # not a release: ContractError, exit 2
+        for line in comparison.lines():
+            print(line, file=sys.stderr)
+        if comparison.differences:
+            print(f"{args.a} (A) and {args.b} (B) differ: {comparison.differences} difference(s), floats "
+                  f"within {comparison.tolerance:g} taken as equal")
+            return 1
+        print("\n".join(comparison.summary()))
+        return 0
     if not args.config or not args.out:
-        raise ContractError("xmdata release needs --config FILE and --out DIR (or: xmdata release verify DIR)")
+        raise ContractError("xmdata release needs --config FILE and --out DIR "
+                            "(or: xmdata release verify DIR, xmdata release compare A B)")
     from xmdata.flows.release import release_flow
     from xmdata.flows.release_preflight import CHECKED_BY_THE_CLI, checked_release
 

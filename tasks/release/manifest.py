@@ -1,8 +1,10 @@
 """manifest.json: what a release holds and what made it, and `verify`, which checks it.
 
 Everything under "release" is a fact of the data and its making (checksums, row counts, config,
-packages, models, code) and is hashed into "release_sha256"; "built_at" is the one field outside it,
-so two builds of the same config on the same inputs differ in that line only.
+packages, models, code) and is hashed into "release_sha256". Outside it: "built_at", and "platform"
+(the CPU and math libraries that computed the numbers), so two builds of the same config on the
+same inputs on one machine differ in built_at only, and the same release built on another machine
+keeps its release_sha256 when its bytes come out the same.
 """
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ import datetime as dt
 import hashlib
 import json
 import os
+import platform
+import re
 import subprocess
 from importlib import metadata
 
@@ -48,9 +52,10 @@ def file_entry(path: str) -> dict:
 
 
 def package_versions() -> dict[str, str | None]:
+    """Release versions: a local label (torch's +cpu, +cu121) names a build, which the platform records."""
     def version(name):
         try:
-            return metadata.version(name)
+            return metadata.version(name).split("+")[0]
         except metadata.PackageNotFoundError:
             return None
     return {name: version(name) for name in PACKAGES}
@@ -84,6 +89,57 @@ def model_fingerprint(role: str, ref: str, resolved: str, backend: str, revision
     return entry | {"files": len(paths), "sha256": hashlib.sha256("".join(lines).encode()).hexdigest()}
 
 
+# The CPU flags that choose math kernels (x86 SSE/AVX/FMA/AMX, Arm NEON/SVE and their dot products).
+VECTOR_FLAGS = re.compile(r"^(sse|ssse3|avx|fma|f16c|amx|asimd|sve|bf16|i8mm)")
+
+
+def platform_record() -> dict:
+    """The machine and libraries that computed the release's floats: numbers from another CPU, BLAS
+    or torch build may differ in their last digits (compare two releases with `release compare`)."""
+    return {"machine": platform.machine(), "system": platform.system(), **_cpu(),
+            "numpy": _numpy_build(), "torch": _torch_build()}
+
+
+def _cpu() -> dict:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as cpuinfo:
+            text = cpuinfo.read()
+    except OSError:  # not Linux
+        return {"cpu": platform.processor() or None, "cpu_flags": None}
+    first = {}
+    for line in text.splitlines():  # the first processor's fields (x86: model name, flags; Arm: Features)
+        name, _, value = line.partition(":")
+        first.setdefault(name.strip(), value.strip())
+    flags = (first.get("flags") or first.get("Features") or "").split()
+    return {"cpu": first.get("model name") or first.get("Model") or platform.processor() or None,
+            "cpu_flags": sorted(f for f in flags if VECTOR_FLAGS.match(f))}
+
+
+def _numpy_build() -> dict:
+    import numpy
+
+    try:
+        libraries = numpy.show_config(mode="dicts")["Build Dependencies"]
+    except (TypeError, KeyError):  # numpy before 1.25 only prints its configuration
+        libraries = {}
+    # An "internal" LAPACK is the BLAS's own (meson names it dep<id>).
+    return {"version": numpy.__version__} | {
+        kind: f"{found['name']} {found.get('version')}" for kind, found in libraries.items()
+        if kind in ("blas", "lapack") and isinstance(found, dict) and found.get("detection method") != "internal"}
+
+
+def _torch_build() -> dict | None:
+    try:
+        import torch
+    except ImportError:
+        return None
+    settings = dict(re.findall(r"\b(BLAS_INFO|LAPACK_INFO)=([^,\s]+)", torch.__config__.show()))
+    capability = getattr(torch.backends.cpu, "get_cpu_capability", lambda: None)  # ATEN_CPU_CAPABILITY, if set
+    return {"version": torch.__version__, "cuda": torch.version.cuda,  # cuda: null for a CPU-only build
+            "blas": settings.get("BLAS_INFO"), "lapack": settings.get("LAPACK_INFO"),
+            "mkldnn": torch.backends.mkldnn.is_available(), "cpu_capability": capability()}
+
+
 def canonical_sha256(obj) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
                           .encode()).hexdigest()
@@ -93,7 +149,8 @@ def write_manifest(release: str, facts: dict, skip_dirs: set[str] = frozenset())
     """Checksum every file of RELEASE (the card included), add FACTS, write manifest.json last."""
     body = dict(facts, files={f: file_entry(os.path.join(release, f)) for f in release_files(release, skip_dirs)})
     manifest = {"release": body, "release_sha256": canonical_sha256(body),
-                "built_at": dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat()}
+                "built_at": dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
+                "platform": platform_record()}  # beside built_at: another machine, the same hash
     write_json_atomic(manifest, os.path.join(release, MANIFEST))
     return manifest
 

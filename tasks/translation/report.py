@@ -59,6 +59,17 @@ def report_markdown(report: dict, histogram: str | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+def stable_bins(scores, step: float = 0.01):
+    """HISTOGRAM_BINS edges over the scores' range rounded out to `step`: edges that float noise in
+    the scores (1e-7 from another CPU's kernels) does not move, so the same numbers draw the same PNG."""
+    import numpy as np
+
+    if len(scores) == 0:
+        return HISTOGRAM_BINS
+    low, high = np.floor(scores.min() / step) * step, np.ceil(scores.max() / step) * step
+    return np.linspace(low, max(high, low + step), HISTOGRAM_BINS + 1)
+
+
 def write_qe_histogram(translations: pa.Table, path: str) -> None:
     """One panel per target: the QE scores of kept translations."""
     import matplotlib
@@ -72,7 +83,7 @@ def write_qe_histogram(translations: pa.Table, path: str) -> None:
                              squeeze=False, sharey=True)
     for axis, target in zip(axes[0], targets):
         scores = rows.filter(pl.col("target_language") == target)["qe_score"].to_numpy()
-        axis.hist(scores, bins=HISTOGRAM_BINS, color="#4c72b0")
+        axis.hist(scores, bins=stable_bins(scores), color="#4c72b0")
         axis.set_title(f"{target} (n={len(scores)})", fontsize=9)
         axis.set_xlabel("COMETKiwi QE", fontsize=8)
     axes[0][0].set_ylabel("translations", fontsize=8)
