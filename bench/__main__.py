@@ -2,7 +2,7 @@
 import importlib
 import sys
 
-BENCHMARKS = ["orchestration", "geo_selection", "translation", "evaluation", "scoring", "qa_extraction", "storage"]
+BENCHMARKS = ["orchestration", "geo_selection", "translation", "evaluation", "scoring", "qa_extraction", "storage", "idle_memory"]
 
 if __name__ == "__main__":
     for name in sys.argv[1:] or BENCHMARKS:

@@ -6,10 +6,13 @@ Only its owner gets in (owner_only.py): the scheduler and workers speak mutual T
 for this service, the Prefect API asks for a password made for it; both sit 0600 in the 0700
 folder `<state>.secrets/` beside the state file, where every command of the owner finds them.
 `xmdata up` starts it (a command starts it too, on first use, unless XMDATA_SERVICE=off);
-`xmdata down` stops it; `xmdata status` shows it. It stops by itself after XMDATA_IDLE_MINUTES
-(default 60) without a command. Its server and workers die with it, SIGKILL included. One service
-per environment and Prefect home: the state file's name is keyed by both, and a service running
-other code than this checkout's is restarted, never used.
+`xmdata down` stops it; `xmdata status` shows it. Idle means small: after XMDATA_MODEL_IDLE_MINUTES
+(default 3) without a shard it retires its workers (and any worker, its own or not, drops its
+models: models/registry.py), which come back when a command needs the cluster (`service_target`
+asks, SIGUSR1); after XMDATA_IDLE_MINUTES (default 60) without a command, or once its Prefect home
+or state folder is deleted, it stops. Its server and workers die with it, SIGKILL included. One
+service per environment and Prefect home: the state file's name is keyed by both, and a service
+running other code than this checkout's is restarted, never used.
 """
 from __future__ import annotations
 
@@ -30,6 +33,11 @@ from .storage import cache_root
 SERVICE_ENV = "XMDATA_SERVICE"  # "off": each command starts what it needs and stops it after
 IDLE_ENV = "XMDATA_IDLE_MINUTES"
 DEFAULT_IDLE_MINUTES = 60.0
+# The workers are the memory (~2 GB each after the demo, its imports more than its tiny models;
+# the service and its Prefect server ~0.45 GB together): they go after a few minutes, the rest after the hour.
+MODEL_IDLE_ENV = "XMDATA_MODEL_IDLE_MINUTES"
+DEFAULT_MODEL_IDLE_MINUTES = 3.0
+WAKE_SIGNAL = signal.SIGUSR1  # to the service: a command needs its retired workers back
 CLUSTER_START_S = 300.0  # from Prefect answering to the cluster's workers up, at most
 # A service idles for hours: with Dask's defaults (20 ms event-loop tick, 0.5 s system monitor, a
 # profiler sampling every worker thread each 10 ms) each of its processes burns ~1 CPU-s a minute
@@ -62,10 +70,39 @@ def paths() -> dict[str, str]:
             "secrets": base + ".secrets"}
 
 
+def model_idle_seconds() -> float:
+    """XMDATA_MODEL_IDLE_MINUTES in seconds: how long a worker keeps unused models (`inf`: always)."""
+    return float(os.environ.get(MODEL_IDLE_ENV, DEFAULT_MODEL_IDLE_MINUTES)) * 60
+
+
+def idle_seconds() -> float:
+    """XMDATA_IDLE_MINUTES in seconds: how long the service waits for a command before stopping."""
+    return float(os.environ.get(IDLE_ENV, DEFAULT_IDLE_MINUTES)) * 60
+
+
 def service_target(state: dict, timeout: float = None) -> DaskTarget:
-    """The service's scheduler (waited for while its cluster starts) with its credentials."""
-    address = cluster_address(state["pid"], **({"timeout": timeout} if timeout else {}))
+    """The service's scheduler (waited for while its cluster starts, its workers called back if it
+    had retired them) with its credentials."""
+    timeout = timeout or CLUSTER_START_S
+    address = cluster_address(state["pid"], timeout)
+    workers_back(state["pid"], timeout)
     return DaskTarget(address, DaskCredentials.read(state["secrets"]))
+
+
+def workers_back(pid: int, timeout: float = CLUSTER_START_S) -> None:
+    """Once the service has its workers: asks for them if it retired them, and waits."""
+    touch_used()  # a command is here: the service must not retire them again before it connects
+    deadline, asked = time.monotonic() + timeout, False
+    while (state := read_state()) and state["pid"] == pid and state.get("retired"):
+        if not asked:
+            os.kill(pid, WAKE_SIGNAL)
+            asked = True
+        if not alive(pid) or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    if not state or state["pid"] != pid or state.get("retired"):
+        raise ServiceError(f"the xmdata service's workers did not come back (log {paths()['log']}):\n"
+                           f"{_log_tail()}")
 
 
 def prefect_auth(state: dict) -> str:
@@ -168,8 +205,9 @@ def _start(workers: int | None, quiet: bool, dashboard: bool = False) -> dict:
     touch_used()
     if not quiet:
         print(f"xmdata: started the local service: Prefect UI {state['ui_url']}, a Dask cluster of "
-              f"{state['workers']} workers (starting); it stops after {state['idle_minutes']:g} min unused, "
-              f"or with `xmdata down`", file=sys.stderr)
+              f"{state['workers']} workers (starting; retired after {state['model_idle_minutes']:g} min unused, "
+              f"back when needed); it stops after {state['idle_minutes']:g} min unused, or with `xmdata down`",
+              file=sys.stderr)
     return state
 
 

@@ -1,9 +1,11 @@
 """`xmdata up`, `xmdata down`, `xmdata status`."""
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 
+from .owner_only import DaskCredentials, DaskTarget
 from .service import (code_fingerprint, ensure_service, paths, read_state, running_service, service_target,
                       stop_service)
 
@@ -26,6 +28,30 @@ def worker_facts(target) -> dict:
         return client.run(facts)
 
 
+def tree_mb(pid: int | None) -> int:
+    """Resident memory of a process and all its descendants, in MB (0 if it is gone)."""
+    import psutil
+
+    total = 0
+    with contextlib.suppress(psutil.Error):
+        root = psutil.Process(pid)
+        for proc in [root, *root.children(recursive=True)]:
+            with contextlib.suppress(psutil.Error):  # one that exits meanwhile counts for nothing
+                total += proc.memory_info().rss
+    return total // 2**20
+
+
+def memory_mb(state: dict) -> dict[str, int]:
+    """What the service holds: itself (scheduler, nannies), its Prefect server, its workers, all told."""
+    import psutil
+
+    with contextlib.suppress(psutil.Error):
+        service = psutil.Process(state["pid"]).memory_info().rss // 2**20
+        total, prefect = tree_mb(state["pid"]), tree_mb(state.get("prefect_pid"))
+        return {"total": total, "service": service, "prefect": prefect, "workers": max(0, total - service - prefect)}
+    return {"total": 0, "service": 0, "prefect": 0, "workers": 0}
+
+
 def print_status(state: dict) -> None:
     used = time.time() - _mtime(paths()["used"])
     print(f"xmdata service: up (pid {state['pid']}, since {state['started']})")
@@ -35,13 +61,21 @@ def print_status(state: dict) -> None:
           f"(certificates in {state['secrets']})")
     if state.get("dashboard"):
         print(f"  dashboard    {state['dashboard']}")
-    print(f"  unused for   {used / 60:.1f} min; stops after {state['idle_minutes']:g} min unused")
+    print(f"  unused for   {used / 60:.1f} min; workers retired after {state['model_idle_minutes']:g} min "
+          f"without a task, the service stops after {state['idle_minutes']:g} min unused")
     print(f"  log          {state['log']}")
+    mb = memory_mb(state)
+    print(f"  memory       {mb['total']:,} MB all told: service (scheduler) {mb['service']:,}, "
+          f"Prefect server {mb['prefect']:,}, workers {mb['workers']:,}")
     if not state["dask_address"]:
         return
-    for address, facts in sorted(worker_facts(service_target(state)).items()):
+    if state.get("retired"):
+        print("  workers      retired (no task for a while); they come back for the next command that needs them")
+        return
+    target = DaskTarget(state["dask_address"], DaskCredentials.read(state["secrets"]))  # status calls none back
+    for address, facts in sorted(worker_facts(target).items()):
         models = ", ".join(f"{m['kind']}:{m['model']}" for m in facts["models"]) or "no models"
-        print(f"  worker {address}  pid {facts['pid']}, {facts['rss_mb']} MB, {models}")
+        print(f"  worker {address}  pid {facts['pid']}, {facts['rss_mb']:,} MB, {models}")
 
 
 def _mtime(path: str) -> float:
