@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from xmdata.tasks.decisions import DECISION_TOLERANCE
+
 BLOCK = 1024  # queries per matrix product: 1,024 x 10,000 float32 similarities = 40 MB
 # Cosines within this of each other are ties. The same dot product comes out of the BLAS a few float32
 # ulps apart depending on where a row falls in the kernel's blocking (seen: a constant encoder's equal
 # similarities differing, so k/N became 0.0327 instead of 0.0333): exact equality is machine-dependent.
-TIE = 1e-6
+TIE = DECISION_TOLERANCE
 
 
 def unit_rows(x: np.ndarray) -> np.ndarray:

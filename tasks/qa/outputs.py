@@ -6,7 +6,9 @@
     qa_report.json/.md    the same counts, plus what the task filter and per-task cap left out
 
 Per instance and target the candidate kept is the best-ranked one whose extraction succeeded; when
-candidates were scored, the one whose parts all pass language ID with the highest mean QE.
+candidates were scored, the one whose parts all pass language ID with the highest mean QE (means
+within DECISION_TOLERANCE of it are ties, won by the better beam rank). Thresholds keep `>=`; an
+instance decided within the tolerance is counted in the report's `near_threshold`.
 """
 from __future__ import annotations
 
@@ -19,21 +21,46 @@ from xmdata.runtime.atomic import write_json_atomic, write_parquet_atomic, write
 from xmdata.schemas.translation import QA_COUNTS, QA_PARALLEL
 
 from xmdata.tasks.build.rejects import concat_rejects, make_rejects
+from xmdata.tasks.decisions import DECISION_TOLERANCE, near
 
 STAGE = "select_qa"
+
+
+KEYS = ["id", "target_language"]
+
+
+def score_candidates(candidates: pl.DataFrame, min_lid_prob: float) -> pl.DataFrame:
+    """One row per instance x target x beam: extracted, lid_ok, mean QE, and `lid_near` (a part's
+    language-ID probability within the tolerance of the threshold)."""
+    lid_match = pl.col("lid_match").fill_null(False)
+    return candidates.group_by([*KEYS, "beam_rank"], maintain_order=True).agg(
+        pl.col("task").first(), pl.col("status").first(), (pl.col("status") == "ok").all().alias("extracted"),
+        (lid_match & (pl.col("lid_prob").fill_null(0) >= min_lid_prob)).all().alias("lid_ok"),
+        pl.col("qe_score").mean().alias("qe"), (lid_match & near(pl.col("lid_prob"), min_lid_prob)).any()
+        .alias("lid_near"))
+
+
+def best_candidates(usable: pl.DataFrame, scored: bool) -> pl.DataFrame:
+    """Per instance x target the best usable beam; `close_call` where a runner-up's mean QE is within
+    twice the tolerance of the best (noise that could move it into or out of the tie leaves the count)."""
+    if not scored:
+        return usable.sort("beam_rank").group_by(KEYS).first().with_columns(close_call=pl.lit(False))
+    qe = pl.col("qe").fill_null(float("-inf"))
+    gap = qe.max().over(KEYS) - qe
+    ranked = usable.with_columns(qe_key=pl.when(gap <= DECISION_TOLERANCE).then(float("inf")).otherwise(qe),
+                                 close=gap <= 2 * DECISION_TOLERANCE)
+    best = ranked.sort(["qe_key", "beam_rank"], descending=[True, False]).group_by(KEYS).agg(
+        pl.all().exclude("qe_key", "close").first(), (pl.col("close").sum() > 1).alias("close_call"))
+    return best
 
 
 def select_candidates(candidates: pl.DataFrame, scored: bool, min_lid_prob: float, min_qe: float | None
                       ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(kept part rows, one row per refused instance x target with its reason)."""
-    keys = ["id", "target_language"]
-    per_candidate = candidates.group_by([*keys, "beam_rank"], maintain_order=True).agg(
-        pl.col("task").first(), pl.col("status").first(), (pl.col("status") == "ok").all().alias("extracted"),
-        (pl.col("lid_match").fill_null(False) & (pl.col("lid_prob").fill_null(0) >= min_lid_prob)).all()
-        .alias("lid_ok"), pl.col("qe_score").mean().alias("qe"))
+    keys = KEYS
+    per_candidate = score_candidates(candidates, min_lid_prob).drop("lid_near")
     usable = per_candidate.filter(pl.col("extracted") & (pl.col("lid_ok") if scored else True))
-    order = [pl.col("qe").fill_null(float("-inf")), pl.col("beam_rank")] if scored else [pl.col("beam_rank")]
-    best = usable.sort(order, descending=[True, False] if scored else [False]).group_by(keys).first()
+    best = best_candidates(usable, scored).drop("close_call")
     if scored and min_qe is not None:
         best = best.filter(pl.col("qe") >= min_qe)
     kept = candidates.join(best.select([*keys, "beam_rank"]), on=[*keys, "beam_rank"])
@@ -59,6 +86,21 @@ def parallel_table(kept: pl.DataFrame, source_language: str, passthrough: pa.Tab
     joined = pl.from_arrow(table).join(extra, on="id", how="left", maintain_order="left")
     return joined.to_arrow().cast(pa.schema(list(schema) + [passthrough.schema.field(c) for c in extra.columns
                                                              if c != "id"]))
+
+
+def near_threshold_counts(candidates: pl.DataFrame, scored: bool, min_lid_prob: float, min_qe: float | None,
+                          targets: list[str]) -> dict[str, int]:
+    """Per target, the instances decided within DECISION_TOLERANCE: a part's LID probability or the
+    best mean QE that close to its threshold, or a runner-up that close to the best."""
+    if not scored:
+        return {t: 0 for t in targets}
+    per_candidate = score_candidates(candidates, min_lid_prob)
+    lid_near = per_candidate.filter("extracted").group_by(KEYS).agg(pl.col("lid_near").any())
+    best = best_candidates(per_candidate.filter(pl.col("extracted") & pl.col("lid_ok")), scored)
+    best = best.with_columns(qe_near=pl.col("close_call") | near(pl.col("qe"), min_qe)).select(*KEYS, "qe_near")
+    flagged = lid_near.join(best, on=KEYS, how="left").filter(pl.col("lid_near") | pl.col("qe_near").fill_null(False))
+    per_target = dict(flagged.group_by("target_language").len().iter_rows())
+    return {t: per_target.get(t, 0) for t in targets}
 
 
 def count_outcomes(kept: pl.DataFrame, refused: pl.DataFrame) -> pl.DataFrame:
@@ -96,7 +138,9 @@ def write_qa_outputs(out: str, candidates: pa.Table, settings: dict, selection: 
     markdown = counts_markdown(counts, selection)
     report = {"counts": counts.to_dicts(), "input_selection": selection, "labels": settings["labels"],
               "kept_per_target": {t: kept.filter(pl.col("target_language") == t)["id"].n_unique()
-                                  for t in settings["target_languages"]}}
+                                  for t in settings["target_languages"]},
+              "near_threshold": near_threshold_counts(frame, settings["scored"], settings["min_lid_prob"],
+                                                      settings["min_qe"], settings["target_languages"])}
     write_json_atomic(report, storage.join(out, "qa_report.json"))
     write_text_atomic(markdown, storage.join(out, "qa_report.md"))
     return {**report, "markdown": markdown}

@@ -16,10 +16,11 @@ import pyarrow as pa
 from xmdata.runtime import storage
 from xmdata.runtime.atomic import write_json_atomic, write_parquet_atomic, write_text_atomic
 from xmdata.schemas import ContractError
+from xmdata.schemas.translation import TRANSLATIONS
 
 from .reassemble import reassemble
 from xmdata.tasks.build.rejects import concat_rejects, make_rejects
-from xmdata.tasks.translation.select import select_translations
+from xmdata.tasks.translation.select import near_threshold_counts, select_units
 from xmdata.tasks.translation.report import report_markdown, translation_report, write_qe_histogram
 
 CANDIDATES_FILE, SETTINGS_FILE = "candidates.parquet", "translate.json"
@@ -53,13 +54,15 @@ def write_selection(run_dir: str, out: str | None = None, min_lid_prob: float | 
     min_lid_prob = settings["min_lid_prob"] if min_lid_prob is None else min_lid_prob
     min_qe = settings.get("min_qe") if min_qe is None else min_qe
     candidates = storage.read_parquet(storage.join(run_dir, CANDIDATES_FILE))
-    translations = select_translations(candidates, min_lid_prob, min_qe)
+    units = select_units(candidates, min_lid_prob, min_qe)
+    translations = units.select(TRANSLATIONS.schema.names).to_arrow().cast(TRANSLATIONS.schema)
     write_parquet_atomic(translations, storage.join(out, "translations.parquet"))
     write_parquet_atomic(reassemble(translations, settings["columns"], settings["list_columns"]),
                          storage.join(out, "translated.parquet"))
     write_parquet_atomic(selection_rejects(translations), storage.join(out, "translation_rejects.parquet"))
     report = {"thresholds": {"min_lid_prob": min_lid_prob, "min_qe": min_qe},
-              "targets": translation_report(candidates, translations)}
+              "targets": translation_report(candidates, translations),
+              "near_threshold": near_threshold_counts(units)}
     write_json_atomic(report, storage.join(out, "translation_report.json"))
     write_qe_histogram(translations, storage.join(out, "qe_histogram.png"))
     markdown = report_markdown(report["targets"], "qe_histogram.png")

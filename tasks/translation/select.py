@@ -1,7 +1,8 @@
 """Selection: per unit and target, the LID-passing candidate with the highest QE — cheap, no model.
 
-Rerun with other thresholds as often as wanted: it reads candidates.parquet only. Ties in QE go to
-the better beam rank. Sentence segments (long texts split on request) are joined back, and the
+Rerun with other thresholds as often as wanted: it reads candidates.parquet only. QE scores within
+DECISION_TOLERANCE of the best are ties, won by the better beam rank, so kernel noise does not pick
+another beam; thresholds keep `>=` and a unit decided within the tolerance is flagged `near_threshold`. Sentence segments (long texts split on request) are joined back, and the
 joined text is kept only when every segment was.
 """
 from __future__ import annotations
@@ -10,27 +11,40 @@ import polars as pl
 import pyarrow as pa
 
 from xmdata.schemas.translation import TRANSLATIONS
+from xmdata.tasks.decisions import DECISION_TOLERANCE, near
 
 UNIT = ["id", "column", "element", "segment", "target_language"]
 NO_SPACE_SCRIPTS = {"zh", "ja", "th", "lo", "km", "my", "bo"}  # joined without spaces
 
 
 def choose_per_segment(candidates: pl.DataFrame, min_lid_prob: float, min_qe: float | None) -> pl.DataFrame:
-    passed = ((pl.col("status") == "ok") & pl.col("lid_match").fill_null(False)
-              & (pl.col("lid_prob") >= min_lid_prob) & pl.col("qe_score").is_not_null())
-    ranked = candidates.with_columns(passed=passed).sort(
-        [*UNIT, "passed", "qe_score", "beam_rank"], descending=[False] * 5 + [True, True, False],
-        nulls_last=True)
+    lid_ok = (pl.col("status") == "ok") & pl.col("lid_match").fill_null(False)
+    passed = lid_ok & (pl.col("lid_prob") >= min_lid_prob) & pl.col("qe_score").is_not_null()
+    best_qe = pl.col("qe_score").filter(pl.col("passed")).max().over(UNIT)
+    gap = best_qe - pl.col("qe_score")
+    tied = pl.col("passed") & (gap <= DECISION_TOLERANCE)
+    ranked = candidates.with_columns(passed=passed).with_columns(
+        # Ties within the tolerance all sort as the best, so the beam rank decides among them.
+        qe_key=pl.when(tied).then(pl.lit(float("inf"))).otherwise(pl.col("qe_score")),
+        # Counted: a runner-up within twice the tolerance, so that noise which could move it into or
+        # out of the tie (the edge at one tolerance) leaves the count alone; exact ties count too.
+        close=pl.col("passed") & (gap <= 2 * DECISION_TOLERANCE),
+        lid_near=lid_ok & near(pl.col("lid_prob"), min_lid_prob),
+    ).sort([*UNIT, "passed", "qe_key", "beam_rank"], descending=[False] * 5 + [True, True, False],
+           nulls_last=True)
     best = ranked.group_by(UNIT, maintain_order=True).agg(
         pl.col("source_text").first(), pl.col("status").first().alias("unit_status"),
         pl.col("candidate", "beam_rank", "sequence_score", "lid_label", "lid_prob", "qe_score").first(),
         (pl.col("status") == "ok").sum().cast(pl.Int32).alias("candidates"),
-        pl.col("passed").sum().cast(pl.Int32).alias("lid_passed"))
+        pl.col("passed").sum().cast(pl.Int32).alias("lid_passed"),
+        ((pl.col("close").sum() > 1) | pl.col("lid_near").any()).alias("near_threshold"))
     reason = (pl.when(pl.col("unit_status") != "ok").then(pl.col("unit_status"))
               .when(pl.col("lid_passed") == 0).then(pl.lit("no_candidate_in_target_language"))
               .when(pl.lit(min_qe is not None) & (pl.col("qe_score") < (min_qe or 0.0)))
               .then(pl.lit("below_min_qe")))
-    return best.with_columns(reason=reason).with_columns(
+    return best.with_columns(
+        reason=reason,
+        near_threshold=pl.col("near_threshold") | ((pl.col("lid_passed") > 0) & near(pl.col("qe_score"), min_qe)),
         # A below-threshold text stays visible for inspection; other rejects have no text to show.
         text=pl.when(pl.col("lid_passed") > 0).then(pl.col("candidate")))
 
@@ -45,6 +59,7 @@ def join_segments(segments: pl.DataFrame) -> pl.DataFrame:
         pl.col("beam_rank").max(), pl.col("sequence_score", "qe_score").mean(),
         pl.col("lid_label").first(), pl.col("lid_prob").min(),
         pl.col("candidates", "lid_passed").min(), pl.col("reason").drop_nulls().first(),
+        pl.col("near_threshold").any(),
     ).with_columns(text=pl.when(pl.col("missing") == 0).then(
         joiner.then(pl.col("unspaced")).otherwise(pl.col("spaced"))))
 
@@ -58,9 +73,20 @@ def quartiles(frame: pl.DataFrame) -> pl.DataFrame:
         qe_quartile=pl.when(ok).then(((rank - 1) * 4 // size + 1).cast(pl.Int8))).drop("ok_row")
 
 
-def select_translations(candidates: pa.Table, min_lid_prob: float = 0.5, min_qe: float | None = None) -> pa.Table:
+def select_units(candidates: pa.Table, min_lid_prob: float = 0.5, min_qe: float | None = None) -> pl.DataFrame:
+    """One row per unit and target, with the TRANSLATIONS columns and `near_threshold`."""
     segments = choose_per_segment(pl.from_arrow(candidates), min_lid_prob, min_qe)
     units = join_segments(segments).with_columns(
         status=pl.when(pl.col("reason").is_null()).then(pl.lit("ok")).otherwise(pl.lit("rejected")))
-    units = quartiles(units.sort(["target_language", "id", "column", "element"], nulls_last=False))
+    return quartiles(units.sort(["target_language", "id", "column", "element"], nulls_last=False))
+
+
+def near_threshold_counts(units: pl.DataFrame) -> dict[str, int]:
+    """Per target, the units decided within DECISION_TOLERANCE (a threshold or a runner-up that close)."""
+    counts = units.group_by("target_language").agg(pl.col("near_threshold").sum()).sort("target_language")
+    return dict(counts.iter_rows())
+
+
+def select_translations(candidates: pa.Table, min_lid_prob: float = 0.5, min_qe: float | None = None) -> pa.Table:
+    units = select_units(candidates, min_lid_prob, min_qe)
     return units.select(TRANSLATIONS.schema.names).to_arrow().cast(TRANSLATIONS.schema)
