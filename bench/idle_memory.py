@@ -17,8 +17,9 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
+
+from bench import isolated_home
 
 MINUTES = 5.0
 SAMPLE_S = 15.0
@@ -63,16 +64,12 @@ def sample(minutes: float, every_s: float) -> list[tuple[float, dict]]:
 
 
 def main() -> dict:
-    root = tempfile.mkdtemp(prefix="xmdata-bench-idle-")
-    os.environ.update(PREFECT_HOME=os.path.join(root, "prefect"), XMDATA_CACHE=os.path.join(root, "cache"),
-                      PREFECT_LOGGING_LEVEL="WARNING", DASK_LOGGING__DISTRIBUTED="warning")
-    os.environ.pop("PREFECT_API_URL", None)
+    root, env = isolated_home("xmdata-bench-idle-")
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     from xmdata.runtime.service import model_idle_seconds, stop_service
 
-    env = {k: v for k, v in os.environ.items() if k not in ("XMDATA_EXECUTOR", "XMDATA_DASK_ADDRESS")}
     one = os.path.join(root, "one.parquet")
     pq.write_table(pa.table({"id": ["c0"], "text": ["a red bicycle in the street"]}), one)
     figures: dict = {"model_idle_minutes": model_idle_seconds() / 60}

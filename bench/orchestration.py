@@ -22,13 +22,13 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from bench import isolated_home
 from bench.cpu_meter import CpuMeter
 
 ROWS_PER_SHARD = 100
@@ -146,14 +146,10 @@ def trivial_shards(root: str, n: int) -> list[str]:
 
 
 def main() -> dict:
-    root = tempfile.mkdtemp(prefix="xmdata-bench-")
-    os.environ.update(PREFECT_HOME=os.path.join(root, "prefect"), XMDATA_CACHE=os.path.join(root, "cache"),
-                      PREFECT_LOGGING_LEVEL="WARNING", DASK_LOGGING__DISTRIBUTED="warning")
-    os.environ.pop("PREFECT_API_URL", None)
+    root, env = isolated_home("xmdata-bench-")
     from bench.orchestration_trivial import trivial_figures
     from xmdata.runtime.service import stop_service
 
-    env = {k: v for k, v in os.environ.items() if k not in ("XMDATA_EXECUTOR", "XMDATA_DASK_ADDRESS")}
     one = os.path.join(root, "one.parquet")
     write_captions(one, 1)
     big = os.path.join(root, "captions.parquet")
