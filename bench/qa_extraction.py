@@ -69,6 +69,7 @@ def bench_stage() -> None:
     from xmdata.tasks.qa.input import read_qa_input
     from xmdata.tasks.qa.pack import pack
     from xmdata.tasks.qa.labels import known_labels
+    from xmdata.flows.translation_params import TranslateQaParams
     from xmdata.tasks.qa.translate import translate_qa_stage
     from xmdata.tasks.build.token_batches import length_sorted_batches, max_new_tokens
 
@@ -80,7 +81,7 @@ def bench_stage() -> None:
                   for i in range(N_INSTANCES)],
         "positive": [" ".join(words[i % 9:i % 9 + 2 + i % 4]) for i in range(N_INSTANCES)]}))
     labels, _ = known_labels(["fr", "de"])
-    stage = translate_qa_stage(spec, "en", ["fr", "de"], labels, **GENERATION)
+    stage = translate_qa_stage(TranslateQaParams(targets=["fr", "de"], translator=GENERATION), spec, labels)
     translator = get_model("translator", spec)  # loaded once, outside both timings
     texts = [pack(q, p).text for q, p in zip(table["query"].to_pylist(), table["positive"].to_pylist())]
     lengths = translator.token_lengths(texts, "en", "fr")

@@ -24,7 +24,10 @@ def main() -> list[dict]:
     from xmdata.models.registry import get_model
     from xmdata.models.tiny import cached_tiny_models
 
-    estimator = get_model("quality_estimator", cached_tiny_models(seed=0)["cometkiwi"])
+    from xmdata.flows.translation_options import FilterOptions
+
+    qe = FilterOptions(qe_model=cached_tiny_models(seed=0)["cometkiwi"].name_or_path).qe_spec()
+    estimator = get_model("quality_estimator", qe)
     batch = estimator.prepare(*pairs(PAIRS))
 
     def before(items):

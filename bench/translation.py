@@ -57,7 +57,7 @@ def install_random_418m(tiny_spec):
     model.generation_config.suppress_tokens = list(range(max(translator.languages.values()) + 1,
                                                          config.vocab_size))
     translator.model, translator.max_input_tokens = model, 1024
-    registry._loaded[("translator", spec)] = translator
+    registry.MODELS.put("translator", spec, translator)
     # "418M" counts M2M100 without its embeddings; with the 128k-token embedding it is 484 M.
     print(f"  418M shape: {sum(p.numel() for p in model.parameters()) / 1e6:.0f} M parameters, tokenizer {len(tok)}")
     return spec
@@ -73,17 +73,20 @@ def measure(name, spec, models, texts, root) -> dict:
     from xmdata.runtime.shards import ShardPaths
     from xmdata.tasks.translation.candidate_scores import candidate_lid_stage, candidate_qe_stage
     from xmdata.tasks.build.token_batches import length_sorted_batches, max_new_tokens
+    from xmdata.flows.translation_options import FilterOptions
+    from xmdata.flows.translation_params import TranslateParams
     from xmdata.tasks.translation.translate import translate_stage
 
-    generation = dict(num_beams=BEAMS, num_candidates=CANDIDATES, batch_tokens=BEAMS * 16 * 32,
-                      max_new_tokens_ratio=1.0, max_new_tokens_extra=4, split_sentences=False)
+    params = TranslateParams(targets=["fr"], translator=dict(num_beams=BEAMS, num_candidates=CANDIDATES,
+                             batch_tokens=BEAMS * 16 * 32, max_new_tokens_ratio=1.0, max_new_tokens_extra=4))
+    qe = FilterOptions(qe_model=models["cometkiwi"].name_or_path).qe_spec()
     translator = get_model("translator", spec)
     lengths = translator.token_lengths(texts, "en", "fr")
-    batches = length_sorted_batches(lengths, generation["batch_tokens"], BEAMS)
+    batches = length_sorted_batches(lengths, params.translator.batch_tokens, BEAMS)
     prepared = [(translator.prepare([texts[i] for i in sorted(b)], "en", "fr"),
                  max_new_tokens(max(lengths[i] for i in b), 1.0, 4, 1024)) for b in batches]
     get_model("language_identifier", models["fasttext"])
-    get_model("quality_estimator", models["cometkiwi"]).predict([{"src": "warm", "mt": "up"}])
+    get_model("quality_estimator", qe).predict([{"src": "warm", "mt": "up"}])
 
     def bare() -> float:
         started = time.perf_counter()
@@ -95,9 +98,9 @@ def measure(name, spec, models, texts, root) -> dict:
 
     shard = os.path.join(root, name, "texts", "data", "shard-00000.parquet")
     write_parquet_atomic(pa.table({"id": [f"t{i}" for i in range(len(texts))], "text": texts}), shard)
-    stages = [translate_stage(spec, ["text"], "en", ["fr"], **generation),
+    stages = [translate_stage(params, spec),
               candidate_lid_stage(models["fasttext"], {"fr": list({"fr", "ar", "hi", "bn", "fa", "ur"})}),
-              candidate_qe_stage(models["cometkiwi"])]
+              candidate_qe_stage(qe)]
 
     def staged(attempt: int) -> float:
         out = os.path.join(root, name, f"attempt-{attempt}")

@@ -20,7 +20,7 @@ from xmdata.tasks.evaluation.report import write_report
 from xmdata.tasks.evaluation.runner import run_metric
 
 from .benchmark_config import BenchmarksConfig
-from .release_steps import step_report
+from .finish import step_report
 from xmdata.tasks.stage_params import ScoringParams
 
 from .score import score_pairs

@@ -21,7 +21,7 @@ from xmdata.tasks.mmmeb.prompts import with_prompts
 from xmdata.tasks.mmmeb.tasks import build_instances, read_source
 
 from .mmmeb_config import MmmebConfig
-from .release_steps import step_report
+from .finish import step_report
 
 TASKS_SCHEMA = pa.schema([("task", pa.string()), ("dataset", pa.string()), ("language", pa.string()),
                           ("status", pa.string()), ("queries", pa.int64()), ("candidates", pa.int64()),

@@ -1,31 +1,47 @@
 """A reproducible data release: build the stages a release.yaml names, then publish the tables, their
 rejects, plots, a dataset card and a manifest of checksums into OUT. Same config, same inputs ->
-the same bytes (manifest.json differs in its `built_at` line only)."""
+the same bytes (manifest.json differs in its `built_at` line only).
+
+The config is read and checked once a run (flows/release_preflight.py): `release_flow`, the UI's form
+and Python's call, checks it itself; `xmdata release` checks it before any server starts and runs
+`checked_release_flow` on the Release it checked."""
 from __future__ import annotations
 
 import os
+import platform
 
 from prefect import flow
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 
+from xmdata import __version__
 from xmdata.flows.finish import finish_build
-from xmdata.flows.release_build import build_release_data
-from xmdata.flows.release_facts import release_facts
+from xmdata.flows.release_build import build_release_data, recorded_source
+from xmdata.flows.release_config import ModelChoice, Release
+from xmdata.flows.release_refs import model_facts, named_models
 from xmdata.flows.release_preflight import checked_release
 from xmdata.runtime import storage
-from xmdata.flows.release_recipe import ModelChoice
-from xmdata.runtime.atomic import remove_stray_temp_files, write_text_atomic
+from xmdata.runtime.atomic import remove_stray_temp_files, sha256_file, write_text_atomic
 from xmdata.runtime.cluster_spec import ClusterOptions
 from xmdata.runtime.session import cluster_scope
 from xmdata.schemas.column_map import column_mapping
 from xmdata.tasks.release.card import build_card
 from xmdata.tasks.release.recipe_card import recipe_sections
 from xmdata.tasks.release.files import copy_files, gather_rejects, gather_tables
-from xmdata.tasks.release.manifest import release_files, write_manifest
-from xmdata.tasks.release.upload import check_work, release_folders, upload_release
+from xmdata.tasks.release.manifest import canonical_sha256, git_state, package_versions, release_files, \
+    write_manifest
+from xmdata.tasks.release.upload import release_folders, upload_release
 from xmdata.tasks.stage_params import Seed, ShardCount
 
 PUBLISHED_FOLDERS = ("data", "rejects", "plots", "reports")
+
+
+# Defined first: where flows are looked up by name, "release" is the UI's release_flow below.
+@flow(name="release", validate_parameters=False)
+def checked_release_flow(release: Release, out: str, work: str | None = None,
+                         shards: ShardCount | None = None) -> dict:
+    """`xmdata release`: the build of RELEASE, which the command checked (not validated again); its
+    --shards, which every command hands its flow, is in RELEASE already."""
+    return publish_release(release, out, work, None)
 
 
 @flow(name="release")
@@ -45,15 +61,18 @@ def release_flow(config: str = "demo", out: str = "releases/demo", shards: Shard
         models: config (the models the config names) or tiny (the offline tiny models instead)
         cluster: a distributed cluster class (SLURM, Kubernetes…) for the big stages, over the config's
     """
-    # Every stage's refusals (config, overrides, inputs, models) before the first stage writes.
-    parsed, resolved, text, text_sha, overrides = checked_release(config, shards, seed, sample, models)
-    overrides |= ({"sample": True} if sample else {}) | ({"models": models} if models != "config" else {})
-    check_work(parsed, work)  # for runs from the UI: the CLI checked it already
+    # Every stage's refusals (config, overrides, inputs, models, build folder) before the first stage writes.
+    return publish_release(checked_release(config, shards, seed, sample, models, work), out, work, cluster)
+
+
+def publish_release(release: Release, out: str, work: str | None, cluster: ClusterOptions | None) -> dict:
+    """Build the checked RELEASE into OUT, resumably, and write its card and manifest."""
+    config = release.config
     target, out, work = release_folders(out, work)
     remove_stray_temp_files(out)  # what a killed run left half-written, build folder included
-    with column_mapping(parsed.columns), cluster_scope(cluster or parsed.cluster):
-        build = build_release_data(resolved, work)  # `columns:` applied as --map on the commands
-    summary = finish_build(work, build.reports, build.distributions, f"Build of release {parsed.name}",
+    with column_mapping(config.columns), cluster_scope(cluster or config.cluster):
+        build = build_release_data(release.resolved, work)  # `columns:` applied as --map on the commands
+    summary = finish_build(work, build.reports, build.distributions, f"Build of release {config.name}",
                            extra_markdown="".join(build.markdown))
     tables = gather_tables(work, out)
     written = [f"data/{t}.parquet" for t in tables]
@@ -62,9 +81,9 @@ def release_flow(config: str = "demo", out: str = "releases/demo", shards: Shard
     inside = ".." if storage.is_url(work) else os.path.relpath(work, out)  # a store's build is never inside
     skip = set() if inside.startswith("..") else {inside}
     _remove_stale(out, set(written), skip)
-    facts = release_facts(config, parsed, resolved, text, text_sha, overrides, summary, work,
-                          None if skip == set() else inside)
-    card = build_card(out, parsed, tables, summary) + recipe_sections(out, parsed, facts, work)
+    facts = release_facts(release, summary, work, None if skip == set() else inside)
+    card = build_card(out, config, tables, summary) + recipe_sections(
+        out, config, named_models(release.as_written), facts, work)
     write_text_atomic(card, os.path.join(out, "README.md"))
     manifest = write_manifest(out, facts, skip)
     _publish(out, manifest, card)
@@ -72,6 +91,38 @@ def release_flow(config: str = "demo", out: str = "releases/demo", shards: Shard
         upload_release(out, target, manifest)
     return {"release": target or out, "release_sha256": manifest["release_sha256"], "run": summary["run"],
             "files": len(manifest["release"]["files"])}
+
+
+def release_facts(release: Release, summary: dict, work: str, work_folder: str | None) -> dict:
+    """What manifest.json records beside the checksums: config, inputs, models, packages, code. Paths
+    as the config writes them, never absolute, so the manifest does not depend on where it was built."""
+    config, base = release.config, os.path.dirname(release.path)
+    return {
+        "name": config.name, "version": config.version, "license": config.license,
+        "config": {"file": os.path.basename(release.path), "sha256": release.sha256, "text": release.text,
+                   "overrides": release.overrides,
+                   "effective_sha256": canonical_sha256({"text": release.text, "overrides": release.overrides})},
+        "inputs": _input_facts(config.inputs(), base),
+        "imports": {name: {"format": entry.format, "source": os.path.relpath(entry.source, base),
+                           **recorded_source(work, name)} for name, entry in config.imports.items()},
+        "models": model_facts(config, release.resolved),
+        "packages": package_versions(),
+        "python": platform.python_version(),
+        "xmdata": {"version": __version__, **git_state()},
+        "stages": summary["stages"],
+        "work_folder": work_folder,
+    }
+
+
+def _input_facts(inputs: list[tuple[str, str]], base: str) -> dict:
+    facts = {}
+    for where, path in inputs:
+        if storage.is_url(path):  # recorded as written: no machine-specific part
+            facts[where] = {"path": path, "sha256": sha256_file(path), "bytes": storage.filesystem(path)[0].size(path)}
+        elif os.path.isfile(path):
+            facts[where] = {"path": os.path.relpath(path, base), "sha256": sha256_file(path),
+                            "bytes": os.path.getsize(path)}
+    return facts
 
 
 def _remove_stale(out: str, written: set[str], skip: set[str]) -> None:

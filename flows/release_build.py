@@ -1,32 +1,44 @@
 """The build behind a release: the stages its config names, in order, into one work folder.
 
-Each stage is the same code its own command runs (identify-language, select-images, translate,
-translate-qa, score); a release only chooses which run and with what. Finished shards are skipped,
-so a killed release build resumes where it stopped.
+First the public datasets of `imports:`, converted in the build's process (`xmdata import`'s own code)
+into WORK/imports/<name>/, and stages' `import:<name>/<file>` inputs pointed there; an import whose
+source files, format and options are unchanged is not redone. Then each stage, the same code its own
+command runs (identify-language, select-images, translate, translate-qa, score); a release only
+chooses which run and with what. Finished shards are skipped, so a killed build resumes where it stopped.
 """
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 
 import pyarrow as pa
+import pyarrow.parquet as pq
+from prefect.logging import get_logger
 
 from xmdata.runtime import storage
+from xmdata.runtime.atomic import write_json_atomic
 from xmdata.runtime.process import StageReport
 from xmdata.schemas import CAPTIONS, IMAGES
 from xmdata.schemas.readers import read_input
+from xmdata.tasks.importers.run import import_dataset
+from xmdata.tasks.release.manifest import model_fingerprint
 from xmdata.tasks.scoring.input import pairs_from_captions
 
 from .benchmarks import build_benchmarks
 from .language_id import label_languages
+from .finish import step_report
 from .mmmeb import build_mmmeb
 from .release_config import ReleaseConfig
-from .release_imports import resolve_imported, run_imports
 from .release_preflight import translation_texts
+from .release_refs import IMPORTED, replaced
 from .score import score_pairs
 from .select_images import select_geo_diverse
 from .translate import publish_report, translate_texts
 from .translate_qa import publish_qa_report, translate_qa_rows
+
+
+RECORD = "_source.json"
 
 
 @dataclass
@@ -93,3 +105,49 @@ def scoring_pairs(config: ReleaseConfig, work: str) -> tuple[pa.Table, str]:
             "image_id": pa.array([image_id_of.get(r["id"]) for r in kept], pa.string())})
         pairs = pa.concat_tables([pairs, translated.cast(pairs.schema)])
     return pairs, os.path.dirname(c.images)
+
+
+def source_fingerprint(path: str) -> dict:
+    """Files under an import source, their count and one sha256 over relative names and contents
+    (as a local model is fingerprinted: the same download gives the same value on any machine)."""
+    entry = model_fingerprint("import", path, path, "import", None)
+    return {"files": entry["files"], "sha256": entry["sha256"]}
+
+
+def recorded_source(work: str, name: str) -> dict:
+    """The source fingerprint this build's import NAME recorded (a big download is hashed once a build)."""
+    with open(os.path.join(work, "imports", name, RECORD), encoding="utf-8") as f:
+        return json.load(f)["record"]["source"]
+
+
+def run_imports(config: ReleaseConfig, work: str) -> tuple[list, dict[str, str], dict[str, str]]:
+    """(stage reports, {name: output folder}, {name: image root}) of every configured import."""
+    reports, folders, roots = [], {}, {}
+    for name, entry in config.imports.items():
+        out = os.path.join(work, "imports", name)
+        record = {"format": entry.format, "options": entry.options.model_dump(),
+                  "source": source_fingerprint(entry.source)}
+        record_path = os.path.join(out, RECORD)
+        if not (os.path.exists(record_path) and json.load(open(record_path))["record"] == record):
+            import_dataset(entry.format, entry.source, out, entry.options)
+            write_json_atomic({"record": record}, record_path)
+        report = json.load(open(os.path.join(out, "import_report.json"), encoding="utf-8"))
+        if differences := (report.get("publisher_counts") or {}).get("differences"):
+            get_logger("xmdata.imports").warning("import %s (%s): %d count(s) differ from the publisher's: %s", name,
+                                                 entry.format, len(differences), "; ".join(differences))
+        rejects = pq.read_table(os.path.join(out, "rejects.parquet"))
+        written = sum(report["written"].values())
+        reports.append(step_report(f"import_{name}", written + rejects.num_rows, written, rejects, work))
+        folders[name] = out
+        roots[name] = os.path.normpath(os.path.join(out, report["image_root"])) if report.get("image_root") else out
+    return reports, folders, roots
+
+
+def resolve_imported(config: ReleaseConfig, folders: dict[str, str]) -> ReleaseConfig:
+    """Stage inputs written `import:<name>/<file>` as paths into the import's output folder."""
+    for where, value in config.inputs():
+        if value.startswith(IMPORTED):
+            name, _, file = value[len(IMPORTED):].partition("/")
+            section, key = where.split(".")
+            config = replaced(config, (section,), {key: os.path.join(folders[name], file)})
+    return config

@@ -1,39 +1,48 @@
 """A release config (release.yaml): which inputs, which stages with which parameters, which models,
-which seed. Typed, so a bad config is refused with every error before anything runs.
+which seed; for a paper recipe also the public datasets it imports (`imports:`) and the small sample
+it builds on offline (`sample:`). Typed, so a bad config is refused with every error before anything runs.
 
 Paths inside a config are relative to the config file. A model written `tiny:<backend>` is the tiny
-untrained model of that backend, built offline with the config's seed (see models/tiny.py).
+untrained model of that backend, built offline with the config's seed (models/tiny.py); `--models tiny`
+swaps one in for every model the config names (flows/release_refs.py lists them). `load_release_config`
+reads a config once: `sample:` merged and --shards/--seed applied before its one validation, then
+paths made absolute and tiny models swapped in on copies (`Release`).
 """
 from __future__ import annotations
 
-import hashlib
 import os
-import yaml
-from pydantic import Field, ValidationError, model_validator
+from typing import NamedTuple
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from xmdata.data import DATA_DIR
-from xmdata.runtime import storage
 from xmdata.runtime.cluster_spec import ClusterOptions
 from xmdata.runtime.params import Strict
-from xmdata.runtime.storage_check import check_location
-from xmdata.schemas import ContractError
-from xmdata.tasks.stage_params import BUNDLED_LID, DEFAULT_SHARDS, LanguageIdParams, ScoringParams, Seed, \
-    SelectImagesParams, ShardCount
+from xmdata.tasks.importers.formats import FORMATS
+from xmdata.tasks.importers.options import ImportOptions
+from xmdata.tasks.release.choices import ModelChoice
+from xmdata.tasks.stage_params import DEFAULT_SHARDS, LanguageIdParams, ScoringParams, Seed, SelectImagesParams, \
+    ShardCount
 
 from .benchmark_config import BenchmarksConfig
 from .mmmeb_config import MmmebConfig
-from .release_recipe import IMPORT_PATH_OPTIONS, IMPORTED, TINY_EMBEDDERS, ImportConfig, ModelChoice, apply_sample, \
-    tiny_models
+from .release_refs import IMPORTED, INPUT_FIELDS, TINY, absolute_paths, model_refs, with_tiny_models
 from .translation_params import TranslateParams, TranslateQaParams
 
-# The fields of each section that name an input file (made absolute, checked, fingerprinted).
-INPUT_FIELDS = {"language_id": ["input"], "image_selection": ["input", "languages"], "translation": ["input"],
-                "qa_translation": ["input"], "scoring": ["input", "images"]}
-PACKAGED = {"demo": os.path.join(DATA_DIR, "releases", "demo.yaml")}
-TINY = "tiny:"
-# Which tiny models each model field may name (models/tiny.py builds them); a translator's must be its backend's.
-TINY_MODELS = {"translator.model": ("m2m100", "madlad"), "filters.qe_model": ("cometkiwi",),
-               "scoring.clip_model": ("open_clip",)}
+
+
+class ImportConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    format: str = Field(description="an `xmdata import` format")
+    source: str = Field(description="the download, in its published layout (relative to the config)")
+    options: ImportOptions = ImportOptions()
+
+    @field_validator("format")
+    @classmethod
+    def _known(cls, value: str) -> str:
+        if value not in FORMATS:
+            raise ValueError(f"unknown import format {value!r}; known: {', '.join(FORMATS)}")
+        return value
 
 
 # Each stage's section is its params (one declaration: tasks/stage_params.py, flows/translation_params.py)
@@ -86,29 +95,74 @@ class ReleaseConfig(Strict):
     @model_validator(mode="after")
     def _known_tiny_models(self):
         """`tiny:<name>` must name a tiny model the field can use: refused here, not after a build."""
-        named = [("scoring.clip_model", "scoring.clip_model", self.scoring and self.scoring.clip_model, None)]
-        named.append(("benchmarks.clip_model", "scoring.clip_model", self.benchmarks and self.benchmarks.clip_model,
-                      None))
-        for section in ("translation", "qa_translation", "benchmarks"):
-            if c := getattr(self, section):
-                named.append((f"{section}.translator.model", "translator.model", c.translator.model,
-                              c.translator.backend))
-                named.append((f"{section}.filters.qe_model", "filters.qe_model", c.filters and c.filters.qe_model, None))
-        for system in self.mmmeb.systems if self.mmmeb else []:
-            named.append((f"mmmeb.systems.{system.name}.model", "mmmeb.model", system.model,
-                          TINY_EMBEDDERS[system.backend][len(TINY):]))
-        for where, kind, name, backend in named:
-            if not (name and name.startswith(TINY)):
-                continue
-            allowed = (backend,) if backend else TINY_MODELS[kind]
-            if name[len(TINY):] not in allowed:
-                raise ValueError(f"{where}: {name!r} is not a tiny model it can use; use "
-                                 + " or ".join(f"'{TINY}{a}'" for a in allowed))
+        for ref in model_refs(self):
+            if ref.tiny and ref.name and ref.name.startswith(TINY) and ref.name[len(TINY):] not in ref.tiny:
+                raise ValueError(f"{ref.field_name}: {ref.name!r} is not a tiny model it can use; use "
+                                 + " or ".join(f"'{TINY}{a}'" for a in ref.tiny))
         return self
+
+    @model_validator(mode="after")
+    def _imports_exist(self):
+        """Every `import:<name>/…` input, benchmark set and MMMEB source names an import of `imports:`."""
+        wrong = [f"{where}: {value} (no import {value[len(IMPORTED):].split('/')[0]!r})"
+                 for where, value in self.inputs() if value.startswith(IMPORTED)
+                 and value[len(IMPORTED):].split("/")[0] not in self.imports]
+        if self.benchmarks:
+            wrong += [f"benchmarks.sets.{n}.source: {e.source} (not an import)"
+                      for n, e in self.benchmarks.sets.items() if e.source not in self.imports]
+        if self.mmmeb:
+            wrong += [f"mmmeb.sources.{role}: {name} (not an import)"
+                      for role, names in self.mmmeb.sources.model_dump().items() for name in names
+                      if name not in self.imports]
+        if wrong:
+            raise ValueError("input not found: " + "; ".join(wrong))
+        return self
+
+    def inputs(self) -> list[tuple[str, str]]:
+        """(section.field, path) of every input file a stage section names (INPUT_FIELDS), as set."""
+        return [(f"{section}.{key}", value) for section, keys in INPUT_FIELDS.items() if getattr(self, section)
+                for key in keys if (value := getattr(getattr(self, section), key))]
+
+
+def deep_merge(base: dict, over: dict) -> dict:
+    """BASE with OVER's keys replacing, dictionaries merged key by key (lists and values replaced); a key
+    OVER sets to null is removed (a sample build leaving out a set it has no sample of)."""
+    merged = dict(base)
+    for key, value in over.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = deep_merge(base[key], value) if isinstance(value, dict) and isinstance(base.get(key), dict) \
+                else value
+    return merged
+
+
+def apply_sample(raw: dict, sample: bool) -> dict:
+    """The config as written, or with its `sample:` section merged over it; `sample:` itself removed."""
+    over = raw.get("sample") or {}
+    body = {k: v for k, v in raw.items() if k != "sample"}
+    return deep_merge(body, over) if sample else body
+
+
+PACKAGED = {"demo": os.path.join(DATA_DIR, "releases", "demo.yaml")}
+
+
+class Release(NamedTuple):
+    """A release config read once: the config a build runs (--sample merged, --shards/--seed applied,
+    paths absolute, --models tiny swapped in), the file it came from, and how it was asked for."""
+    config: ReleaseConfig
+    path: str
+    text: str
+    sha256: str
+    as_written: ReleaseConfig  # the same before --models tiny: the models the recipe names (the card)
+    overrides: dict  # --shards, --seed, --sample, --models as the manifest records them
+    resolved: ReleaseConfig | None = None  # the preflight's: tiny models as their local folders
 
 
 def config_path(config: str) -> str:
     """A packaged config by name (demo) or a path to a release.yaml."""
+    from xmdata.schemas import ContractError
+
     path = PACKAGED.get(config, config)
     if os.path.isdir(path):
         raise ContractError(f"release config {config!r}: is a folder; give the release.yaml file")
@@ -117,35 +171,26 @@ def config_path(config: str) -> str:
     return os.path.abspath(path)
 
 
-def load_release_config(config: str, sample: bool = False,
-                        models: ModelChoice = "config") -> tuple[ReleaseConfig, str, str]:
-    """(validated config with paths made absolute, the file's text, its sha256). SAMPLE merges the
-    config's `sample:` section over it; MODELS tiny swaps in the tiny models (release_recipe.py)."""
+def load_release_config(config: str, sample: bool = False, models: ModelChoice = "config",
+                        shards: int | None = None, seed: int | None = None) -> Release:
+    """CONFIG (a path or a packaged name) read and validated once; ContractError in one line."""
+    import hashlib
+
+    import yaml
+
+    from xmdata.schemas import ContractError
+
     path = config_path(config)
+    given = {k: v for k, v in {"shards": shards, "seed": seed}.items() if v is not None}
     try:
         text = open(path, encoding="utf-8").read()
-        raw = yaml.safe_load(text) or {}
-        data = apply_sample(raw, sample)
-        parsed = ReleaseConfig.model_validate(tiny_models(data) if models == "tiny" else data)
+        as_written = ReleaseConfig.model_validate({**apply_sample(yaml.safe_load(text) or {}, sample), **given})
     except (OSError, UnicodeDecodeError, yaml.YAMLError, ValidationError, AttributeError) as exc:
         raise ContractError(f"release config {path}: {_one_paragraph(exc)}") from exc
-    resolved = _absolute_inputs(parsed, os.path.dirname(path))
-    return resolved, text, hashlib.sha256(text.encode()).hexdigest()
-
-
-def _input_exists(path: str, what: str) -> bool:
-    if not storage.is_url(path):
-        return os.path.exists(path)
-    check_location(path, f"release config: {what}", must_exist=True)  # a store's own error, one line
-    return True
-
-
-def with_overrides(config: ReleaseConfig, overrides: dict) -> ReleaseConfig:
-    """The config with --shards / --seed (or the UI's form) applied, validated like the file itself."""
-    try:
-        return ReleaseConfig.model_validate({**config.model_dump(), **overrides})
-    except ValidationError as exc:
-        raise ContractError(f"release overrides {overrides}: {_one_paragraph(exc)}") from exc
+    as_written = absolute_paths(as_written, os.path.dirname(path))
+    overrides = given | ({"sample": True} if sample else {}) | ({"models": models} if models != "config" else {})
+    return Release(with_tiny_models(as_written) if models == "tiny" else as_written, path, text,
+                   hashlib.sha256(text.encode()).hexdigest(), as_written, overrides)
 
 
 def _one_paragraph(exc: Exception) -> str:
@@ -153,44 +198,3 @@ def _one_paragraph(exc: Exception) -> str:
         return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'config'}: {e['msg'].removeprefix('Value error, ')}"
                          for e in exc.errors())
     return " ".join(str(exc).split())
-
-
-def _absolute_inputs(config: ReleaseConfig, base: str) -> ReleaseConfig:
-    def absolute(p: str | None) -> str | None:
-        if p is None or p == BUNDLED_LID or p.startswith((TINY, IMPORTED)) or "://" in p:
-            return p
-        return os.path.normpath(os.path.join(base, os.path.expanduser(p)))
-
-    data = config.model_dump()
-    for entry in data["imports"].values():
-        entry["source"] = absolute(entry["source"])
-        entry["options"].update({k: absolute(entry["options"][k]) for k in IMPORT_PATH_OPTIONS})
-    for entry in (data.get("benchmarks") or {}).get("sets", {}).values():
-        entry["images"] = absolute(entry["images"])
-    for section, keys in {**INPUT_FIELDS, "language_id": ["input", "lid_model"]}.items():
-        for key in keys:
-            if data.get(section):
-                data[section][key] = absolute(data[section][key])
-    missing = [f"{s}.{k}: {data[s][k]}" for s, keys in INPUT_FIELDS.items()
-               for k in keys if data.get(s) and data[s][k] and not data[s][k].startswith(IMPORTED)
-               and not _input_exists(data[s][k], f"{s}.{k}")]
-    # An importer reads a local download (folders, archives): a URL source is refused here.
-    missing += [f"imports.{name}.source: {entry['source']}" + (" (imports read a local download)"
-                                                                if storage.is_url(entry["source"]) else "")
-                for name, entry in data["imports"].items() if not os.path.exists(entry["source"])]
-    missing += [f"imports.{name}.options.{k}: {entry['options'][k]}" for name, entry in data["imports"].items()
-                for k in IMPORT_PATH_OPTIONS if entry["options"][k] and not os.path.exists(entry["options"][k])]
-    missing += [f"{s}.{k}: {data[s][k]} (no import {data[s][k][len(IMPORTED):].split('/')[0]!r})"
-                for s, keys in INPUT_FIELDS.items() for k in keys if data.get(s) and (data[s][k] or "").startswith(IMPORTED)
-                and data[s][k][len(IMPORTED):].split("/")[0] not in data["imports"]]
-    if data.get("benchmarks"):
-        missing += [f"benchmarks.sets.{n}.images: {e['images']}" for n, e in data["benchmarks"]["sets"].items()
-                    if not os.path.isdir(e["images"])]
-        missing += [f"benchmarks.sets.{n}.source: {e['source']} (not an import)"
-                    for n, e in data["benchmarks"]["sets"].items() if e["source"] not in data["imports"]]
-    if data.get("mmmeb"):
-        missing += [f"mmmeb.sources.{role}: {name} (not an import)" for role, names in data["mmmeb"]["sources"].items()
-                    for name in names if name not in data["imports"]]
-    if missing:
-        raise ContractError("release config: input not found: " + "; ".join(missing))
-    return ReleaseConfig.model_validate(data)

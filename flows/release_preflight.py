@@ -1,6 +1,7 @@
-"""Everything a release config's stages would refuse, checked before the first stage writes a file:
-inputs against their contracts, language areas, models' paths and languages. A release that would
-stop at its fourth stage stops here instead, with the same message and nothing written."""
+"""Everything a release would refuse, checked once per command before the first stage writes a file:
+the config, its inputs against their contracts, language areas, the build folder, models' paths and
+languages. `xmdata release` checks and hands the checked Release to the flow; a run from the UI or
+Python checks in the flow. A release that would stop at its fourth stage stops here instead."""
 from __future__ import annotations
 
 import os
@@ -9,65 +10,54 @@ import pyarrow.compute as pc
 
 from xmdata.models.base import ModelSpec, resolve_local_path
 from xmdata.models.fasttext_lid import check_fasttext_file
+from xmdata.runtime import storage
 from xmdata.schemas import CAPTIONS, IMAGES, ContractError
 from xmdata.schemas.readers import read_any, read_input
 from xmdata.tasks.scoring.input import check_clip_model
 
-from .release_config import TINY, ReleaseConfig, load_release_config, with_overrides
-from .release_recipe import IMPORTED, ModelChoice
+from .release_config import ModelChoice, Release, ReleaseConfig, load_release_config
+from .release_refs import IMPORT_PATH_OPTIONS, IMPORTED, resolve_tiny_models
 
 
-# `xmdata release` checks its config before any server starts, then runs the flow in its own
-# process, which checks again (a UI run has no CLI before it): the CLI leaves the key of what it
-# checked here, and the flow's check of that same config text and overrides takes it instead of
-# reading every input a second time. Taken once, so a later run in this process checks afresh.
-CHECKED_BY_THE_CLI: set[tuple] = set()
-
-
-def checked_release(config: str, shards: int | None, seed: int | None, sample: bool = False,
-                    models: ModelChoice = "config", hand_to_the_flow: bool = False):
-    """(config with overrides, with tiny models resolved, file text, its sha256, overrides), after
-    every check a release makes before its first stage writes."""
+def checked_release(config: str, shards: int | None = None, seed: int | None = None, sample: bool = False,
+                    models: ModelChoice = "config", work: str | None = None) -> Release:
+    """CONFIG read once and every check a release makes before its first stage writes; the Release
+    comes back with its tiny models resolved to their folders (`resolved`, what the build runs)."""
     from xmdata.schemas.column_map import column_mapping
+    from xmdata.tasks.release.upload import check_work
 
-    parsed, text, text_sha = load_release_config(config, sample, models)
-    overrides = {k: v for k, v in {"shards": shards, "seed": seed}.items() if v is not None}
-    parsed = with_overrides(parsed, overrides)  # validated: shards 0 from the UI is refused
-    resolved = resolve_tiny_models(parsed)
-    key = (os.path.abspath(config), text_sha, tuple(sorted(overrides.items())), sample, models)
-    if key in CHECKED_BY_THE_CLI and not hand_to_the_flow:
-        CHECKED_BY_THE_CLI.discard(key)
-    else:
-        with column_mapping(parsed.columns):  # the config's `columns:`, as the build applies them
-            preflight_release(resolved)
-        if hand_to_the_flow:
-            CHECKED_BY_THE_CLI.add(key)
-    return parsed, resolved, text, text_sha, overrides
+    release = load_release_config(config, sample, models, shards, seed)
+    check_inputs_exist(release.config)
+    check_work(release.config, work)
+    resolved = resolve_tiny_models(release.config)
+    with column_mapping(release.config.columns):  # the config's `columns:`, as the build applies them
+        preflight_release(resolved)
+    return release._replace(resolved=resolved)
 
 
-def resolve_tiny_models(config: ReleaseConfig) -> ReleaseConfig:
-    """Replace every `tiny:<backend>` model with the local folder of that tiny model (built once,
-    with the config's seed, into XMDATA_CACHE)."""
-    data = config.model_dump()
-    sections = ("translation", "qa_translation", "benchmarks")
-    refs = [(data[s]["translator"], "model") for s in sections if data.get(s)]
-    refs += [(f, "qe_model") for s in sections if data.get(s) and (f := data[s]["filters"])]
-    refs += [(data[s], "clip_model") for s in ("scoring", "benchmarks") if data.get(s)]
-    refs += [(system, "model") for system in (data.get("mmmeb") or {}).get("systems", [])]
-    if not any(str(holder[key]).startswith(TINY) for holder, key in refs):
-        return config
-    from xmdata.models.tiny import cached_tiny_models  # imports torch: only when a tiny model is named
+def check_inputs_exist(config: ReleaseConfig) -> None:
+    """Every input file, import source and path option, and benchmark image folder is there (a URL:
+    its store's own one-line error); one ContractError lists what is not."""
+    from xmdata.runtime.storage_check import check_location
 
-    tiny = cached_tiny_models(seed=config.seed)
-    for holder, key in refs:
-        if str(holder[key]).startswith(TINY):
-            backend = holder[key][len(TINY):]
-            if backend not in tiny:
-                raise ContractError(f"{holder[key]}: no tiny model of that name; known: {', '.join(sorted(tiny))}")
-            holder[key] = tiny[backend].name_or_path
-            if key == "clip_model" or holder.get("backend") == "open_clip":
-                holder["pretrained"] = tiny[backend].option("pretrained")
-    return ReleaseConfig.model_validate(data)
+    def exists(path: str, what: str) -> bool:
+        if not storage.is_url(path):
+            return os.path.exists(path)
+        check_location(path, f"release config: {what}", must_exist=True)
+        return True
+
+    missing = [f"{where}: {path}" for where, path in config.inputs()
+               if not imported(path) and not exists(path, where)]
+    # An importer reads a local download (folders, archives): a URL source is refused here.
+    missing += [f"imports.{name}.source: {entry.source}" + (" (imports read a local download)"
+                                                            if storage.is_url(entry.source) else "")
+                for name, entry in config.imports.items() if not os.path.exists(entry.source)]
+    missing += [f"imports.{name}.options.{k}: {path}" for name, entry in config.imports.items()
+                for k in IMPORT_PATH_OPTIONS if (path := getattr(entry.options, k)) and not os.path.exists(path)]
+    missing += [f"benchmarks.sets.{n}.images: {e.images}" for n, e in
+                (config.benchmarks.sets if config.benchmarks else {}).items() if not os.path.isdir(e.images)]
+    if missing:
+        raise ContractError("release config: input not found: " + "; ".join(missing))
 
 
 def preflight_release(config: ReleaseConfig) -> None:
@@ -84,11 +74,11 @@ def preflight_release(config: ReleaseConfig) -> None:
     if (c := config.translation) and not imported(c.input):
         from .translate import preflight
 
-        preflight(translation_texts(c), c.columns, c.source, c.targets, c.translator, c.filters)
+        preflight(translation_texts(c), c)
     if (c := config.qa_translation) and not imported(c.input):
         from .translate_qa import preflight_qa
 
-        preflight_qa(c.input, c.source, c.targets, c.translator, c.filters)  # as translate_qa_rows runs it
+        preflight_qa(c.input, c)  # as translate_qa_rows runs it
     if c := config.scoring:
         if not imported(c.input):
             read_input(c.input, CAPTIONS)

@@ -16,7 +16,7 @@ from xmdata.models.cometkiwi import checkpoint_path
 from xmdata.models.fasttext_lid import check_fasttext_file
 from xmdata.models.registry import translator_languages
 from xmdata.runtime import storage
-from xmdata.runtime.atomic import remove_stray_temp_files, write_json_atomic, write_parquet_atomic
+from xmdata.runtime.atomic import remove_stray_temp_files, write_parquet_atomic
 from xmdata.runtime.execution import run_stage
 from xmdata.runtime.process import StageReport
 from xmdata.schemas import ContractError
@@ -25,12 +25,11 @@ from xmdata.tasks.build.ingest import ingest
 from xmdata.tasks.translation.translate import translate_stage
 from xmdata.tasks.translation.input import read_translation_input
 from xmdata.tasks.translation.languages import lid_labels_for
-from xmdata.tasks.translation.outputs import CANDIDATES_FILE, SETTINGS_FILE, write_selection
+from xmdata.tasks.translation.outputs import CANDIDATES_FILE, write_run, write_selection
 from xmdata.tasks.stage_params import DEFAULT_SHARDS, ShardCount
 
 from .finish import finish_build
-from .translation_options import FilterOptions, TranslatorOptions
-from .translation_params import TranslateParams
+from .translation_params import TranslateParams, TranslateQaParams
 
 
 def check_before_loading(translator: ModelSpec, source: str, targets: list[str], *specs: ModelSpec) -> None:
@@ -52,42 +51,46 @@ def check_before_loading(translator: ModelSpec, source: str, targets: list[str],
                             f"{', '.join(unknown)}; supported: {', '.join(supported)}")
 
 
-def preflight(source: str | pa.Table, columns: list[str], source_language: str, targets: list[str],
-              translator: TranslatorOptions, filters: FilterOptions) -> tuple[pa.Table, list[str], dict]:
-    """Everything that can be refused before a model loads: (input, its list columns, LID labels)."""
-    table, list_columns = read_translation_input(source, columns)
-    accepted = lid_labels_for(targets, translator.backend, filters.lid_accept)
-    check_before_loading(translator.spec(), source_language, targets, filters.lid_spec(), filters.qe_spec())
-    return table, list_columns, accepted
+def check_models(params: TranslateParams | TranslateQaParams) -> None:
+    """The translator (and the filters' models, when set) exist and take the run's languages."""
+    filters = params.filters
+    check_before_loading(params.translator.spec(), params.source, params.targets,
+                         *((filters.lid_spec(), filters.qe_spec()) if filters else ()))
 
 
-def translate_texts(source: str | pa.Table, out: str, shards: int, params: TranslateParams
-                    ) -> tuple[list[StageReport], dict, dict]:
-    columns, source_language, targets = params.columns, params.source, params.targets
-    translator, filters = params.translator, params.filters
-    table, list_columns, accepted = preflight(source, columns, source_language, targets, translator, filters)
-    spec, lid, qe = translator.spec(), filters.lid_spec(), filters.qe_spec()
+def preflight(source: str | pa.Table, params: TranslateParams) -> tuple[pa.Table, list[str]]:
+    """Everything that can be refused before a model loads; returns the input and its list columns."""
+    table, list_columns = read_translation_input(source, params.columns)
+    lid_labels_for(params.targets, params.translator.backend, params.filters.lid_accept)  # a bad --lid-accept
+    check_models(params)
+    return table, list_columns
+
+
+def translate_texts(source: str | pa.Table, out: str, shards: int, params: TranslateParams,
+                    models_checked: bool = False) -> tuple[list[StageReport], dict, dict]:
+    """The build: the models are checked here unless the caller did (`models_checked`)."""
+    table, list_columns = read_translation_input(source, params.columns)
+    if not models_checked:
+        check_models(params)
+    filters, spec = params.filters, params.translator.spec()
+    accepted = lid_labels_for(params.targets, params.translator.backend, filters.lid_accept)
     remove_stray_temp_files(out)
     ingested = ingest(table, "texts", shards, out)
-    translated = run_stage(translate_stage(spec, columns, source_language, targets, **translator.generation()),
-                           ingested.data_paths, out)
-    labelled = run_stage(candidate_lid_stage(lid, accepted), translated.data_paths, out)
-    scored = run_stage(candidate_qe_stage(qe), labelled.data_paths, out)
+    translated = run_stage(translate_stage(params, spec), ingested.data_paths, out)
+    labelled = run_stage(candidate_lid_stage(filters.lid_spec(), accepted), translated.data_paths, out)
+    scored = run_stage(candidate_qe_stage(filters.qe_spec()), labelled.data_paths, out)
     candidates = pa.concat_tables([storage.read_parquet(p) for p in scored.data_paths])
     write_parquet_atomic(candidates, storage.join(out, CANDIDATES_FILE))
-    write_json_atomic({"columns": columns, "list_columns": list_columns, "source_language": source_language,
-                       "target_languages": targets, "accepted_lid_labels": accepted,
-                       "translator": spec.to_dict(), "generation": translator.generation(),
-                       "lid_model": lid.to_dict(), "qe_model": qe.to_dict(),
-                       "min_lid_prob": filters.min_lid_prob, "min_qe": filters.min_qe},
-                      storage.join(out, SETTINGS_FILE))
-    selection = write_selection(out)
+    write_run(out, params, list_columns, accepted_lid_labels=accepted, translator=spec.to_dict(),
+              lid_model=filters.lid_spec().to_dict(), qe_model=filters.qe_spec().to_dict())
+    selection = write_selection(out, params, list_columns)
     kept = {t: r["rows_out"] for t, r in selection["targets"].items()}
     return [ingested, translated, labelled, scored], {"translations kept per target": kept}, selection
 
 
 @flow(name="translate")
-def translate_flow(input_path: str, out: str, params: TranslateParams, shards: ShardCount = DEFAULT_SHARDS) -> dict:
+def translate_flow(input_path: str, out: str, params: TranslateParams, shards: ShardCount = DEFAULT_SHARDS,
+                   models_checked: bool = False) -> dict:
     """Translate the columns of INPUT into every target: beam candidates, language ID, COMETKiwi, selection.
 
     Args:
@@ -95,8 +98,10 @@ def translate_flow(input_path: str, out: str, params: TranslateParams, shards: S
         out: output folder
         params: columns, languages, translator, language ID and COMETKiwi filters
         shards: number of shards the input is split into (by a hash of each row's id)
+        models_checked: the caller checked the models and languages already (the command line does,
+            before any server starts), so they are not checked twice
     """
-    reports, distributions, selection = translate_texts(input_path, out, shards, params)
+    reports, distributions, selection = translate_texts(input_path, out, shards, params, models_checked)
     publish_report(selection)
     return finish_build(out, reports, distributions, f"Translation of {input_path}",
                         extra_markdown="\n### Translation\n\n" + selection["markdown"])

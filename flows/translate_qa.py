@@ -25,54 +25,47 @@ from xmdata.tasks.translation.languages import lid_labels_for
 from xmdata.tasks.stage_params import DEFAULT_SHARDS, ShardCount
 
 from .finish import finish_build
-from .translate import check_before_loading
-from .translation_options import FilterOptions, TranslatorOptions
+from .translate import check_models
 from .translation_params import TranslateQaParams
 
 
-def preflight_qa(source: str | pa.Table, source_language: str, targets: list[str], translator: TranslatorOptions,
-                 filters: FilterOptions | None) -> tuple[pa.Table, dict]:
-    """Everything refusable before weights load: (conformed input, accepted LID labels or {})."""
+def preflight_qa(source: str | pa.Table, params: TranslateQaParams) -> pa.Table:
+    """Everything refusable before weights load; returns the conformed input."""
     table = read_qa_input(source)
-    accepted = lid_labels_for(targets, translator.backend, filters.lid_accept) if filters else {}
-    check_before_loading(translator.spec(), source_language, targets,
-                         *((filters.lid_spec(), filters.qe_spec()) if filters else ()))
-    return table, accepted
+    if params.filters:
+        lid_labels_for(params.targets, params.translator.backend, params.filters.lid_accept)  # a bad --lid-accept
+    check_models(params)
+    return table
 
 
-def translate_qa_rows(source: str | pa.Table, out: str, shards: int, params: TranslateQaParams
-                      ) -> tuple[list[StageReport], dict, dict]:
+def translate_qa_rows(source: str | pa.Table, out: str, shards: int, params: TranslateQaParams,
+                      models_checked: bool = False) -> tuple[list[StageReport], dict, dict]:
     """Run the QA translation into OUT; filters=None is plain extraction, FilterOptions adds LID + QE.
+    The models are checked here unless the caller did (`models_checked`).
     Returns (stage reports, distributions for the summary, the QA report)."""
-    targets, translator, filters, source_language = params.targets, params.translator, params.filters, params.source
-    exclude_tasks, per_task = params.exclude_tasks, params.per_task
-    table, accepted = preflight_qa(source, source_language, targets, translator, filters)
-    selected, selection = select_instances(table, exclude_tasks, per_task)
-    spec = translator.spec()
+    table = read_qa_input(source)
+    if not models_checked:
+        check_models(params)
+    targets, filters, spec = params.targets, params.filters, params.translator.spec()
+    selected, selection = select_instances(table, params.exclude_tasks, params.per_task)
     remove_stray_temp_files(out)
     # Label words of targets data/ lacks are derived here, once, with the run's own model.
-    labels = resolve_labels(targets, lambda: get_model("translator", spec), source_language,
-                            spec.name_or_path, out)
+    labels = resolve_labels(targets, lambda: get_model("translator", spec), params.source, spec.name_or_path, out)
     write_json_atomic({"labels": labels}, storage.join(out, "qa_labels.json"))
-    generation = translator.generation()
-    generation.pop("split_sentences")  # a packed instance is translated whole, or refused as too_long
     ingested = ingest(selected, "qa_instances", shards, out)
-    reports = [ingested, run_stage(translate_qa_stage(spec, source_language, targets, labels, **generation),
-                                   ingested.data_paths, out)]
+    reports = [ingested, run_stage(translate_qa_stage(params, spec, labels), ingested.data_paths, out)]
     if filters:
+        accepted = lid_labels_for(targets, params.translator.backend, filters.lid_accept)
         reports.append(run_stage(candidate_lid_stage(filters.lid_spec(), accepted, "qa_candidate_lid"),
                                  reports[-1].data_paths, out))
         reports.append(run_stage(candidate_qe_stage(filters.qe_spec(), "qa_candidate_qe"), reports[-1].data_paths, out))
     candidates = pa.concat_tables([storage.read_parquet(p) for p in reports[-1].data_paths])
     write_parquet_atomic(candidates, storage.join(out, "qa_candidates.parquet"))
-    settings = {"source_language": source_language, "target_languages": targets, "labels": labels,
-                "exclude_tasks": list(exclude_tasks), "per_task": per_task, "translator": spec.to_dict(),
-                "generation": generation, "scored": filters is not None,
-                "lid_model": filters.lid_spec().to_dict() if filters else None,
-                "qe_model": filters.qe_spec().to_dict() if filters else None,
-                "min_lid_prob": filters.min_lid_prob if filters else 0.0, "min_qe": filters.min_qe if filters else None}
-    write_json_atomic(settings, storage.join(out, "translate_qa.json"))
-    report = write_qa_outputs(out, candidates, settings, selection, passthrough_columns(selected))
+    write_json_atomic({"params": params.model_dump(mode="json"), "labels": labels, "translator": spec.to_dict(),
+                       "lid_model": filters.lid_spec().to_dict() if filters else None,
+                       "qe_model": filters.qe_spec().to_dict() if filters else None},
+                      storage.join(out, "translate_qa.json"))  # what the run was, for a reader (nothing reads it back)
+    report = write_qa_outputs(out, candidates, params, labels, selection, passthrough_columns(selected))
     derived = sorted(t for t, entry in labels.items() if entry["source"] != "data/qa_labels.json")
     distributions = {"QA instances kept per target": report["kept_per_target"],
                      "QA input rows left out": {
@@ -91,7 +84,7 @@ def publish_qa_report(report: dict) -> None:
 
 @flow(name="translate-qa")
 def translate_qa_flow(input_path: str, out: str, params: TranslateQaParams,
-                      shards: ShardCount = DEFAULT_SHARDS) -> dict:
+                      shards: ShardCount = DEFAULT_SHARDS, models_checked: bool = False) -> dict:
     """Translate MMEB-style instances of INPUT into every target with Question/Answer packing.
 
     Args:
@@ -99,8 +92,10 @@ def translate_qa_flow(input_path: str, out: str, params: TranslateQaParams,
         out: output folder
         params: languages, translator, optional LID + COMETKiwi filters, tasks left out, per-task cap
         shards: number of shards the input is split into (by a hash of each row's id)
+        models_checked: the caller checked the models and languages already (the command line does,
+            before any server starts), so they are not checked twice
     """
-    reports, distributions, report = translate_qa_rows(input_path, out, shards, params)
+    reports, distributions, report = translate_qa_rows(input_path, out, shards, params, models_checked)
     publish_qa_report(report)
     return finish_build(out, reports, distributions, f"QA translation of {input_path}",
                         extra_markdown="\n### QA translation\n\n" + report["markdown"])

@@ -1,5 +1,8 @@
 """Typed options of the translation build: the Prefect UI renders them as a form with defaults, the
-CLI's flags and the release config's `translator:` / `filters:` are generated from them."""
+CLI's flags and the release config's `translator:` / `filters:` are generated from them, and they
+go down typed: TranslatorOptions reaches each shard whole (inside the stage's params, with the
+ModelSpec `spec()` resolves), and `qe_spec()` fills COMETKiwi's typed options (CometKiwiOptions,
+which declares no default: these are the defaults)."""
 from __future__ import annotations
 
 import os
@@ -37,7 +40,8 @@ def _lid_accept_text(value):
 LidAccept = Annotated[dict[str, list[str]], BeforeValidator(_lid_accept_text)]
 
 
-class TranslatorOptions(Params):
+class TranslatorModel(Params):
+    """Which translator runs, where and how: what `spec()` resolves into the shard's ModelSpec."""
     backend: Literal["m2m100", "madlad"] = Field("m2m100", description="translator family")
     model: str | None = Field(None, description="hub id or local path (default: M2M100 1.2B / MADLAD-400 3B)")
     revision: str | None = Field(None, description="hub revision to pin")
@@ -47,12 +51,16 @@ class TranslatorOptions(Params):
                                      "or in CTranslate2 (a model converted once from the same checkpoint)")
     compute_type: Literal[COMPUTE_TYPES] = Field(
         "auto", description="CTranslate2 compute type; auto: int8 on CPU, the dtype (or bfloat16) on a GPU")
+
+
+class BeamSearch(Params):
+    """How beam search runs: the generation options, declared once. A shard's record holds these
+    by these names (tasks/translation/beam_search.py)."""
     num_beams: int = Field(100, ge=1, description="beam width (the paper: 100)")
     num_candidates: int = Field(25, ge=1, description="candidates kept per text (the paper: 25)")
     batch_tokens: int = Field(65536, ge=1, description="padded input tokens × beams per generate() call")
     max_new_tokens_ratio: float = Field(2.0, gt=0, description="output limit: ratio × input tokens + extra")
     max_new_tokens_extra: int = Field(10, ge=0, description="the extra of the output limit")
-    split_sentences: bool = Field(False, description="split texts longer than the model takes by sentence")
 
     @model_validator(mode="after")
     def _candidates_within_beams(self):
@@ -60,16 +68,20 @@ class TranslatorOptions(Params):
             raise ValueError(f"num_candidates ({self.num_candidates}) must be <= num_beams ({self.num_beams})")
         return self
 
+    def beam_search(self) -> dict:
+        """The generation options alone, as a shard records them."""
+        return self.model_dump(include=set(BeamSearch.model_fields))
+
+
+class TranslatorOptions(BeamSearch, TranslatorModel):  # fields: the model's, then beam search's, then these
+    split_sentences: bool = Field(False, description="split texts longer than the model takes by sentence")
+
     def spec(self) -> ModelSpec:
         # The transformers engine adds no options: its specs, params hashes and shards stay as they were.
         engine = {} if self.engine == "transformers" else {
             "engine": self.engine, "compute_type": resolve_compute_type(self.compute_type, self.device, self.dtype)}
         return ModelSpec(self.backend, _local_or_hub(self.model or DEFAULT_TRANSLATORS[self.backend]),
                          self.revision, device=self.device, dtype=self.dtype, options=engine)
-
-    def generation(self) -> dict:
-        return self.model_dump(include={"num_beams", "num_candidates", "batch_tokens", "max_new_tokens_ratio",
-                                        "max_new_tokens_extra", "split_sentences"})
 
 
 class FilterOptions(Params):
@@ -90,6 +102,8 @@ class FilterOptions(Params):
         return ModelSpec("fasttext", self.lid_model if self.lid_model == BUNDLED_LID else _local_or_hub(self.lid_model))
 
     def qe_spec(self) -> ModelSpec:
+        # The one place qe_* meets CometKiwiOptions' names: the prefix keeps the flat flags apart from the
+        # translator's (--qe-batch-tokens, --batch-tokens); the names stay in the QE stage's params hash.
         return ModelSpec("cometkiwi", _local_or_hub(self.qe_model), self.qe_revision, device=self.qe_device,
                          options={"batch_size": self.qe_batch_size, "batch_tokens": self.qe_batch_tokens,
                                   "precision": self.qe_precision})

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol, Sequence
+from typing import Any, Protocol, Sequence, TypeVar
 
 from xmdata.runtime.storage import is_url, local
+
+
+T = TypeVar("T")
 
 
 class ModelError(RuntimeError):
@@ -39,6 +42,17 @@ class ModelSpec:
 
     def option(self, key: str, default: Any = None) -> Any:
         return dict(self.options).get(key, default)
+
+    def typed_options(self, model: type[T]) -> T:
+        """The options as the backend's typed model. Its fields have no defaults: the params model
+        that built this spec (e.g. FilterOptions.qe_spec) declares them, once."""
+        from pydantic import ValidationError
+
+        try:
+            return model.model_validate(dict(self.options))
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            raise ModelError(f"{self.backend} {self.name_or_path}: options {problems}") from None
 
     def to_dict(self) -> dict:
         return asdict(self)

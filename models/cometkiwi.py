@@ -1,14 +1,18 @@
 """COMETKiwi (reference-free COMET) as a QualityEstimator: one score per (source, translation).
 
 spec.name_or_path is a hub id ("Unbabel/wmt22-cometkiwi-da") or a local checkpoint: the .ckpt itself
-or the model directory holding checkpoints/model.ckpt next to hparams.yaml.
+or the model directory holding checkpoints/model.ckpt next to hparams.yaml. Its options are
+CometKiwiOptions, which FilterOptions.qe_spec() fills (the defaults are FilterOptions').
 """
 from __future__ import annotations
 
 import logging
 import os
 import warnings
-from typing import Sequence
+from typing import Literal, Sequence
+
+from xmdata.runtime.params import Params
+from xmdata.tasks.build.token_batches import length_sorted_batches
 
 from .base import ModelError, ModelSpec, hub_error, resolve_local_path
 from .oom_backoff import FAILED, BatchSizes, is_out_of_memory, report, run_with_backoff
@@ -50,18 +54,11 @@ def checkpoint_path(path: str) -> str:
 PRECISIONS = {"float32": "32-true", "bfloat16": "bf16-mixed", "float16": "16-mixed"}
 
 
-def token_batches(lengths: list[int], max_tokens: int, max_items: int) -> list[list[int]]:
-    """Indices grouped longest first, each batch at most max_items pairs and max_tokens padded tokens
-    (at least one pair whatever its length). Deterministic: ties by index."""
-    order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
-    batches: list[list[int]] = []
-    for index in order:
-        current = batches[-1] if batches else None
-        if current and len(current) < max_items and (len(current) + 1) * lengths[current[0]] <= max_tokens:
-            current.append(index)
-        else:
-            batches.append([index])
-    return batches
+class CometKiwiOptions(Params):
+    """How the estimator batches and computes; no defaults here (FilterOptions' qe_* fields hold them)."""
+    batch_size: int  # at most this many pairs per forward
+    batch_tokens: int  # and at most this many padded tokens
+    precision: Literal["float32", "bfloat16", "float16"]
 
 
 class CometKiwiEstimator:
@@ -70,6 +67,7 @@ class CometKiwiEstimator:
 
     def __init__(self, spec: ModelSpec):
         self.spec = spec
+        self.options = spec.typed_options(CometKiwiOptions)
         self.model = None
         self.trainer = None
 
@@ -88,11 +86,10 @@ class CometKiwiEstimator:
             self.model = comet.load_from_checkpoint(ckpt)
         except Exception as exc:
             raise ModelError(f"cometkiwi: cannot load COMET checkpoint {ckpt}: {exc}") from exc
-        precision = self.spec.option("precision", "float32")
-        if precision != "float32":
+        if self.options.precision != "float32":
             import torch
 
-            self.model.to(getattr(torch, precision))
+            self.model.to(getattr(torch, self.options.precision))
         self.model.eval()
         self.trainer = self.build_trainer()
 
@@ -104,7 +101,7 @@ class CometKiwiEstimator:
         # One device at most: with several, comet starts DDP, whose other ranks call exit().
         return pytorch_lightning.Trainer(
             accelerator="gpu" if on_gpu else "cpu", devices=[int(device.partition(":")[2] or 0)] if on_gpu else 1,
-            precision=PRECISIONS[self.spec.option("precision", "float32")], logger=False,
+            precision=PRECISIONS[self.options.precision], logger=False,
             enable_progress_bar=False, enable_model_summary=False, enable_checkpointing=False)
 
     def prepare(self, sources: Sequence[str], translations: Sequence[str]) -> list[dict[str, str]]:
@@ -125,8 +122,8 @@ class CometKiwiEstimator:
         None for a pair that runs out of memory even alone (on GPU: batches are halved first)."""
         if not batch:
             return []
-        batches = token_batches(self.token_lengths(batch), self.spec.option("batch_tokens", 16384),
-                                self.spec.option("batch_size", 32))
+        batches = length_sorted_batches(self.token_lengths(batch), self.options.batch_tokens,
+                                        max_items=self.options.batch_size)
         groups = [[batch[i] for i in indices] for indices in batches]
         try:
             outputs = self.score_groups(groups)

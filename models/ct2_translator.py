@@ -11,8 +11,10 @@ from __future__ import annotations
 import os
 from typing import Sequence
 
+from xmdata.runtime import settings
+
 from ._seq2seq import DEFAULT_MAX_INPUT_TOKENS, TranslationBatch, check_beams, merge_duplicates
-from .base import Candidate, ModelSpec
+from .base import Candidate, ModelError
 from .ct2_convert import ensure_converted, import_ctranslate2, resolve_compute_type
 from .m2m100 import M2M100Translator
 from .madlad import MadladTranslator
@@ -23,13 +25,15 @@ class CTranslate2Engine:
 
     def load(self) -> None:
         ctranslate2 = import_ctranslate2()
-        self.compute_type = resolve_compute_type(self.spec.option("compute_type", "auto"), self.spec.device,
-                                                 self.spec.dtype)
+        if self.spec.option("compute_type") is None:  # TranslatorOptions.spec() sets it; it has no default here
+            raise ModelError(f"{self.spec.backend}: a ctranslate2 spec needs its compute_type option")
+        # TranslatorOptions.spec() resolved `auto` already; a spec written by hand may still say it.
+        self.compute_type = resolve_compute_type(self.spec.option("compute_type"), self.spec.device, self.spec.dtype)
         path = ensure_converted(self.spec, self.compute_type)
         device, _, index = self.spec.device.partition(":")
         # Threads as torch takes them: the worker's share (OMP_NUM_THREADS, which a LocalCluster
         # sets per worker), else one per available core; the spec's `threads` option overrides.
-        threads = (self.spec.option("threads") or int(os.environ.get("OMP_NUM_THREADS") or 0)
+        threads = (self.spec.option("threads") or settings.OMP_NUM_THREADS.get()
                    or len(os.sched_getaffinity(0)))
         self.model = ctranslate2.Translator(path, device=device, device_index=int(index or 0),
                                             compute_type=self.compute_type, inter_threads=1,
@@ -67,12 +71,3 @@ class M2M100CT2Translator(CTranslate2Engine, M2M100Translator):
 
 class MadladCT2Translator(CTranslate2Engine, MadladTranslator):
     pass
-
-
-def m2m100_translator(spec: ModelSpec) -> M2M100Translator:
-    """The registry's m2m100 entry: the class of the engine the spec's options name."""
-    return (M2M100CT2Translator if spec.option("engine") == "ctranslate2" else M2M100Translator)(spec)
-
-
-def madlad_translator(spec: ModelSpec) -> MadladTranslator:
-    return (MadladCT2Translator if spec.option("engine") == "ctranslate2" else MadladTranslator)(spec)

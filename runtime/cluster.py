@@ -13,10 +13,11 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+from . import settings
+
 if TYPE_CHECKING:  # owner_only imports the contract (pyarrow): not for `xmdata --help`
     from .owner_only import DaskCredentials, DaskTarget
 
-BIND_ENV = "XMDATA_BIND"
 # A single-threaded worker is handed one shard at a time, none queued behind it (Dask's default
 # saturation 1.1 queues a second): a shard that kills its worker then takes no innocent queued
 # shard with it, which Dask would count towards that shard's three allowed deaths.
@@ -27,7 +28,7 @@ DASHBOARD_HOST = "127.0.0.1"  # whatever XMDATA_BIND says: its pages are not aut
 
 
 def bind_host() -> str:
-    return os.environ.get(BIND_ENV, "127.0.0.1")
+    return settings.BIND.get()
 
 
 def worker_threads(n_workers: int) -> int:
@@ -58,7 +59,7 @@ def start_local_cluster(n_workers: int | None = None, memory_limit: str = "auto"
     security = (credentials or new_dask_credentials()).security()
     common = {"host": host, "protocol": "tls://", "security": security, "memory_limit": memory_limit,
               "dashboard_address": f"{DASHBOARD_HOST}:0", "scheduler_kwargs": {"dashboard": dashboard},
-              "env": {"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}}
+              "env": {settings.OMP_NUM_THREADS.name: threads, "MKL_NUM_THREADS": threads}}
     plan = local_cluster_plan(gpu_ids(), workers)
     with dask.config.set({**ONE_SHARD_A_WORKER, **({} if dashboard else HEALTH_ONLY)}):
         if plan.cuda:

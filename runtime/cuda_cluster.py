@@ -11,10 +11,10 @@ such a cluster starts: `find_spec` tells whether it is there without importing i
 from __future__ import annotations
 
 import importlib.util
-import os
 from dataclasses import dataclass
 
-from .placement import GPU, GPU_WORKERS_ENV
+from . import settings
+from .placement import GPU
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ def local_cluster_plan(gpus: list[str], cpu_workers: int, dask_cuda_installed: b
     """The decision, in one place: dask-cuda for real CUDA devices when it is installed."""
     if dask_cuda_installed is None:
         dask_cuda_installed = importlib.util.find_spec("dask_cuda") is not None
-    real = bool(gpus) and not os.environ.get(GPU_WORKERS_ENV)
+    real = bool(gpus) and settings.GPU_WORKERS.get() is None
     return LocalClusterPlan(cuda=real and dask_cuda_installed, gpus=tuple(gpus), cpu_workers=cpu_workers)
 
 
@@ -46,6 +46,6 @@ def start_cuda_cluster(plan: LocalClusterPlan, host: str, protocol: str, securit
         cluster.worker_spec[f"cpu-{index}"] = {"cls": Nanny, "options": {
             "nthreads": 1, "memory_limit": memory_limit, "host": host, "name": f"cpu-{index}",
             "protocol": protocol, "security": security,
-            "env": {**env, "CUDA_VISIBLE_DEVICES": ""}}}  # a CPU worker never touches a GPU
+            "env": {**env, settings.CUDA_VISIBLE_DEVICES.name: ""}}}  # a CPU worker never touches a GPU
     cluster.sync(cluster._correct_state)
     return cluster

@@ -9,10 +9,17 @@ balance. A model stage's shards take seconds each and keep one to a task.
 A worker lost mid-task has the task rerun elsewhere, where its finished shards are found by their
 records (a hash, not the work). A task that keeps killing workers (KilledWorker) has its unfinished
 shards run again one to a task, so that only the shard that kills is recorded as failed.
+
+A cluster this run started on this machine (a LocalCluster) that has had no worker, nor a worker
+process starting, for NO_WORKERS_S — every worker process died and its nanny could not start
+another — would leave the stage waiting forever: its unfinished shards fail instead, named, and a
+rerun finishes them. A cluster elsewhere (an address, the service, SLURM) may be waiting for
+workers to come, and is left to its manager.
 """
 from __future__ import annotations
 
 import statistics
+import time
 import uuid
 from typing import Iterator
 
@@ -25,6 +32,7 @@ from .storage import storage_options
 Job = tuple[int, str]
 TASK_S = 0.5
 TASKS_PER_THREAD = 4
+NO_WORKERS_S = 60.0  # no worker and none starting, this long: the nannies gave up
 
 
 def shards_on_worker(group: list[Job], stage: Stage, root: str, options: dict | None) -> list[Outcome]:
@@ -55,8 +63,12 @@ class DaskExecutor:
         first, rest = jobs[:2 * threads], jobs[2 * threads:]  # the first: one a task, keeping all busy
         running = as_completed(tasks.submit([[job] for job in first]), loop=self.client.loop)
         seconds: list[float] = []
+        returned: set[int] = set()
         try:
-            for batch in running.batches():
+            for batch in self._batches(running):
+                if batch is None:  # no worker left: every shard not back yet fails, named
+                    yield from ((index, None, no_workers_reason()) for index, _ in jobs if index not in returned)
+                    return
                 finished, failed = [], []
                 for future in batch:  # each status read once: it changes under us
                     status = future.status
@@ -71,9 +83,12 @@ class DaskExecutor:
                     for index, outcome, error in outcomes:
                         if outcome is not None and outcome["recomputed"]:
                             seconds.append(outcome["seconds"] - outcome["load_s"])
+                        returned.add(index)
                         yield index, outcome, error
                 for future in failed:
-                    yield from self._failed(future, tasks, running)
+                    for outcome in self._failed(future, tasks, running):
+                        returned.add(outcome[0])
+                        yield outcome
                 for future in finished + failed:
                     future.release()
                 if rest and (len(seconds) >= threads or not running.count()):  # a shard a thread measured
@@ -82,6 +97,28 @@ class DaskExecutor:
                     rest = []
         finally:  # Ctrl-C or an input error: nothing of this stage keeps running on the cluster
             self.client.cancel([f for f in tasks.groups if not f.done()])
+
+    def _batches(self, running) -> Iterator[list | None]:
+        """`running.batches()`, and None once a LocalCluster of ours has had no worker, nor one
+        starting, for NO_WORKERS_S."""
+        from distributed import LocalCluster
+
+        cluster = getattr(self.client, "cluster", None)  # the LocalCluster object when we started it
+        if not isinstance(cluster, LocalCluster):
+            yield from running.batches()
+            return
+        seen = time.monotonic()
+        while not running.is_empty():
+            if running.has_ready():
+                yield running.next_batch(block=False)
+                continue
+            if has_workers(cluster):
+                seen = time.monotonic()
+            elif time.monotonic() - seen > NO_WORKERS_S:
+                yield None
+                return
+            with running.thread_condition:  # woken by a finished future, as Dask's own loop is
+                running.thread_condition.wait(timeout=0.1)
 
     def _gather(self, futures: list) -> list[tuple]:
         """(future, its outcomes) in one gather; on the rare failure (a result lost with its worker,
@@ -110,6 +147,21 @@ class DaskExecutor:
             running.update(tasks.submit([[job] for job in group]))
         else:
             yield group[0][0], None, failure_reason(exc)
+
+
+def has_workers(cluster) -> bool:
+    """A worker registered, or a nanny's worker process alive: starting, or restarting after a death
+    (on a loaded machine that takes tens of seconds, and is no reason to fail anything)."""
+    if cluster.scheduler.workers:
+        return True
+    nannies = list(cluster.workers.values())
+    processes = (getattr(getattr(nanny, "process", None), "process", None) for nanny in nannies)
+    return any(process is not None and process.is_alive() for process in processes)
+
+
+def no_workers_reason() -> str:
+    return (f"no worker: the cluster started for this run had none, and none starting, for "
+            f"{NO_WORKERS_S:.0f} s (its worker processes died and were not restarted)")
 
 
 class _Tasks:

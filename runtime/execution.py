@@ -9,6 +9,7 @@ cheap shards share one (`dask_executor.py`).
 from __future__ import annotations
 
 import time
+from typing import Callable
 
 from . import storage
 from .atomic import remove_stray_temp_files, sha256_file
@@ -34,31 +35,42 @@ class ShardsFailed(RuntimeError):
 
 def run_stage(stage: Stage, input_paths: list[str], root: str) -> StageReport:
     """Every shard of `input_paths` through `stage`, as one Prefect task run when inside a flow."""
-    if in_flow():
-        return tracked(stage.name)(_run_stage)(stage, input_paths, root)
-    return _run_stage(stage, input_paths, root)
+    return run_shards(stage, [(shard_index(path), path) for path in input_paths], root,
+                      lambda index, path: sha256_file(path))
 
 
-def _run_stage(stage: Stage, input_paths: list[str], root: str) -> StageReport:
+def run_shards(stage: Stage, jobs: list[tuple[int, object]], root: str, input_sha: Callable[[int, object], str],
+               executor=None, in_the_ui: bool = True) -> StageReport:
+    """Skip the shards whose record matches `input_sha(index, source)`, run the rest on `executor`
+    (else the one the session picks for the stage), account for every one. `jobs`: (index, source)
+    pairs, a source being an input shard's path, or what `executor` knows how to run (ingest's tables).
+    `in_the_ui`: in a flow, a Prefect task run with its progress and shard table (ingest has none: a
+    task run costs ~0.2 CPU-s, more than writing its shards)."""
+    if in_the_ui and in_flow():
+        return tracked(stage.name)(_run_shards)(stage, jobs, root, input_sha, executor, True)
+    return _run_shards(stage, jobs, root, input_sha, executor, in_the_ui)
+
+
+def _run_shards(stage: Stage, jobs: list[tuple[int, object]], root: str, input_sha, executor,
+                in_the_ui: bool) -> StageReport:
     started = time.perf_counter()
-    recorded = remove_shards_beyond(root, stage.name, len(input_paths))
+    recorded = remove_shards_beyond(root, stage.name, len(jobs))
     records: dict[int, dict] = {}
-    pending: list[tuple[int, str]] = []
-    for path in input_paths:
-        index = shard_index(path)
+    pending: list[tuple[int, object]] = []
+    for index, source in jobs:
         paths = ShardPaths(root, stage.name, index)
         # No record, nothing to compare: the input is hashed only when there is (one GET less on S3).
-        done = finished_record(stage, paths, sha256_file(path)) if index in recorded else None
+        done = finished_record(stage, paths, input_sha(index, source)) if index in recorded else None
         if done is not None:
             records[index] = done
         else:
-            pending.append((index, path))
+            pending.append((index, source))
     def rows() -> int:  # counted only when `auto` must choose by size: a GET per shard on a store
         return sum(storage.parquet_rows(path) for _, path in pending)
 
-    executor = current_session().executor_for(stage, rows, len(pending))
-    tracker = StageTracker(stage.name, len(input_paths), len(records), executor.where)
-    progress = ShardProgress(stage.name, len(input_paths), len(records))
+    executor = executor or current_session().executor_for(stage, rows, len(pending))
+    tracker = StageTracker(stage.name, len(jobs), len(records), executor.where, enabled=in_the_ui and in_flow())
+    progress = ShardProgress(stage.name, len(jobs), len(records))
     failed: dict[int, str] = {}
     ran, load_s, work_s = 0, 0.0, 0.0
     try:
@@ -88,5 +100,5 @@ def _run_stage(stage: Stage, input_paths: list[str], root: str) -> StageReport:
         raise ShardsFailed(stage.name, failed)
     ordered = sorted(records)
     return StageReport(stage.name, [records[i] for i in ordered], shards_run=ran,
-                       shards_skipped=len(input_paths) - len(pending),
+                       shards_skipped=len(jobs) - len(pending),
                        data_paths=[ShardPaths(root, stage.name, i).data for i in ordered], timing=timing)

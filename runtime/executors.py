@@ -7,6 +7,7 @@ fault, not one shard's: it stops the stage at once and reaches the user as exit 
 """
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import os
 import sys
@@ -14,6 +15,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Iterator
 
+from . import settings
 from .cluster import default_workers, worker_threads
 from .process import run_shard_job
 from .storage import is_url
@@ -40,10 +42,11 @@ def use_worker_threads() -> None:
     """torch/BLAS threads as a LocalCluster worker here would have them: the same numerics, and no
     thread pool spinning over tiny matrices (measured on 2 cores: tiny M2M100 beam search 51 s with
     torch's default 2 threads, 8.9 s with 1). An OMP_NUM_THREADS the user set is left alone."""
-    threads = os.environ.setdefault("OMP_NUM_THREADS", str(worker_threads(default_workers())))
-    os.environ.setdefault("MKL_NUM_THREADS", threads)
+    threads = settings.OMP_NUM_THREADS.get() or worker_threads(default_workers())
+    for name in (settings.OMP_NUM_THREADS.name, "MKL_NUM_THREADS"):  # for the libraries that read them
+        os.environ.setdefault(name, str(threads))
     if "torch" in sys.modules:
-        sys.modules["torch"].set_num_threads(int(threads))
+        sys.modules["torch"].set_num_threads(threads)
 
 
 class InProcessExecutor:
@@ -65,8 +68,9 @@ class InProcessExecutor:
         stage = dataclasses.replace(stage, fn=_one_at_a_time(stage.fn))  # same name, version, params
         pool = ThreadPoolExecutor(UPLOAD_OVERLAP)
         try:
-            futures = {pool.submit(run_shard_job, stage, path, root, index, record_checked=True): index
-                       for index, path in jobs}
+            # Each in a copy of this context: the command's storage options (runtime/storage.py).
+            futures = {pool.submit(contextvars.copy_context().run, run_shard_job, stage, path, root, index,
+                                   record_checked=True): index for index, path in jobs}
             for future in as_completed(futures):
                 yield futures[future], *shard_outcome(future.result)
         finally:  # an input error or Ctrl-C: shards not started yet never start

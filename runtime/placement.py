@@ -11,12 +11,12 @@ workers without a GPU when there are both kinds, so they never hold or wait for 
 """
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 
+from . import settings
+
 GPU = "GPU"
-GPU_WORKERS_ENV = "XMDATA_GPU_WORKERS"
 
 
 def needs_gpu(device: str | None) -> bool:
@@ -43,10 +43,11 @@ def gpu_ids() -> list[str]:
     """The GPUs this machine shows, without importing torch: XMDATA_GPU_WORKERS=N (N workers that
     advertise GPU=1, real GPUs or not: how the CPU tests check placement), else CUDA_VISIBLE_DEVICES,
     else `nvidia-smi -L`; none without a driver."""
-    if os.environ.get(GPU_WORKERS_ENV):
-        return [str(i) for i in range(int(os.environ[GPU_WORKERS_ENV]))]
-    if os.environ.get("CUDA_VISIBLE_DEVICES") is not None:
-        return [d.strip() for d in os.environ["CUDA_VISIBLE_DEVICES"].split(",") if d.strip()]
+    if settings.GPU_WORKERS.get() is not None:
+        return [str(i) for i in range(settings.GPU_WORKERS.get())]
+    visible = settings.CUDA_VISIBLE_DEVICES.raw()  # "": no GPU
+    if visible is not None:
+        return [d.strip() for d in visible.split(",") if d.strip()]
     smi = shutil.which("nvidia-smi")
     if not smi:
         return []
@@ -64,7 +65,7 @@ def add_gpu_workers(cluster, devices: list[str]) -> None:
 
     options = cluster.new_spec["options"]
     for index, device in enumerate(devices):
-        env = {**options.get("env", {}), "CUDA_VISIBLE_DEVICES": device}
+        env = {**options.get("env", {}), settings.CUDA_VISIBLE_DEVICES.name: device}
         cluster.worker_spec[f"gpu-{index}"] = {"cls": Nanny, "options": {
             **options, "env": env, "resources": {GPU: 1}, "name": f"gpu-{index}"}}
     cluster.sync(cluster._correct_state)

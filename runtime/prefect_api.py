@@ -18,9 +18,10 @@ import sys
 import time
 import urllib.request
 
+from . import settings
 from .owner_only import new_auth_string, open_private
 
-AUTH_ENV = "PREFECT_API_AUTH_STRING"  # Prefect's own client setting: every Prefect client reads it
+AUTH_ENV = settings.PREFECT_API_AUTH_STRING.name  # Prefect's own client setting: every Prefect client reads it
 SERVER_AUTH_ENV = "PREFECT_SERVER_API_AUTH_STRING"
 
 
@@ -59,10 +60,8 @@ def launch_prefect_server(host: str = "127.0.0.1", port: int | None = None, log_
     log = open_private(log_path, "ab") if log_path else subprocess.DEVNULL
     url = f"http://{host}:{port}/api"
     # The UI is told where the API is separately; without this it calls port 4200 whatever --port says.
-    env = {**os.environ, "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_UI_API_URL": url}
-    env.pop("PREFECT_API_URL", None)
-    if auth:
-        env[SERVER_AUTH_ENV] = auth
+    env = settings.child_env(drop=(settings.PREFECT_API_URL.name,), PREFECT_SERVER_ANALYTICS_ENABLED="false",
+                             PREFECT_UI_API_URL=url, **({SERVER_AUTH_ENV: auth} if auth else {}))
     proc = subprocess.Popen([prefect, "server", "start", "--host", host, "--port", str(port)],
                             stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
                             preexec_fn=_private_child)
@@ -121,32 +120,25 @@ def prefect_api(log_path: str | None = None, host: str = "127.0.0.1", port: int 
     """Yield the API URL of this run: `url` (with its password `auth`, else PREFECT_API_AUTH_STRING's)
     or PREFECT_API_URL if set, else a server started on host:port with a new password for the run's
     lifetime and stopped after it (also on Ctrl-C). `on_start(auth)`: told that password."""
-    url = url or os.environ.get("PREFECT_API_URL")
+    url = url or settings.PREFECT_API_URL.get()
     server = None
     if not url:
         auth = new_auth_string()
         if on_start:
             on_start(auth)
         server, url = start_prefect_server(host, port, log_path=log_path, auth=auth)
-    auth = auth or os.environ.get(AUTH_ENV)
-    settings = {"PREFECT_API_URL": url, AUTH_ENV: auth}
-    previous = {name: os.environ.get(name) for name in settings}
-    # Read by Prefect here and inherited by Dask workers and runs.
-    os.environ.update({name: value for name, value in settings.items() if value})
+    auth = auth or settings.PREFECT_API_AUTH_STRING.get()
     try:
         from prefect.settings import PREFECT_API_AUTH_STRING, PREFECT_API_URL, temporary_settings
 
-        with temporary_settings(updates={PREFECT_API_URL: url, **({PREFECT_API_AUTH_STRING: auth} if auth else {})}):
+        # In the environment too: inherited by the Dask workers and runs this process starts.
+        with settings.environ_for_libraries({settings.PREFECT_API_URL.name: url, AUTH_ENV: auth}), \
+                temporary_settings(updates={PREFECT_API_URL: url, **({PREFECT_API_AUTH_STRING: auth} if auth else {})}):
             yield url
     finally:
         if server is not None:
             flush_api_logs()
             stop_process_group(server)
-        for name, value in previous.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 def flush_api_logs() -> None:

@@ -1,6 +1,7 @@
 """Running one stage over one shard, the unit of work, and over all shards of an input."""
 from __future__ import annotations
 
+import contextvars
 import functools
 import hashlib
 import time
@@ -39,17 +40,21 @@ def run_shard_job(stage: Stage, input_path: str, root: str, index: int,
     `record_checked`: run in the process that has just found no record (in-process executor): no
     second look (a GET on a store).
     """
+    with storage.using_storage_options(storage_options):
+        return _shard_job(stage, input_path, root, index, record_checked)
+
+
+def _shard_job(stage: Stage, input_path: str, root: str, index: int, record_checked: bool) -> dict:
     from xmdata.models import registry  # light: backends are imported only when a model loads
 
-    storage.use_storage_options(storage_options)
-    started, loads_before = time.perf_counter(), registry.load_seconds
+    started, loads_before = time.perf_counter(), registry.MODELS.load_seconds
     # An object is fetched once, then hashed and parsed: one GET, not two.
     source = storage.read_bytes(input_path) if storage.is_url(input_path) else None
     input_sha = hashlib.sha256(source).hexdigest() if source is not None else sha256_file(input_path)
     done = None if record_checked else finished_record(stage, ShardPaths(root, stage.name, index), input_sha)
     record = done if done is not None else process_shard(stage, input_path, root, index, input_sha, source)
     seconds = time.perf_counter() - started
-    load_s = registry.load_seconds - loads_before
+    load_s = registry.MODELS.load_seconds - loads_before
     return {"record": record, "recomputed": done is None, "seconds": seconds, "load_s": load_s}
 
 
@@ -57,7 +62,9 @@ def write_shard(stage: Stage, paths: ShardPaths, input_sha: str, rows_in: int, k
                 rejects: pa.Table) -> dict:
     """Data, then rejects, then the completion record: a shard counts as done only once all exist."""
     if storage.is_url(paths.data):  # two uploads at once (a round trip less); the record after both
-        rejects_written = _uploads().submit(write_parquet_atomic, rejects, paths.rejects)
+        # In this thread's context: the upload sees the command's storage options.
+        rejects_written = _uploads().submit(contextvars.copy_context().run, write_parquet_atomic, rejects,
+                                            paths.rejects)
         written = write_parquet_atomic(kept, paths.data), rejects_written.result()
     else:
         written = write_parquet_atomic(kept, paths.data), write_parquet_atomic(rejects, paths.rejects)

@@ -1,20 +1,40 @@
 """A progress bar per stage for CLI runs: shards done / total and rows/s, on stderr.
 
-The CLI turns it on (XMDATA_PROGRESS=1) unless --quiet; flows run from the Prefect UI or a
-deployment leave it off, their progress is in the UI. Skipped shards count as done from the start.
+The CLI turns it on for its run unless --quiet (`showing_progress`, a context variable); flows run
+from the Prefect UI or a deployment leave it off (XMDATA_PROGRESS=1 turns it on), their progress is in
+the UI. Skipped shards count as done from the start.
 """
 from __future__ import annotations
 
-import os
+import contextlib
+import contextvars
 import sys
 import time
 
-PROGRESS_ENV = "XMDATA_PROGRESS"
+from . import settings
+
+PROGRESS_ENV = settings.PROGRESS.name
+_shown: contextvars.ContextVar[bool | None] = contextvars.ContextVar("xmdata_progress", default=None)
+
+
+@contextlib.contextmanager
+def showing_progress(shown: bool):
+    """Bars on (or off) for the stages run inside the block, whatever XMDATA_PROGRESS says."""
+    token = _shown.set(shown)
+    try:
+        yield
+    finally:
+        _shown.reset(token)
+
+
+def progress_shown() -> bool:
+    shown = _shown.get()
+    return settings.PROGRESS.get() if shown is None else shown
 
 
 class ShardProgress:
     def __init__(self, stage: str, total: int, already_done: int):
-        self.enabled = os.environ.get(PROGRESS_ENV) == "1" and total > already_done
+        self.enabled = progress_shown() and total > already_done
         self.rows, self.started = 0, time.perf_counter()
         if self.enabled:
             from tqdm import tqdm

@@ -14,10 +14,11 @@ import threading
 
 from xmdata.schemas.contract import ContractError
 
+from . import settings
 from .owner_only import external_target
 from .prefect_api import prefect_api
-from .service import SERVICE_ENV, ensure_service, prefect_auth, running_service, service_target, touch_used
-from .session import DASK_ADDRESS_ENV, execution_session, resolve_executor
+from .service import ensure_service, prefect_auth, running_service, service_target, touch_used
+from .session import execution_session, resolve_executor
 
 HEARTBEAT_S = 60.0  # a command running longer than the idle time keeps the service up
 
@@ -30,17 +31,17 @@ def run_environment(executor: str | None = None, dask_address: str | None = None
     """`tls`: (CA, certificate, key) files for a tls:// `dask_address`; `dashboard`: a cluster
     started for this command serves its dashboard on 127.0.0.1."""
     executor = resolve_executor(executor)  # a bad XMDATA_EXECUTOR stops here, before any start
-    address = dask_address or os.environ.get(DASK_ADDRESS_ENV)
+    address = dask_address or settings.DASK_ADDRESS.get()
     target = external_target(address, *tls) if address else None  # bad TLS flags stop here too
     if any(tls) and not address:
         raise ContractError("--tls-ca-file, --tls-cert and --tls-key are for a tls:// --dask-address")
     service = None
-    if os.environ.get(SERVICE_ENV) != "off":
-        service = running_service() if os.environ.get("PREFECT_API_URL") else ensure_service(quiet=quiet)
+    named = settings.PREFECT_API_URL.get()
+    if settings.SERVICE.get():
+        service = running_service() if named else ensure_service(quiet=quiet)
     # The service's cluster may still be starting: its address is waited for only by a stage that uses it.
     warm = (functools.partial(service_target, service)
             if service and not workers and not address and not cluster else None)
-    named = os.environ.get("PREFECT_API_URL")
     url = named or (service and service["prefect_api_url"])
     auth = prefect_auth(service) if service and url == service["prefect_api_url"] else None  # else the env's
     log = os.path.join(log_dir, "prefect-server.log") if log_dir and not url else None

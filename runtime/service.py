@@ -26,17 +26,11 @@ import subprocess
 import sys
 import time
 
+from . import settings
 from .owner_only import DaskCredentials, DaskTarget, open_private, private_folder, read_private_text, write_private
 from .prefect_api import healthy
 from .storage import cache_root
 
-SERVICE_ENV = "XMDATA_SERVICE"  # "off": each command starts what it needs and stops it after
-IDLE_ENV = "XMDATA_IDLE_MINUTES"
-DEFAULT_IDLE_MINUTES = 60.0
-# The workers are the memory (~2 GB each after the demo, its imports more than its tiny models;
-# the service and its Prefect server ~0.45 GB together): they go after a few minutes, the rest after the hour.
-MODEL_IDLE_ENV = "XMDATA_MODEL_IDLE_MINUTES"
-DEFAULT_MODEL_IDLE_MINUTES = 3.0
 WAKE_SIGNAL = signal.SIGUSR1  # to the service: a command needs its retired workers back
 CLUSTER_START_S = 300.0  # from Prefect answering to the cluster's workers up, at most
 # A service idles for hours: with Dask's defaults (20 ms event-loop tick, 0.5 s system monitor, a
@@ -72,12 +66,12 @@ def paths() -> dict[str, str]:
 
 def model_idle_seconds() -> float:
     """XMDATA_MODEL_IDLE_MINUTES in seconds: how long a worker keeps unused models (`inf`: always)."""
-    return float(os.environ.get(MODEL_IDLE_ENV, DEFAULT_MODEL_IDLE_MINUTES)) * 60
+    return settings.MODEL_IDLE_MINUTES.get() * 60
 
 
 def idle_seconds() -> float:
     """XMDATA_IDLE_MINUTES in seconds: how long the service waits for a command before stopping."""
-    return float(os.environ.get(IDLE_ENV, DEFAULT_IDLE_MINUTES)) * 60
+    return settings.IDLE_MINUTES.get() * 60
 
 
 def service_target(state: dict, timeout: float = None) -> DaskTarget:
@@ -147,7 +141,7 @@ def alive(pid: int) -> bool:
 
 def running_service() -> dict | None:
     """The service's state if it is up, answers, and runs this code; else None."""
-    if os.environ.get(SERVICE_ENV) == "off":
+    if not settings.SERVICE.get():
         return None
     state = read_state()
     if (state and alive(state["pid"]) and state["fingerprint"] == code_fingerprint()
@@ -183,9 +177,9 @@ def _start(workers: int | None, quiet: bool, dashboard: bool = False) -> dict:
     p = paths()
     if os.path.exists(p["state"]):
         os.unlink(p["state"])
-    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
-    env.update(PREFECT_SERVER_ANALYTICS_ENABLED="false", PREFECT_LOGGING_LEVEL="WARNING",
-               DASK_LOGGING__DISTRIBUTED="warning", **IDLE_FRIENDLY_DASK)
+    env = settings.child_env(drop=(settings.PREFECT_API_URL.name,), PREFECT_SERVER_ANALYTICS_ENABLED="false",
+                             PREFECT_LOGGING_LEVEL="WARNING", DASK_LOGGING__DISTRIBUTED="warning",
+                             **IDLE_FRIENDLY_DASK)
     command = [sys.executable, "-m", "xmdata.runtime.service_main", "--fingerprint", code_fingerprint()]
     if workers:
         command += ["--workers", str(workers)]

@@ -24,25 +24,24 @@ from .prefect_api import start_prefect_server, stop_process_group
 from .service import CLUSTER_START_S, WAKE_SIGNAL, idle_seconds, model_idle_seconds, paths, write_state
 
 CHECK_EVERY_S = 1.0  # a signal wakes the loop at once; this is for the idle clock and the folders
-_stop = _wanted = False
+class Signals:
+    """SIGTERM/SIGINT ask to stop, SIGUSR1 for the workers back; each wakes `_wait` at once
+    (`wakeup`: the pipe the signal writes to)."""
 
+    def __init__(self):
+        self.stop = self.wanted = False
+        readable, writable = os.pipe()
+        os.set_blocking(writable, False)
+        signal.set_wakeup_fd(writable)
+        for signum in (signal.SIGTERM, signal.SIGINT, WAKE_SIGNAL):
+            signal.signal(signum, self._on_signal)
+        self.wakeup = readable
 
-def _on_signal(signum, _frame) -> None:
-    global _stop, _wanted
-    if signum == WAKE_SIGNAL:
-        _wanted = True
-    else:
-        _stop = True
-
-
-def _signals() -> int:
-    """SIGTERM/SIGINT ask to stop, SIGUSR1 for the workers back; each wakes `_wait` at once."""
-    readable, writable = os.pipe()
-    os.set_blocking(writable, False)
-    signal.set_wakeup_fd(writable)
-    for signum in (signal.SIGTERM, signal.SIGINT, WAKE_SIGNAL):
-        signal.signal(signum, _on_signal)
-    return readable
+    def _on_signal(self, signum, _frame) -> None:
+        if signum == WAKE_SIGNAL:
+            self.wanted = True
+        else:
+            self.stop = True
 
 
 def _wait(wakeup: int, seconds: float) -> None:
@@ -85,7 +84,7 @@ class Workers:
         self.retired = dict(self.cluster.worker_spec)
         self.cluster.worker_spec.clear()
         self.cluster.sync(self.cluster._correct_state)  # retire_workers, then each nanny closes
-        from xmdata.models.registry import free_memory  # the scheduler's share of their memory
+        from xmdata.models.model_cache import free_memory  # the scheduler's share of their memory
 
         free_memory()
 
@@ -97,13 +96,12 @@ class Workers:
 
 
 def main() -> None:
-    global _wanted
     parser = argparse.ArgumentParser()
     parser.add_argument("--workers", type=int, default=None)
     parser.add_argument("--fingerprint", required=True)
     parser.add_argument("--dashboard", action="store_true")
     args = parser.parse_args()
-    wakeup = _signals()
+    signals = Signals()
     from prefect.settings import PREFECT_HOME
 
     idle_s, model_idle_s, p = idle_seconds(), model_idle_seconds(), paths()  # paths() once: it makes the folder
@@ -127,13 +125,13 @@ def main() -> None:
         write_state(state)
         cluster, client = start_local_cluster(workers, credentials=credentials, dashboard=args.dashboard)
         own_clients = len(cluster.scheduler.clients)
-        if not _stop:  # asked to stop while the cluster started: no command is sent to it
+        if not signals.stop:  # asked to stop while the cluster started: no command is sent to it
             state.update(dask_address=cluster.scheduler_address, workers=len(cluster.workers),
                          dashboard=cluster.dashboard_link if args.dashboard else None)
             write_state(state)
         print(f"service up: {api_url}, {cluster.scheduler_address}", flush=True)
         pool, why = Workers(cluster, client), "asked to"
-        while not _stop:
+        while not signals.stop:
             idle = idle_for(cluster.scheduler, own_clients, p["used"])
             if folder := gone(homes):
                 why = f"{folder} was deleted"
@@ -142,18 +140,18 @@ def main() -> None:
                 why = f"{idle_s / 60:g} min unused"
                 break
             if pool.retired is None:
-                _wanted = False  # a late call for workers that are there
+                signals.wanted = False  # a late call for workers that are there
                 if idle >= model_idle_s and cluster.workers:
                     write_state({**state, "retired": True})  # first: a command from now on asks for them
                     pool.retire()
                     print(f"workers retired: {model_idle_s / 60:g} min unused", flush=True)
-            elif _wanted or cluster.scheduler.tasks:  # asked for, or a task waits for them
+            elif signals.wanted or cluster.scheduler.tasks:  # asked for, or a task waits for them
                 started = time.monotonic()
                 pool.restore()
-                _wanted = False
+                signals.wanted = False
                 write_state(state)
                 print(f"workers back in {time.monotonic() - started:.1f} s", flush=True)
-            _wait(wakeup, CHECK_EVERY_S)
+            _wait(signals.wakeup, CHECK_EVERY_S)
         print(f"service stopping: {why}", flush=True)
     finally:
         if os.path.exists(p["state"]):

@@ -22,7 +22,7 @@ def worker_facts(target) -> dict:
         from xmdata.models import registry
 
         return {"pid": os.getpid(), "rss_mb": psutil.Process().memory_info().rss // 2**20,
-                "models": registry.loaded_models(), "model_load_s": round(registry.load_seconds, 2)}
+                "models": registry.loaded_models(), "model_load_s": round(registry.MODELS.load_seconds, 2)}
 
     with connect(target, timeout=10) as client:
         return client.run(facts)

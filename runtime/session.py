@@ -15,18 +15,16 @@ import atexit
 import contextlib
 import contextvars
 import functools
-import os
 import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
+from . import settings
 from .cluster import close_local_cluster, connect, start_local_cluster
 
 if TYPE_CHECKING:  # owner_only imports the contract (pyarrow): not for `xmdata --help`
     from .owner_only import DaskTarget
 
-EXECUTOR_ENV = "XMDATA_EXECUTOR"
-DASK_ADDRESS_ENV = "XMDATA_DASK_ADDRESS"
 EXECUTORS = ("auto", "inprocess", "dask")
 SMALL_ROWS = 2_000  # below this, starting a cluster costs more than two processes save
 
@@ -110,11 +108,11 @@ class ExecutionSession:
 
 def resolve_executor(executor: str | None) -> str:
     """The flag, else XMDATA_EXECUTOR, else auto; a bad value is refused before anything starts."""
-    executor = executor or os.environ.get(EXECUTOR_ENV) or "auto"
+    executor = executor or settings.EXECUTOR.get()
     if executor not in EXECUTORS:  # a flag is checked by argparse; this is for the environment
         from xmdata.schemas.contract import ContractError
 
-        raise ContractError(f"{EXECUTOR_ENV}={executor!r}: choose from {', '.join(EXECUTORS)}")
+        raise ContractError(f"{settings.EXECUTOR.name}={executor!r}: choose from {', '.join(EXECUTORS)}")
     return executor
 
 
@@ -128,10 +126,10 @@ def execution_session(executor: str | None = None, address: DaskTarget | str | N
                       workers: int | None = None,
                       service_address: DaskTarget | Callable[[], DaskTarget] | None = None,
                       cluster=None, dashboard: bool = False):
-    if address is None and os.environ.get(DASK_ADDRESS_ENV):
+    if address is None and settings.DASK_ADDRESS.get():
         from .owner_only import external_target
 
-        address = external_target(os.environ[DASK_ADDRESS_ENV])
+        address = external_target(settings.DASK_ADDRESS.get())
     session = ExecutionSession(executor, address, workers, service_address, cluster, dashboard)
     token = _current.set(session)
     try:
@@ -166,7 +164,7 @@ def current_session() -> ExecutionSession:
         from .service import running_service, service_target
 
         service = running_service()
-        address = os.environ.get(DASK_ADDRESS_ENV)
+        address = settings.DASK_ADDRESS.get()
         _default = ExecutionSession(None, address and external_target(address),
                                     service_address=service and functools.partial(service_target, service))
         atexit.register(_default.close)

@@ -33,11 +33,11 @@ def artifact_key(stage: str, kind: str) -> str:
 
 
 class StageTracker:
-    def __init__(self, stage: str, total: int, done: int, where: str):
+    def __init__(self, stage: str, total: int, done: int, where: str, enabled: bool):
         self.stage, self.total, self.done, self.where = stage, total, done, where
         self.rows: list[dict] = []
         self.failed: list[dict] = []
-        self.enabled = in_flow()
+        self.enabled = enabled  # inside a flow: the Prefect API hears of it
         self.last_update = 0.0
         self.artifact_id = None
         if self.enabled and total:

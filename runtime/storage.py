@@ -3,21 +3,25 @@
 A plain path (or file://) goes through `os` and `open`, unchanged, so local builds keep their bytes.
 A URL goes through fsspec, with credentials and endpoint from the usual environment
 (AWS_ACCESS_KEY_ID, AWS_ENDPOINT_URL, GOOGLE_APPLICATION_CREDENTIALS, …) plus `--storage-option
-key=value`, held in XMDATA_STORAGE_OPTIONS (JSON) so the flow, its threads and subprocesses see it,
-and shipped with each shard job to workers that share nothing else with the client.
+key=value`, held for the command in a context variable (`using_storage_options`: the flow and its
+Prefect task threads see it; a pool of our own submits with `contextvars.copy_context().run`), and
+shipped with each shard job to workers that share nothing else with the client.
 """
 from __future__ import annotations
 
-import json
+import contextlib
+import contextvars
 import os
 import posixpath
 
-STORAGE_OPTIONS_ENV = "XMDATA_STORAGE_OPTIONS"
+from . import settings
+
+_options: contextvars.ContextVar[dict | None] = contextvars.ContextVar("xmdata_storage_options", default=None)
 
 
 def cache_root() -> str:
-    """XMDATA_CACHE, default ~/.cache/xmdata: models, staged releases, converted checkpoints."""
-    return os.path.expanduser(os.environ.get("XMDATA_CACHE") or os.path.join("~", ".cache", "xmdata"))
+    """XMDATA_CACHE (runtime/settings.py): models, staged releases, converted checkpoints."""
+    return settings.CACHE.get()
 
 
 def is_url(path: str) -> bool:
@@ -35,13 +39,20 @@ def absolute(path: str) -> str:
 
 
 def storage_options() -> dict:
-    return json.loads(os.environ.get(STORAGE_OPTIONS_ENV) or "{}")
+    """The options of the command (or shard job) this runs in; {} when none were given."""
+    return dict(_options.get() or {})
 
 
-def use_storage_options(options: dict | None) -> None:
-    """Set on a worker before a shard job runs: the options the client was given."""
-    if options:
-        os.environ[STORAGE_OPTIONS_ENV] = json.dumps(options, sort_keys=True)
+@contextlib.contextmanager
+def using_storage_options(options: dict | None):
+    """`options` for every storage call inside the block (the CLI's `--storage-option`s; on a worker,
+    those shipped with the shard job). None or {}: the block keeps the options already in force."""
+    token = _options.set(dict(options)) if options else None
+    try:
+        yield
+    finally:
+        if token is not None:
+            _options.reset(token)
 
 
 def key_values(pairs: list[str], flag: str) -> dict:

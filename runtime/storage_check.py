@@ -73,6 +73,6 @@ def _reason(exc: BaseException, url: str) -> str:
 
 
 def _env_endpoint() -> str | None:
-    import os
+    from . import settings
 
-    return os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    return settings.AWS_ENDPOINT_URL_S3.get() or settings.AWS_ENDPOINT_URL.get()

@@ -1,18 +1,31 @@
 """Column mapping: `--map ImageID=id,Latitude=latitude` (or `columns:` in a release config) renames the
 columns of every input a command reads, before any contract check, so a table with other names needs
-no script. One mapping per run, held in XMDATA_COLUMN_MAP so that every thread of the run sees it."""
+no script. One mapping per run, held in a context variable: the flow and its Prefect task threads
+(which copy the context) see it, and a nested block adds to it for its own extent."""
 from __future__ import annotations
 
-import json
-import os
+import contextvars
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 
 from .contract import ContractError, Violation
 
-COLUMN_MAP_ENV = "XMDATA_COLUMN_MAP"
-_used: set[str] = set()  # source names some input of this process actually had
+@dataclass(frozen=True)
+class ColumnMap:
+    """The mapping in force, and the source names some input read under it actually had (one set,
+    shared with the enclosing blocks)."""
+
+    mapping: dict[str, str]
+    used: set[str] = field(default_factory=set)
+
+    def unused(self) -> list[str]:
+        """Source names no input had: most likely a typo, so the CLI warns about them."""
+        return sorted(set(self.mapping) - self.used)
+
+
+_active: contextvars.ContextVar[ColumnMap | None] = contextvars.ContextVar("xmdata_column_map", default=None)
 
 
 def parse_column_map(text: str | None) -> dict[str, str]:
@@ -31,29 +44,23 @@ def parse_column_map(text: str | None) -> dict[str, str]:
 
 
 def active_column_map() -> dict[str, str]:
-    return json.loads(os.environ.get(COLUMN_MAP_ENV) or "{}")
+    active = _active.get()
+    return dict(active.mapping) if active else {}
 
 
 @contextmanager
 def column_mapping(mapping: dict[str, str] | str | None):
-    """Apply `mapping` to every input read inside the block. A nested block adds to the outer mapping
-    (its own entries win): `xmdata release --map …` and the config's `columns:` both apply."""
+    """Apply `mapping` to every input read inside the block; yields the ColumnMap. A nested block
+    adds to the outer mapping (its own entries win): `xmdata release --map …` and the config's
+    `columns:` both apply."""
     mapping = parse_column_map(mapping) if isinstance(mapping, str) or mapping is None else dict(mapping)
-    mapping = {**active_column_map(), **mapping}
-    before = os.environ.get(COLUMN_MAP_ENV)
-    os.environ[COLUMN_MAP_ENV] = json.dumps(mapping, sort_keys=True)
+    outer = _active.get()
+    active = ColumnMap({**active_column_map(), **mapping}, outer.used if outer else set())
+    token = _active.set(active)
     try:
-        yield mapping
+        yield active
     finally:
-        if before is None:
-            os.environ.pop(COLUMN_MAP_ENV, None)
-        else:
-            os.environ[COLUMN_MAP_ENV] = before
-
-
-def unused_keys(mapping: dict[str, str]) -> list[str]:
-    """Source names no input of this process had: most likely a typo, so the CLI warns about them."""
-    return sorted(set(mapping) - _used)
+        _active.reset(token)
 
 
 def rename_columns(table: pa.Table, mapping: dict[str, str], source: str) -> pa.Table:
@@ -62,7 +69,8 @@ def rename_columns(table: pa.Table, mapping: dict[str, str], source: str) -> pa.
     present = {old: new for old, new in mapping.items() if old in table.column_names and old != new}
     if not present:
         return table
-    _used.update(present)
+    if (active := _active.get()) is not None:
+        active.used.update(present)
     clashes = [Violation(source, new, f"--map {old}={new}: the table already has a column {new!r}")
                for old, new in present.items() if new in table.column_names and new not in present]
     targets = list(present.values())

@@ -25,10 +25,6 @@ SCORE_INPUT = TableContract(
     text_columns=frozenset({"text", "language"}),
 )
 
-# Why a row was not scored; each also lands in the rejects table under this reason.
-REJECT_REASONS = ("empty_text", "no_image_reference", "path_outside_root", "missing_image",
-                  "empty_image_file", "unreadable_image", "image_too_large", "corrupt_image")
-
 SCORE_FIELDS = [
     pa.field("status", pa.string(), nullable=False),  # ok | rejected
     pa.field("error_message", pa.string()),

@@ -9,7 +9,7 @@ import polars as pl
 import psutil
 import pytest
 from cli_runs import run_xmdata
-from demo_runs import BIN, SHARDS, release_files, run_demo
+from demo_runs import BIN, OTHER_KERNELS, SHARDS, release_files, run_demo
 from shard_records import finished_shards
 
 pytestmark = pytest.mark.slow
@@ -112,39 +112,53 @@ def test_sigkill_mid_run_resumes_without_redoing_and_matches(reference_release, 
     assert not list(out.rglob(".tmp-*.part"))  # what the kill left half-written was cleared
 
 
-def test_existing_scheduler_and_two_workers_give_the_same_release(reference_release, cluster_env, tmp_path):
-    """A secured cluster of the user's own: a `dask scheduler` speaking mutual TLS, two `xmdata worker`s
-    and the demo given the three certificate files; a client without them is refused."""
+def test_an_existing_scheduler_with_workers_on_other_cpu_kernels_builds_the_same_release(
+        reference_release, cluster_env, tmp_path):
+    """A secured cluster of the user's own — a `dask scheduler` speaking mutual TLS, two `xmdata worker`s
+    — given to the demo with the three certificate files; a client without them is refused. The
+    command and its workers run under other CPU math kernels (what another machine's CPU does to
+    torch, oneDNN, MKL and OpenBLAS): `xmdata release compare` finds the same rows, ids, texts and
+    decisions as the in-process release, numbers within the tolerance. (Byte equality of a cluster
+    build: the SIGKILL test above.)"""
     from distributed import Client
 
     from xmdata.runtime.owner_only import new_dask_credentials
     from xmdata.runtime.prefect_api import free_port, stop_process_group
 
+    other = {**cluster_env, **OTHER_KERNELS}  # processes of their own: kernels are chosen when torch loads
     tls = new_dask_credentials("test-cluster").write(str(tmp_path / "tls"))
     address = f"tls://127.0.0.1:{free_port()}"
     dask = os.path.join(BIN, "dask")
     procs = [subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", address.rsplit(":", 1)[1],
                                "--protocol", "tls", "--no-dashboard", *tls.worker_flags()], env=cluster_env,
                               start_new_session=True, stderr=subprocess.DEVNULL)]
+    out = tmp_path / "remote"
     try:
         time.sleep(1)
         procs += [subprocess.Popen([os.path.join(BIN, "xmdata"), "worker", address, *tls.worker_flags()],
-                                   env=cluster_env, start_new_session=True, stderr=subprocess.DEVNULL)
+                                   env=other, start_new_session=True, stderr=subprocess.DEVNULL)
                   for _ in range(2)]
         with Client(address, security=tls.security(), timeout=60) as client:
             client.wait_for_workers(2, timeout=120)
             with pytest.raises(OSError):  # no certificate: the scheduler does not talk to it
                 Client(address.replace("tls://", "tcp://"), timeout=5)
-            run_demo(tmp_path / "remote", cluster_env, "--dask-address", address, *tls.worker_flags())
-            loads = client.run(lambda: (lambda r: (r.load_count, len(r._loaded)))(
-                __import__("xmdata.models.registry").models.registry))
-        assert release_files(tmp_path / "remote") == release_files(reference_release)
+            build = subprocess.run([os.path.join(BIN, "xmdata"), "demo", "--out", str(out), "--shards", SHARDS,
+                                    "-q", "--dask-address", address, *tls.worker_flags()],
+                                   env=other, capture_output=True, text=True, timeout=900)
+            assert build.returncode == 0, build.stderr[-3000:]
+            loads = client.run(lambda: (lambda m: (m.load_count, len(m.loaded())))(
+                __import__("xmdata.models.registry").models.registry.MODELS))
         # Each model (fastText, translator, COMETKiwi) loaded once per worker, not once per shard.
         assert all(count == distinct for count, distinct in loads.values())
         assert max(distinct for _, distinct in loads.values()) >= 2
     finally:
         for proc in reversed(procs):
             stop_process_group(proc)
+    platform = json.load(open(out / "manifest.json"))["platform"]
+    assert "default" in json.dumps(platform).lower()  # the record says which kernels built it
+    compare = run_xmdata(["release", "compare", reference_release, out], cluster_env)
+    assert compare.returncode == 0, compare.stdout[-2000:] + compare.stderr[-3000:]
+    assert "the same" in compare.stdout
 
 
 def test_select_images_strict_reports_shortfall_and_keeps_outputs(cli_env, tmp_path):

@@ -1,4 +1,5 @@
-"""Execution: where a stage runs, what its workers import, and what happens when workers die."""
+"""Execution: where a stage runs, per-shard failures in this process, and the service's cluster
+waited for only when needed (worker loss on a cluster: test_dask_executor.py)."""
 import json
 import os
 import subprocess
@@ -9,11 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from xmdata.runtime.execution import ShardsFailed, run_stage
-from xmdata.runtime.process import run_shard_job
 from xmdata.runtime.session import ExecutionSession, execution_session
 from xmdata.runtime.stage import Stage
-
-HEAVY = ("torch", "transformers", "comet", "open_clip", "lightning")
 
 
 def write_shards(root, n, rows=3):
@@ -24,32 +22,6 @@ def write_shards(root, n, rows=3):
         pq.write_table(pa.table({"id": [f"s{i}-{j}" for j in range(rows)], "text": ["bonjour"] * rows}), path)
         paths.append(path)
     return paths
-
-
-def counted(table, params):
-    """Records each call per shard; kills its worker process on the victim shard while `poison` exists."""
-    from xmdata.tasks.build.rejects import no_rejects
-
-    shard = table.column("id")[0].as_py().split("-")[0]
-    with open(os.path.join(params["marks"], shard), "a") as f:
-        f.write("call\n")
-    if shard == params["victim"] and os.path.exists(params["poison"]):
-        if params["once"]:
-            os.unlink(params["poison"])
-        os._exit(1)
-    return table, no_rejects()
-
-
-def counting_stage(tmp_path, victim="s2", once=True):
-    marks = tmp_path / "marks"
-    marks.mkdir(exist_ok=True)
-    (tmp_path / "poison").write_text("")
-    return Stage("counted", "1", counted, {"marks": str(marks), "victim": victim,
-                                          "poison": str(tmp_path / "poison"), "once": once})
-
-
-def calls(tmp_path):
-    return {p.name: len(p.read_text().splitlines()) for p in (tmp_path / "marks").iterdir()}
 
 
 class Light:
@@ -100,15 +72,6 @@ def test_waiting_for_the_services_cluster_ends_in_a_clear_error_when_the_service
         service.cluster_address(dead.pid)
 
 
-def test_a_finished_shard_is_returned_not_recomputed(tmp_path):
-    stage = counting_stage(tmp_path, victim="none")
-    path = write_shards(tmp_path, 1)[0]
-    first = run_shard_job(stage, path, str(tmp_path / "out"), 0)
-    again = run_shard_job(stage, path, str(tmp_path / "out"), 0)  # as Dask does after a worker loss
-    assert first["recomputed"] and not again["recomputed"] and again["record"] == first["record"]
-    assert calls(tmp_path) == {"s0": 1}
-
-
 def test_in_process_failures_are_recorded_per_shard_and_a_rerun_finishes_them(tmp_path):
     from xmdata.tasks.build.rejects import no_rejects
 
@@ -155,82 +118,18 @@ def test_shard_failures_exit_1_naming_the_shards(monkeypatch, capsys):
     assert "shard-00003: KilledWorker" in err and "shard-00007" in err and "run the same command again" in err
 
 
-@pytest.fixture(scope="module")
-def local_cluster():
-    with execution_session("dask", workers=2) as session:
-        yield session
-
-
-@pytest.mark.slow
-def test_workers_import_only_their_stage_and_time_model_loads_apart(local_cluster, tmp_path):
-    from xmdata.models.base import ModelSpec
-    from xmdata.tasks.translation.language_id import language_id_stage
-
-    report = run_stage(language_id_stage(ModelSpec("fasttext", "lid.176")), write_shards(tmp_path, 4),
-                       str(tmp_path / "out"))
-    assert report.rows_out == 12 and report.timing["where"] == "cluster"
-    assert report.timing["model_load_s"] > 0 and report.timing["work_s"] > 0
-    imported = local_cluster.client().run(lambda: sorted(m for m in HEAVY if m in sys.modules))
-    assert imported and all(mods == [] for mods in imported.values()), imported
-
-
-@pytest.fixture
-def shards_in_pairs(monkeypatch):
-    """After the first four shards (one a task), the rest go two to a Dask task: shard 7 shares one
-    with shard 6, which runs before it."""
-    from xmdata.runtime import dask_executor
-
-    monkeypatch.setattr(dask_executor, "TASK_S", 1e6)
-    monkeypatch.setattr(dask_executor, "TASKS_PER_THREAD", 1)
-
-
-@pytest.mark.parametrize("seconds, remaining, threads, per_task", [
-    ([], 1000, 2, 1),            # nothing measured yet: one a task
-    ([2.0, 3.0], 1000, 2, 1),    # a model stage's shards: one a task
-    ([0.001] * 5, 1000, 2, 125),  # cheap shards: as many as keep 4 tasks a thread
-    ([0.01] * 5, 10_000, 2, 50),  # cheap shards: about half a second of work a task
-    ([0.001], 5, 2, 1)])
-def test_cheap_shards_share_a_dask_task_and_costly_ones_do_not(seconds, remaining, threads, per_task):
-    from xmdata.runtime.dask_executor import shards_per_task
-
-    assert shards_per_task(seconds, remaining, threads) == per_task
-
-
-@pytest.mark.slow
-def test_a_killed_worker_has_its_shard_rerun_and_no_other_shard_recomputed(local_cluster, shards_in_pairs, tmp_path):
-    report = run_stage(counting_stage(tmp_path, victim="s7", once=True), write_shards(tmp_path, 8),
-                       str(tmp_path / "out"))
-    assert report.shards_run == 8 and report.rows_out == 24
-    # s6 finished in the task its worker died in; the task's rerun found its record, not its work.
-    assert calls(tmp_path) == {**{f"s{i}": 1 for i in range(7)}, "s7": 2}
-
-
-@pytest.mark.slow
-def test_a_shard_that_keeps_killing_workers_fails_while_the_others_finish(local_cluster, shards_in_pairs, tmp_path):
-    stage, paths, out = counting_stage(tmp_path, victim="s7", once=False), write_shards(tmp_path, 8), str(tmp_path / "out")
-    with pytest.raises(ShardsFailed, match="shard-00007: the workers running it died repeatedly") as failure:
-        run_stage(stage, paths, out)
-    assert failure.value.failed.keys() == {7}  # not its task-mate s6: each ran alone to find out
-    others = {f"s{i}": 1 for i in range(7)}
-    assert {k: v for k, v in calls(tmp_path).items() if k != "s7"} == others
-    os.unlink(tmp_path / "poison")  # whatever killed it is fixed: the rerun runs that shard alone
-    report = run_stage(stage, paths, out)
-    assert (report.shards_run, report.shards_skipped) == (1, 7)
-    assert {k: v for k, v in calls(tmp_path).items() if k != "s7"} == others
-
-
 def test_the_least_recently_used_model_is_released_past_the_memory_limit(tiny_models, monkeypatch):
     from xmdata.models import registry
+    from xmdata.models.model_cache import ModelCache, model_bytes
 
-    monkeypatch.setattr(registry, "_loaded", registry.OrderedDict())
-    monkeypatch.setattr(registry, "released", [])
-    sizes = sorted(registry.model_bytes(registry.get_model("translator", tiny_models[b])) for b in ("m2m100", "madlad"))
+    monkeypatch.setattr(registry, "MODELS", ModelCache())
+    sizes = sorted(model_bytes(registry.get_model("translator", tiny_models[b])) for b in ("m2m100", "madlad"))
     monkeypatch.setenv(registry.MEMORY_ENV, str((sizes[1] + sizes[0] / 2) / 1e9))  # room for one of the two
     registry.get_model("translator", tiny_models["m2m100"])  # used again: now the most recent
     registry.get_model("language_identifier", tiny_models["fasttext"])  # a load: the limit is applied
     held = [m["model"] for m in registry.loaded_models()]
     assert sizes[0] > 0 and held == [tiny_models["m2m100"].name_or_path, tiny_models["fasttext"].name_or_path]
-    assert registry.released == [("translator", tiny_models["madlad"].name_or_path)]
+    assert registry.MODELS.released == [("translator", tiny_models["madlad"].name_or_path)]
 
 
 @pytest.mark.slow

@@ -25,11 +25,11 @@ def xmdata(env, *args, timeout=300):
 def own_env(tmp_path):
     """A service of its own (its own Prefect home and state folder), never the test session's; its
     workers retire after IDLE_S seconds without a task."""
-    from xmdata.runtime.service import MODEL_IDLE_ENV
+    from xmdata.runtime.settings import MODEL_IDLE_MINUTES
 
     env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", "XMDATA_EXECUTOR")}
     env.update(PREFECT_HOME=str(tmp_path / "prefect"), XMDATA_CACHE=str(tmp_path / "cache"),
-               **{MODEL_IDLE_ENV: str(IDLE_S / 60)})
+               **{MODEL_IDLE_MINUTES.name: str(IDLE_S / 60)})
     yield env
     xmdata(env, "down")
 
@@ -90,14 +90,14 @@ def held():
 
     from xmdata.models import registry
 
-    return [m["model"] for m in registry.loaded_models()], registry.released, psutil.Process().memory_info().rss
+    return [m["model"] for m in registry.loaded_models()], registry.MODELS.released, psutil.Process().memory_info().rss
 
 
 def test_an_idle_worker_drops_its_models_and_its_memory_falls(monkeypatch):
     from xmdata.runtime.cluster import close_local_cluster, start_local_cluster
-    from xmdata.runtime.service import MODEL_IDLE_ENV
+    from xmdata.runtime.settings import MODEL_IDLE_MINUTES
 
-    monkeypatch.setenv(MODEL_IDLE_ENV, str(IDLE_S / 60))  # the worker processes inherit it
+    monkeypatch.setenv(MODEL_IDLE_MINUTES.name, str(IDLE_S / 60))  # the worker processes inherit it
     cluster, client = start_local_cluster(1)
     try:
         before, loaded, during = client.submit(load_and_hold, 2 * IDLE_S, pure=False).result()

@@ -1,6 +1,7 @@
 """One rule from import path to file: `xmdata.X.…` is the top-level folder `X/` (the command-line
 modules are `xmdata/`), every package folder is installed, CLI code stays under `xmdata/`, and no
-module imports itself back through another (lazy imports inside functions included)."""
+module imports itself back through another (lazy imports inside functions included). Only
+runtime/settings.py reads the environment, and no module keeps state that a function assigns."""
 import ast
 import importlib.util
 import os
@@ -65,3 +66,101 @@ def test_no_import_cycles_and_no_argparse_outside_the_cli():
         if not rel.startswith("xmdata" + os.sep) and rel not in PROCESS_ENTRY_POINTS:
             assert "argparse" not in imported, f"{rel}: command-line code belongs in xmdata/"
     assert list(nx.simple_cycles(graph)) == []
+
+
+PACKAGES = ("xmdata", "runtime", "flows", "tasks", "models", "schemas")
+SETTINGS = os.path.join("runtime", "settings.py")
+# Writes for the libraries of this process (Prefect's and Dask's logging and API settings, BLAS
+# threads), the returned value unused: they set the environment, they do not read it.
+ENV_WRITES = {"update", "pop", "setdefault"}
+# Module-level state a function assigns, each with its reason; none is shared by the CLI and a flow.
+GLOBAL_STATE = {
+    ("runtime/session.py", "_default"): "a flow run outside any command (a deployment) makes its "
+                                        "execution session once per process; a command opens its own",
+}
+
+
+def package_sources():
+    for rel in module_files().values():
+        if rel.split(os.sep)[0] in PACKAGES:
+            yield rel, ast.parse(open(os.path.join(ROOT, rel), encoding="utf-8").read())
+
+
+def environment_reads(tree: ast.AST) -> list[int]:
+    """Lines that read the environment: os.getenv, `environ` imported, or os.environ used in any way
+    but `os.environ[k] = v`, `del os.environ[k]` or a statement `os.environ.update/pop/setdefault(…)`."""
+    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "os":
+            lines += [node.lineno for a in node.names if a.name in ("environ", "getenv", "environb")]
+        if isinstance(node, ast.Attribute) and node.attr == "getenv":
+            lines.append(node.lineno)
+        if not (isinstance(node, ast.Attribute) and node.attr in ("environ", "environb")):
+            continue
+        up = parents[node]
+        if isinstance(up, ast.Subscript) and isinstance(up.ctx, (ast.Store, ast.Del)):
+            continue
+        if (isinstance(up, ast.Attribute) and up.attr in ENV_WRITES and isinstance(parents[up], ast.Call)
+                and isinstance(parents[parents[up]], ast.Expr)):
+            continue
+        lines.append(node.lineno)
+    return lines
+
+
+def test_only_the_settings_module_reads_the_environment():
+    reads = {rel: lines for rel, tree in package_sources() if rel != SETTINGS and (lines := environment_reads(tree))}
+    assert reads == {}, "read it through runtime/settings.py (a child's env: settings.child_env)"
+
+
+def test_the_environment_check_tells_reads_from_writes():
+    source = """
+import os
+from os import environ
+os.environ["A"] = "1"
+os.environ.update(B="2")
+os.environ.setdefault("C", "3")
+del os.environ["A"]
+a = os.environ.get("A")
+b = os.environ["B"]
+c = os.environ.setdefault("C", "3")
+env = {**os.environ, "D": "4"}
+d = os.getenv("D")
+e = "E" in os.environ
+"""
+    assert sorted(environment_reads(ast.parse(source))) == [3, 8, 9, 10, 11, 12, 13]
+
+
+def test_no_module_level_state_assigned_from_functions():
+    """A `global` statement is state one call leaves for another (the CLI for the flow, a test for
+    the next): pass it in arguments, a context variable or an object. GLOBAL_STATE lists the exceptions."""
+    found = {(rel, name) for rel, tree in package_sources() for node in ast.walk(tree)
+             if isinstance(node, ast.Global) for name in node.names}
+    assert found == set(GLOBAL_STATE)
+
+
+EMPTY_MAKERS = ("set", "dict", "list", "OrderedDict", "defaultdict", "deque")
+
+
+def empty_module_collections(tree: ast.Module) -> list[int]:
+    """Lines of module-level names bound to an empty collection (`_seen = set()`, `_cache = {}`):
+    one is there to be filled at run time (a declared table, `{"a": 1}` or `dict(a=1)`, is not)."""
+    lines = []
+    for node in tree.body:
+        value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+        func = getattr(value, "func", None)
+        name = getattr(func, "id", None) or getattr(func, "attr", "")
+        if ((isinstance(value, (ast.List, ast.Set)) and not value.elts)
+                or (isinstance(value, ast.Dict) and not value.keys)
+                or (isinstance(value, ast.Call) and name in EMPTY_MAKERS and not value.keywords
+                    and (not value.args or name == "defaultdict"))):
+            lines.append(node.lineno)
+    return lines
+
+
+def test_no_module_level_collection_filled_at_run_time():
+    """The same state as a `global` statement, without the statement."""
+    found = {rel: lines for rel, tree in package_sources() if (lines := empty_module_collections(tree))}
+    assert found == {}
+    sample = "_used: set[str] = set()\nA = {}\nB = dict(a=1)\nC = defaultdict(list)\nD = [1]\nE = deque()\n"
+    assert empty_module_collections(ast.parse(sample)) == [1, 2, 4, 6]

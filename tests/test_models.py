@@ -62,7 +62,9 @@ def test_duplicate_candidates_keep_the_best_rank():
 
 
 def test_cometkiwi_gives_one_finite_score_per_pair_in_input_order(tiny_models):
-    estimator = get_model("quality_estimator", tiny_models["cometkiwi"])
+    from xmdata.flows.translation_options import FilterOptions
+
+    estimator = get_model("quality_estimator", FilterOptions(qe_model=tiny_models["cometkiwi"].name_or_path).qe_spec())
     sources = ["the dog runs", "the small red cat sees the water in the house", "猫"]
     translations = ["le chien court", "le petit chat rouge voit l'eau", "chat"]
     scores = estimator.predict(estimator.prepare(sources, translations))
@@ -107,9 +109,9 @@ def test_missing_local_path_names_the_path(tmp_path, backend):
 
 def test_get_model_loads_once_per_spec(tiny_models):
     first = get_model("translator", tiny_models["madlad"])
-    loads = registry.load_count
+    loads = registry.MODELS.load_count
     assert get_model("translator", tiny_models["madlad"]) is first
-    assert registry.load_count == loads
+    assert registry.MODELS.load_count == loads
 
 
 def _weight_digests(root: Path) -> dict[str, str]:

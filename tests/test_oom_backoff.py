@@ -13,6 +13,8 @@ from xmdata.models.oom_backoff import FAILED, BatchSizes, is_out_of_memory, run_
 from xmdata.models.registry import get_model
 from xmdata.tasks.translation.candidate_scores import CandidateQeShard, estimate_candidate_quality
 from xmdata.tasks.scoring.score import clip_score_stage
+from xmdata.flows.translation_options import FilterOptions
+from xmdata.flows.translation_params import TranslateParams
 from xmdata.tasks.translation.translate import translate_stage
 
 POISON = "water"  # an item holding this runs out of memory even alone
@@ -50,8 +52,9 @@ def test_translate_stage_rejects_only_the_unit_that_fails_alone(tiny_models, mon
     spec = tiny_models["m2m100"]
     table = pa.table({"id": [f"t{i}" for i in range(5)],
                       "text": ["the dog runs", "a red cat", f"the {POISON}", "a small tree", "the child sees"]})
-    stage = translate_stage(spec, ["text"], "en", ["fr"], num_beams=4, num_candidates=2, batch_tokens=4096,
-                            max_new_tokens_ratio=1.0, max_new_tokens_extra=4, split_sentences=False)
+    params = TranslateParams(columns=["text"], targets=["fr"], translator=dict(
+        num_beams=4, num_candidates=2, batch_tokens=4096, max_new_tokens_ratio=1.0, max_new_tokens_extra=4))
+    stage = translate_stage(params, spec)
     expected, _ = stage.fn(table, stage.params)
     translator = get_model("translator", spec)
     real_predict, real_prepare = translator.predict, translator.prepare
@@ -80,13 +83,24 @@ def test_translate_stage_rejects_only_the_unit_that_fails_alone(tiny_models, mon
     assert others == [{k: r[k] for k in keep} for r in expected.to_pylist() if r["id"] != "t2"]
 
 
+def test_any_other_translator_error_fails_the_text_shard(tiny_models, monkeypatch):
+    """The one failure rule (tasks/translation/beam_search.py), as on the Q/A path: not a row's
+    problem, so the shard fails for the executor to retry or name; no rejects are made of it."""
+    params = TranslateParams(columns=["text"], targets=["fr"], translator=dict(num_beams=2, num_candidates=1))
+    stage = translate_stage(params, tiny_models["m2m100"])
+    translator = get_model("translator", tiny_models["m2m100"])
+    monkeypatch.setattr(translator, "predict", lambda *_: (_ for _ in ()).throw(RuntimeError("device-side assert")))
+    with pytest.raises(RuntimeError, match="device-side assert"):
+        stage.fn(pa.table({"id": ["a"], "text": ["the dog runs"]}), stage.params)
+
+
 def test_qe_backs_off_batch_by_batch_and_leaves_a_null_score_with_its_reason(tiny_models, monkeypatch):
     spec = tiny_models["cometkiwi"]
     sources = ["the dog runs", "a red cat sees", f"the {POISON}", "a tree", "the small child reads"]
     table = pa.table({"id": [f"q{i}" for i in range(5)], "source_text": sources,
                       "candidate": [s[::-1] for s in sources], "lid_match": [True] * 5,
                       "qe_score": pa.nulls(5, pa.float32())})
-    params = CandidateQeShard(model=ModelSpec(spec.backend, spec.name_or_path, options={"batch_size": 4}))
+    params = CandidateQeShard(model=FilterOptions(qe_model=spec.name_or_path, qe_batch_size=4).qe_spec())
     expected = estimate_candidate_quality(table, params)[0].column("qe_score").to_pylist()
     estimator = get_model("quality_estimator", params.model)
     real = estimator.score_groups

@@ -220,6 +220,31 @@ def test_tls_flags_are_checked_before_anything_starts(tmp_path, capsys):
     assert not (tmp_path / "out").exists() or not os.listdir(tmp_path / "out")
 
 
+
+def test_a_worker_for_a_tls_scheduler_without_flags_needs_dasks_worker_certificate(tmp_path, capsys, monkeypatch):
+    """`xmdata worker tls://…`: the flags, or Dask's CA file and *worker* certificate and key; else
+    one line, exit 2, before any `dask worker` starts."""
+    import dask
+
+    from xmdata.cli import main
+    from xmdata.runtime import worker_command
+
+    started = []
+    monkeypatch.setattr(worker_command.subprocess, "call", lambda command: started.append(command) or 0)
+    tls = new_dask_credentials().write(str(tmp_path / "tls"))
+    client_only = {"distributed.comm.tls.ca-file": tls.ca, "distributed.comm.tls.client.cert": tls.cert,
+                   "distributed.comm.tls.client.key": tls.key}
+    with dask.config.set(client_only):
+        assert main(["worker", "tls://127.0.0.1:1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "distributed.comm.tls.worker.cert, distributed.comm.tls.worker.key" in err
+    with dask.config.set({**client_only, "distributed.comm.tls.worker.cert": tls.cert,
+                          "distributed.comm.tls.worker.key": tls.key}):
+        assert main(["worker", "tls://127.0.0.1:1"]) == 0
+    assert main(["worker", "tls://127.0.0.1:1", *tls.worker_flags()]) == 0
+    assert [c[2:] for c in started] == [["tls://127.0.0.1:1", "--nthreads", "1", "--no-dashboard"],
+                                        ["tls://127.0.0.1:1", "--nthreads", "1", "--no-dashboard", *tls.worker_flags()]]
+
 INTRUDER = textwrap.dedent('''
     import base64, json, os, socket, ssl, sys, urllib.error, urllib.request
     state = json.loads(sys.argv[1])

@@ -55,6 +55,7 @@ def test_gpu_stages_run_only_on_gpu_workers_and_still_run_without_any(tmp_path, 
 def test_a_stage_needs_a_gpu_exactly_when_its_model_runs_on_cuda(device, gpu, tiny_models):
     from dataclasses import replace
 
+    from xmdata.flows.translation_params import TranslateParams, TranslateQaParams
     from xmdata.models.base import ModelSpec
     from xmdata.tasks.translation.candidate_scores import candidate_lid_stage, candidate_qe_stage
     from xmdata.tasks.translation.language_id import language_id_stage
@@ -66,9 +67,8 @@ def test_a_stage_needs_a_gpu_exactly_when_its_model_runs_on_cuda(device, gpu, ti
     on = {name: replace(tiny_models[name], device=device or "cpu") for name in ("cometkiwi", "open_clip", "m2m100")}
     labels = {"fr": {"question": ["Question"], "answer": ["Réponse"]}}
     stages = [candidate_qe_stage(on["cometkiwi"]), clip_score_stage(on["open_clip"], None),
-              translate_stage(on["m2m100"], ["text"], "en", ["fr"], num_beams=1, num_candidates=1, batch_tokens=512,
-                              max_new_tokens_ratio=1.5, max_new_tokens_extra=10, split_sentences=False),
-              translate_qa_stage(on["m2m100"], "en", ["fr"], labels, 1, 1, 512, 1.5, 10)]
+              translate_stage(TranslateParams(targets=["fr"]), on["m2m100"]),
+              translate_qa_stage(TranslateQaParams(targets=["fr"]), on["m2m100"], labels)]
     assert [stage.gpu for stage in stages] == [gpu] * 4
     assert not language_id_stage(ModelSpec("fasttext", "lid.176")).gpu  # no model device: never
     assert not candidate_lid_stage(ModelSpec("fasttext", "lid.176"), {}).gpu

@@ -2,13 +2,14 @@
 own instances, every other instance keeps its own translation; input filter, cap and label derivation."""
 from __future__ import annotations
 
-import re
 
 import polars as pl
 import pyarrow as pa
 import pytest
 
 from xmdata.data import sample_path
+from xmdata.flows.translation_options import FilterOptions
+from xmdata.flows.translation_params import TranslateQaParams
 from xmdata.models.base import Candidate, ModelSpec
 from xmdata.schemas import ContractError
 from xmdata.tasks.qa import translate as qa_translate
@@ -64,29 +65,32 @@ def scripted(monkeypatch):
 
 def run(table, num_candidates=1):
     labels = {"de": {"question": ["Frage"], "answer": ["Antwort"]}}
-    stage = translate_qa_stage(ModelSpec("madlad", "/none"), "en", ["de"], labels, num_beams=2,
-                               num_candidates=num_candidates, batch_tokens=2 * 11 * 2, max_new_tokens_ratio=2.0,
-                               max_new_tokens_extra=4)
+    params = TranslateQaParams(targets=["de"], translator=dict(
+        num_beams=2, num_candidates=num_candidates, batch_tokens=2 * 11 * 2, max_new_tokens_ratio=2.0,
+        max_new_tokens_extra=4))
+    stage = translate_qa_stage(params, ModelSpec("madlad", "/none"), labels)
     return stage.fn(table, stage.params)
 
 
-def test_a_failing_batch_rejects_its_instances_and_does_not_shift_the_next(scripted):
-    candidates, rejects = run(rows(7, fail={3}))
-    assert max(len(b) for b in scripted.batches) == 2 and len(scripted.batches) == 4
-    failed = next(b for b in scripted.batches if any("FAIL" in t for t in b))
-    failed_ids = {"r" + re.search(r"item (\d+)", t).group(1) for t in failed}
-    assert failed_ids == {"r3", "r0"}  # longest first, then input order: r3 shares its batch with r0
-    assert rejects.column("reason").to_pylist() == ["translation_failed"] * 2
-    assert set(rejects.column("row_id").to_pylist()) == failed_ids
+def test_an_unknown_translator_error_fails_the_shard_as_on_the_text_path(scripted):
+    """The one rule (tasks/translation/beam_search.py): an error that is not a row's fails the shard,
+    so the executor retries or names it; it is never turned into rejected rows."""
+    with pytest.raises(RuntimeError, match="device-side assert"):
+        run(rows(7, fail={3}))
+
+
+def test_batches_keep_every_instance_with_its_own_text(scripted):
+    candidates, rejects = run(rows(7, fail=set()))
+    assert max(len(b) for b in scripted.batches) == 2 and len(scripted.batches) == 4 and rejects.num_rows == 0
     kept, refused = select_candidates(pl.from_arrow(candidates), False, 0.0, None)
-    assert set(refused["id"]) == failed_ids and set(refused["reason"]) == {"translation_failed"}
+    assert refused.height == 0
     # every kept instance carries its own text: no padding, no shift
     for row in kept.filter(pl.col("part") == "query").iter_rows(named=True):
         assert row["candidate"] == f"<|image_1|>\nWHAT IS ITEM {row['id'][1:]}"
     positives = kept.filter(pl.col("part") == "positive")
     assert positives["candidate"].to_list() == [f"ITEM {i[1:]} IS RED" for i in positives["id"]]
     counts = count_outcomes(kept, refused)
-    assert dict(zip(counts["outcome"], counts["instances"])) == {"kept": 5, "translation_failed": 2}
+    assert dict(zip(counts["outcome"], counts["instances"])) == {"kept": 7}
 
 
 def test_out_of_memory_halves_the_batch_and_rejects_only_the_item_that_fails_alone(scripted):
@@ -158,16 +162,17 @@ def test_lid_and_qe_stages_of_the_translation_issue_score_qa_candidates(scripted
     from xmdata.tasks.translation.candidate_scores import (CandidateLidShard, CandidateQeShard, estimate_candidate_quality,
                                                identify_candidate_language)
 
-    candidates, _ = run(rows(3, fail={2}))
+    candidates, _ = run(rows(3, fail=set(), oom={2}))
     labelled, _ = identify_candidate_language(candidates, CandidateLidShard(
         model=tiny_models["fasttext"], accepted_labels={"de": ["de", "en"]}))
-    scored, _ = estimate_candidate_quality(labelled, CandidateQeShard(model=tiny_models["cometkiwi"]))
+    scored, _ = estimate_candidate_quality(labelled, CandidateQeShard(
+        model=FilterOptions(qe_model=tiny_models["cometkiwi"].name_or_path).qe_spec()))
     frame = pl.from_arrow(scored)
     ok = frame.filter(pl.col("status") == "ok")
-    assert ok["id"].to_list() == ["r1", "r1"] and ok["lid_label"].null_count() == 0
-    # r2 (FAIL) and r0 share the failed batch: their rows stay, unscored
-    assert frame.filter(pl.col("status") != "ok")["lid_label"].null_count() == 4
+    assert ok["id"].to_list() == ["r0", "r0", "r1", "r1"] and ok["lid_label"].null_count() == 0
+    # r2 ran out of memory alone: its rows stay, unscored
+    assert frame.filter(pl.col("status") != "ok")["lid_label"].null_count() == 2
     assert ok.filter(pl.col("lid_match"))["qe_score"].null_count() == 0
     kept, refused = select_candidates(frame, True, 0.0, None)
-    assert set(refused.filter(pl.col("id") != "r1")["reason"]) == {"translation_failed"}
+    assert refused.filter(pl.col("id") == "r2")["reason"].to_list() == ["out_of_memory"]
     assert set(kept["id"]) | set(refused["id"]) == {"r0", "r1", "r2"}

@@ -9,7 +9,8 @@ from pydantic import ValidationError
 
 from xmdata.flows.translation_options import FilterOptions
 from xmdata.models.base import ModelSpec
-from xmdata.models.cometkiwi import CometKiwiEstimator, token_batches
+from xmdata.models.cometkiwi import CometKiwiEstimator
+from xmdata.tasks.build.token_batches import length_sorted_batches
 
 WORDS = "the a dog cat house red small runs sees water tree and child book".split()
 SOURCES = [" ".join(WORDS[(i * 5 + j) % len(WORDS)] for j in range(1 + i % 17)) for i in range(60)]
@@ -17,15 +18,16 @@ TRANSLATIONS = [" ".join(reversed(s.split()))[: 3 + 7 * (i % 9)] for i, s in enu
 
 
 def estimator(tiny_models, **options) -> CometKiwiEstimator:
-    spec = tiny_models["cometkiwi"]
-    model = CometKiwiEstimator(ModelSpec(spec.backend, spec.name_or_path, options=options))
+    """The estimator as a run builds it: FilterOptions' qe_* fields (their defaults) become its options."""
+    filters = FilterOptions(qe_model=tiny_models["cometkiwi"].name_or_path, **{f"qe_{k}": v for k, v in options.items()})
+    model = CometKiwiEstimator(filters.qe_spec())
     model.load()
     return model
 
 
 def test_token_batches_cover_every_pair_once_within_both_budgets():
     lengths = [5, 40, 12, 12, 3, 90, 7, 40]
-    batches = token_batches(lengths, max_tokens=100, max_items=3)
+    batches = length_sorted_batches(lengths, max_tokens=100, max_items=3)  # the one batching function
     assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
     assert batches[0] == [5]  # longest first, alone when it fills the budget
     for batch in batches:
@@ -65,3 +67,11 @@ def test_float16_qe_needs_a_gpu():
     with pytest.raises(ValidationError, match="float16 needs a CUDA device"):
         FilterOptions(qe_precision="float16")
     assert FilterOptions(qe_precision="bfloat16").qe_spec().option("precision") == "bfloat16"
+
+
+def test_the_estimator_declares_no_default_of_its_own(tiny_models):
+    """A spec without the options FilterOptions fills is refused in one line, not run with other defaults."""
+    from xmdata.models.base import ModelError
+
+    with pytest.raises(ModelError, match="batch_size: Field required"):
+        CometKiwiEstimator(ModelSpec("cometkiwi", tiny_models["cometkiwi"].name_or_path))

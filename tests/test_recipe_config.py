@@ -5,12 +5,12 @@ import os
 
 import pytest
 
-from xmdata.flows.release_config import load_release_config
-from xmdata.flows.release_recipe import apply_sample, deep_merge, tiny_models
+from xmdata.flows.release_config import ReleaseConfig, apply_sample, deep_merge, load_release_config
+from xmdata.flows.release_preflight import checked_release
+from xmdata.flows.release_refs import model_refs, named_models, with_tiny_models
 from xmdata.schemas import ContractError
 from xmdata.tasks.importers.options import ImportOptions
 from xmdata.tasks.importers.run import import_dataset
-from xmdata.tasks.release.recipe_card import configured_models
 
 
 def test_sample_section_is_merged_over_the_config_and_null_removes():
@@ -24,28 +24,37 @@ def test_sample_section_is_merged_over_the_config_and_null_removes():
 
 
 def test_models_tiny_replaces_every_model_the_recipes_name():
-    data = tiny_models({"qa_translation": {"translator": {"backend": "madlad", "model": "google/madlad400-3b-mt"}},
-                        "benchmarks": {"translator": {"model": "facebook/m2m100_1.2B"},
-                                       "filters": {"qe_model": "Unbabel/wmt23-cometkiwi-da-xxl", "qe_device": "cuda",
-                                                   "qe_precision": "bfloat16"},
-                                       "clip_model": "xlm-roberta-large-ViT-H-14", "pretrained": "frozen_laion5b_s13b_b90k"},
-                        "mmmeb": {"systems": [{"name": "s", "backend": "hf", "model": "google/siglip"}]}})
-    assert data["qa_translation"]["translator"]["model"] == "tiny:madlad" and "filters" not in data["qa_translation"]
-    assert data["benchmarks"]["translator"]["model"] == "tiny:m2m100"
-    assert data["benchmarks"]["filters"]["qe_model"] == "tiny:cometkiwi"
-    assert data["benchmarks"]["filters"]["qe_precision"] == "float32"  # float16/bf16 XXL settings are for a GPU
-    assert (data["benchmarks"]["clip_model"], data["benchmarks"]["pretrained"]) == ("tiny:open_clip", None)
-    assert data["mmmeb"]["systems"][0]["model"] == "tiny:hf_clip"
+    paper = ReleaseConfig.model_validate({
+        "name": "x", "qa_translation": {"input": "q", "targets": ["fr"],
+                                       "translator": {"backend": "madlad", "model": "google/madlad400-3b-mt"}},
+        "benchmarks": {"sets": {}, "targets": ["fr"], "translator": {"model": "facebook/m2m100_1.2B"},
+                       "filters": {"qe_model": "Unbabel/wmt23-cometkiwi-da-xxl", "qe_device": "cuda",
+                                   "qe_precision": "bfloat16"},
+                       "clip_model": "xlm-roberta-large-ViT-H-14", "pretrained": "frozen_laion5b_s13b_b90k"},
+        "mmmeb": {"systems": [{"name": "s", "backend": "hf", "model": "google/siglip"}]}})
+    tiny = with_tiny_models(paper)
+    assert tiny.qa_translation.translator.model == "tiny:madlad" and tiny.qa_translation.filters is None
+    assert tiny.benchmarks.translator.model == "tiny:m2m100" and tiny.benchmarks.filters.qe_model == "tiny:cometkiwi"
+    assert tiny.benchmarks.filters.qe_precision == "float32"  # float16/bf16 XXL settings are for a GPU
+    assert (tiny.benchmarks.clip_model, tiny.benchmarks.pretrained) == ("tiny:open_clip", None)
+    assert tiny.mmmeb.systems[0].model == "tiny:hf_clip"
+    assert paper.benchmarks.clip_model == "xlm-roberta-large-ViT-H-14"  # a copy: the paper's config is unchanged
+    # Every model field is one reference; only lid.176 (real and small) keeps its name.
+    assert {r.role: r.name for r in model_refs(tiny) if not (r.name or "").startswith("tiny:")} == \
+        {"benchmarks.filters.lid_model": "lid.176"}
+    assert named_models(paper)["benchmarks.translator"] == ("facebook/m2m100_1.2B", None)
 
 
 @pytest.mark.parametrize("recipe", ["xm3600-selection", "xvlm2vec-train", "mclipscore-eval", "mmmeb"])
 def test_recipes_name_the_papers_models_and_refuse_a_missing_download(recipe):
     path = os.path.join(os.path.dirname(__file__), "..", "data", "releases", f"{recipe}.yaml")
     with pytest.raises(ContractError, match="input not found: imports"):  # the real downloads are not here
-        load_release_config(path)
-    config, text, _ = load_release_config(path, sample=True, models="tiny")
+        checked_release(path)
+    release = load_release_config(path, sample=True, models="tiny")
+    config = release.config
     assert config.citation.startswith("@") and all(os.path.exists(e.source) for e in config.imports.values())
-    named = configured_models({"config": {"text": text, "overrides": {}}})
+    assert all(r.name.startswith("tiny:") or r.name == "lid.176" for r in model_refs(config))
+    named = named_models(release.as_written)
     expected = {"xm3600-selection": set(), "xvlm2vec-train": {"google/madlad400-3b-mt"},
                 "mclipscore-eval": {"facebook/m2m100_1.2B", "Unbabel/wmt23-cometkiwi-da-xxl", "xlm-roberta-large-ViT-H-14"},
                 "mmmeb": {"google/siglip-base-patch16-256-multilingual", "xlm-roberta-large-ViT-H-14"}}[recipe]

@@ -11,6 +11,7 @@ from cli_runs import run_xmdata
 import yaml
 
 from xmdata.flows.release_config import load_release_config
+from xmdata.flows.release_preflight import checked_release
 from xmdata.schemas import ContractError
 from xmdata.tasks.release.files import sorted_by_values
 from xmdata.tasks.release.manifest import verify_release, write_manifest
@@ -26,23 +27,27 @@ def write_config(tmp_path, text):
 
 
 def test_packaged_demo_config_loads_with_inputs_relative_to_it():
-    config, text, sha = load_release_config("demo")
+    release = load_release_config("demo", shards=3)
+    config = release.config
     assert config.language_id.input.endswith(os.path.join("data", "sample", "captions.jsonl"))
     assert config.translation.translator.model == "tiny:m2m100" and config.translation.targets == ["fr", "de", "ar"]
-    assert len(sha) == 64 and "name: xmdata-demo" in text
+    assert len(release.sha256) == 64 and "name: xmdata-demo" in release.text
+    assert config.shards == 3 and release.overrides == {"shards": 3} and release.resolved is None
 
 
 def test_config_errors_are_refused_before_anything_runs(tmp_path):
     with pytest.raises(ContractError, match="transltion"):  # a misspelt section is not ignored
         load_release_config(write_config(tmp_path, "name: x\ntransltion: {input: captions.jsonl}\n"))
     with pytest.raises(ContractError, match="input not found: language_id.input"):
-        load_release_config(write_config(tmp_path, "name: x\nlanguage_id: {input: nowhere.jsonl}\n"))
+        checked_release(write_config(tmp_path, "name: x\nlanguage_id: {input: nowhere.jsonl}\n"))
+    with pytest.raises(ContractError, match="shards: Input should be greater than or equal to 1"):
+        load_release_config(write_config(tmp_path, "name: x\n"), shards=0)  # an override is validated with the file
     with pytest.raises(ContractError, match="strategy"):
         load_release_config(write_config(
             tmp_path, "name: x\nimage_selection: {input: captions.jsonl, strategy: best}\n"))
     with pytest.raises(ContractError, match="no such file"):
         load_release_config(str(tmp_path / "missing.yaml"))
-    config, _, _ = load_release_config(write_config(tmp_path, "name: x\nlanguage_id: {input: captions.jsonl}\n"))
+    config = load_release_config(write_config(tmp_path, "name: x\nlanguage_id: {input: captions.jsonl}\n")).config
     assert config.language_id.input == str(tmp_path / "captions.jsonl")
 
 
@@ -102,13 +107,25 @@ def test_cli_verify_exit_codes(tmp_path):
 def test_card_header_is_huggingface_yaml_with_a_config_per_table():
     from xmdata.tasks.release.card import header
 
-    config, _, _ = load_release_config("demo")
-    text = header(config, {"captions": "c", "translations": "t"}, ["ar", "en"], 1500)
+    text = header(load_release_config("demo").config, {"captions": "c", "translations": "t"}, ["ar", "en"], 1500)
     meta = yaml.safe_load(text.split("---\n")[1])
     assert meta["license"] == "cc0-1.0" and meta["language"] == ["ar", "en"] and meta["size_categories"] == ["1K<n<10K"]
     assert meta["configs"][1] == {"config_name": "translations",
                                   "data_files": [{"split": "test", "path": "data/translations.parquet"}]}
     assert meta["task_categories"] == ["image-to-text", "text-to-image", "translation"]
+
+
+def test_the_card_counts_captions_by_lid_label_where_the_input_declared_no_language():
+    import polars as pl
+
+    from xmdata.tasks.release.card import caption_section
+
+    captions = pl.DataFrame({"id": ["a", "b", "c"], "text": ["One dog.", "Un chien.", "No image."],
+                             "language": [None, None, None], "image_id": ["i1", "i1", None],
+                             "lid_label": ["en", "fr", "en"]}, schema_overrides={"language": pl.String})
+    section = caption_section(captions)
+    assert "| en | 1 |" in section and "| fr | 1 |" in section and "agrees" not in section
+    assert caption_section(captions.with_columns(pl.lit(None, pl.String).alias("image_id"))) == ""
 
 
 def test_progress_bar_shows_shards_and_rows_per_second_unless_quiet(monkeypatch, capsys):
@@ -143,3 +160,47 @@ def test_prefect_yaml_declares_every_flow_and_an_inactive_nightly_release():
     assert properties["shards"]["description"].startswith("override the config") and properties["config"]["default"] == "demo"
     active = {d.name: d for d in load_deployments(os.path.join(ROOT, "prefect.yaml"), activate_schedules=True)}
     assert [s.active for s in active["demo-release"].schedules] == [True]
+
+
+def _module_state() -> dict:
+    """Every global of the release modules and the CLI's commands (not their submodules), with the
+    contents of containers: what one run could leave for the next."""
+    import sys
+    import types
+
+    modules = {n: m for n, m in list(sys.modules.items())
+               if n.startswith(("xmdata.flows.release", "xmdata.tasks.release")) or n == "xmdata.commands"}
+    return {(n, k): (id(v), repr(v) if isinstance(v, (set, list, dict)) else None)
+            for n, m in modules.items() for k, v in vars(m).items()
+            if not k.startswith("__") and not isinstance(v, types.ModuleType)}
+
+
+@pytest.mark.slow  # two release builds (one shard of language ID each)
+def test_a_release_is_checked_once_per_command_and_the_cli_hands_the_flow_what_it_checked(
+        cli_env, prefect_server, tmp_path, monkeypatch):
+    from xmdata.flows import release_preflight
+    from xmdata.flows.release import release_flow
+
+    config = write_config(tmp_path, "name: x\nshards: 1\nlanguage_id: {input: captions.jsonl}\n")
+    (tmp_path / "captions.jsonl").write_text(
+        '{"id": "a", "text": "The weather is lovely today.", "language": "en", "image_id": "i1"}\n')
+    calls = {"load": 0, "preflight": 0}
+    load, preflight = release_preflight.load_release_config, release_preflight.preflight_release
+    monkeypatch.setattr(release_preflight, "load_release_config",
+                        lambda *a: calls.__setitem__("load", calls["load"] + 1) or load(*a))
+    monkeypatch.setattr(release_preflight, "preflight_release",
+                        lambda c: calls.__setitem__("preflight", calls["preflight"] + 1) or preflight(c))
+    import xmdata.flows.release_build  # noqa: F401  (every release module loaded before the snapshot)
+
+    before = _module_state()
+    result = run_xmdata(["release", "--config", config, "--out", tmp_path / "cli", "--workers", "1", "--quiet"],
+                        cli_env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert calls == {"load": 1, "preflight": 1}  # the config read and its inputs checked once, by the CLI
+    after = _module_state()
+    assert {k: after.get(k) for k in before} == before  # nothing left at module level for the flow
+    assert not [k for k in after if k not in before and k[0] in {n for n, _ in before}]
+    release_flow(config=config, out=str(tmp_path / "python"))  # the UI's and Python's door checks for itself
+    assert calls == {"load": 2, "preflight": 2}
+    cli, python = (json.loads((tmp_path / d / "manifest.json").read_text()) for d in ("cli", "python"))
+    assert cli["release_sha256"] == python["release_sha256"]

@@ -14,7 +14,9 @@ from cli_runs import run_xmdata
 
 from xmdata.runtime.atomic import write_json_atomic, write_parquet_atomic, write_text_atomic
 from xmdata.tasks.release import manifest as manifest_module
-from xmdata.tasks.release.compare import KEYS, SHOWN, TOLERANCE, compare_releases
+from xmdata.tasks.release.compare import TOLERANCE, compare_releases
+from xmdata.tasks.release.compare_files import SHOWN
+from xmdata.tasks.release.compare_tables import KEYS
 from xmdata.tasks.release.files import TABLES, sorted_by_values
 from xmdata.tasks.release.manifest import verify_release, write_manifest
 

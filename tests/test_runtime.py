@@ -113,3 +113,125 @@ def test_a_named_prefect_api_is_used_as_is_and_the_environment_restored(monkeypa
     with prefect_api(url="http://127.0.0.1:2/api") as url:  # no server is started for a named API
         assert url == os.environ["PREFECT_API_URL"] == PREFECT_API_URL.value() == "http://127.0.0.1:2/api"
     assert os.environ["PREFECT_API_URL"] == "http://127.0.0.1:1/api"
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_the_readme_lists_exactly_the_declared_variables():
+    from xmdata.runtime import settings
+
+    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    section = readme.split("<!-- settings: begin -->\n", 1)[1].split("<!-- settings: end -->", 1)[0]
+    assert section == settings.markdown(), "regenerate it: python -m xmdata.runtime.settings"
+    declared = {s.name for s in settings.ALL}
+    assert len(declared) == len(settings.ALL)
+    assert {s.name for s in settings.USER} == {line.split(" ")[0] for line in settings.describe()}
+
+
+def test_every_xmdata_variable_the_repository_names_is_declared():
+    """Names in text, strings and comments (a Python identifier, such as a constant named like one, is no
+    environment variable)."""
+    import io
+    import re
+    import subprocess
+    import tokenize
+
+    from xmdata.runtime import settings
+
+    files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                           capture_output=True, text=True, check=True).stdout.split()
+    named = set()
+    for rel in files:
+        path = os.path.join(ROOT, rel)
+        if not os.path.isfile(path) or rel.endswith((".png", ".parquet", ".ftz", ".lock")):
+            continue
+        text = open(path, errors="ignore").read()
+        if rel.endswith(".py"):
+            text = " ".join(t.string for t in tokenize.generate_tokens(io.StringIO(text).readline)
+                            if t.type in (tokenize.STRING, tokenize.COMMENT, getattr(tokenize, "FSTRING_MIDDLE", tokenize.STRING)))
+        named |= set(re.findall(r"\bXMDATA_[A-Z0-9_]*[A-Z0-9]", text))
+    assert named == {s.name for s in settings.ALL if s.name.startswith("XMDATA_")}
+
+
+def test_a_setting_is_read_when_asked_and_a_bad_value_is_one_line(monkeypatch):
+    from xmdata.runtime import settings
+    from xmdata.schemas import ContractError
+
+    monkeypatch.delenv("XMDATA_IDLE_MINUTES", raising=False)
+    assert settings.IDLE_MINUTES.get() == 60.0
+    monkeypatch.setenv("XMDATA_IDLE_MINUTES", "0.5")
+    assert settings.IDLE_MINUTES.get() == 0.5
+    monkeypatch.setenv("XMDATA_CACHE", "~/elsewhere")
+    assert settings.CACHE.get() == os.path.expanduser("~/elsewhere")
+    for setting, bad in ((settings.IDLE_MINUTES, "soon"), (settings.IDLE_MINUTES, "-1"),
+                         (settings.SERVICE, "maybe"), (settings.GPU_WORKERS, "1.5")):
+        monkeypatch.setenv(setting.name, bad)
+        with pytest.raises(ContractError, match=f"^{setting.name}='{bad}': expected "):
+            setting.get()
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert settings.CUDA_VISIBLE_DEVICES.get() is None and settings.CUDA_VISIBLE_DEVICES.raw() == ""
+
+
+def test_a_child_env_and_library_settings_leave_this_process_as_it_was(monkeypatch):
+    from xmdata.runtime import settings
+
+    monkeypatch.setenv("PREFECT_API_URL", "http://a/api")
+    monkeypatch.delenv("PREFECT_API_AUTH_STRING", raising=False)
+    env = settings.child_env(drop=("PREFECT_API_URL",), CUDA_VISIBLE_DEVICES="1")
+    assert "PREFECT_API_URL" not in env and env["CUDA_VISIBLE_DEVICES"] == "1" and env["PATH"] == os.environ["PATH"]
+    with settings.environ_for_libraries({"PREFECT_API_URL": "http://b/api", "PREFECT_API_AUTH_STRING": "u:p"}):
+        assert settings.PREFECT_API_URL.get() == "http://b/api" and settings.PREFECT_API_AUTH_STRING.get() == "u:p"
+    assert os.environ["PREFECT_API_URL"] == "http://a/api" and "PREFECT_API_AUTH_STRING" not in os.environ
+
+
+def test_storage_options_and_column_map_stay_in_their_block_and_reach_copied_threads():
+    import contextvars
+    from concurrent.futures import ThreadPoolExecutor
+
+    from xmdata.runtime.storage import storage_options, using_storage_options
+    from xmdata.schemas.column_map import active_column_map, column_mapping, rename_columns
+
+    with using_storage_options({"anon": True}), column_mapping("A=a") as mapping, ThreadPoolExecutor(1) as pool:
+        seen = pool.submit(contextvars.copy_context().run, lambda: (storage_options(), active_column_map())).result()
+        assert seen == ({"anon": True}, {"A": "a"})
+        assert pool.submit(storage_options).result() == {}  # a thread without the context sees none
+        with column_mapping({"B": "b"}):
+            rename_columns(pa.table({"A": [1]}), active_column_map(), "t.csv")
+        assert mapping.unused() == []  # the inner block's read counts for the command's mapping
+    assert storage_options() == {} and active_column_map() == {}
+
+
+def test_the_model_cache_releases_least_recent_first_and_says_what_its_last_release_dropped(monkeypatch):
+    from xmdata.models import model_cache
+    from xmdata.models.base import ModelSpec
+
+    sizes = {"a": 6, "b": 5, "c": 4}
+    monkeypatch.setattr(model_cache, "model_bytes", lambda model: sizes[model])
+    collections = []
+    monkeypatch.setattr(model_cache, "free_memory", lambda: collections.append(1))
+    monkeypatch.setenv("XMDATA_MODEL_MEMORY_GB", str(11 / 1e9))
+    cache = model_cache.ModelCache()
+    spec = {name: ModelSpec("fake", name) for name in sizes}
+    for name in ("a", "b", "a"):
+        assert cache.get("kind", spec[name], lambda n=name: n) == name
+    assert cache.load_count == 2 and collections == [] and cache.released == []
+    cache.get("kind", spec["c"], lambda: "c")  # 15 > 11: b, the least recently used, goes
+    assert [m["model"] for m in cache.loaded()] == ["a", "c"] and cache.released == [("kind", "b")]
+    cache.get("kind", spec["a"], lambda: "never")  # held: no load, no collection
+    assert collections == [1] and cache.load_count == 3
+    assert cache.release_all() == [("kind", "c"), ("kind", "a")] == cache.released and collections == [1, 1]
+    assert cache.loaded() == [] and cache.release_all() == [] and collections == [1, 1]
+
+
+def test_the_clis_progress_choice_wins_over_the_environment_and_ends_with_its_block(monkeypatch):
+    from xmdata.runtime.progress import progress_shown, showing_progress
+
+    monkeypatch.setenv("XMDATA_PROGRESS", "1")
+    with showing_progress(False):  # --quiet
+        assert not progress_shown()
+    assert progress_shown()
+    monkeypatch.delenv("XMDATA_PROGRESS")
+    with showing_progress(True):
+        assert progress_shown()
+    assert not progress_shown()

@@ -108,7 +108,7 @@ def test_killed_worker_on_an_external_cluster_gives_the_same_scores(local_run, p
             stdout, stderr = run.communicate(timeout=600)
             assert run.returncode == 0, stderr[-3000:]
             survivor = next(w for w in pids if w != victim)
-            loads = client.run(lambda: __import__("xmdata.models.registry").models.registry.load_count,
+            loads = client.run(lambda: __import__("xmdata.models.registry").models.registry.MODELS.load_count,
                                workers=[survivor])
         assert finished_at_kill < SHARDS and loads[survivor] == 1
         assert json.load(open(out / "run.json"))["clip_score"]["shards_run"] == SHARDS

@@ -67,7 +67,8 @@ def test_cli_flags_flow_parameter_and_release_section_are_one_declaration(comman
     _check_flags_match(parser, flags)
     options = {s for a in parser._actions for s in a.option_strings}
     flow_flags = {flag_of(name) for name in typing.get_type_hints(flow.fn) if name not in ("params", "return")}
-    assert flow_flags - {"--input-path"} <= options, f"{command}: flow parameters with no flag"
+    # --models-checked: how the command line tells the flow it checked the models before any server started.
+    assert flow_flags - {"--input-path", "--models-checked"} <= options, f"{command}: flow parameters with no flag"
     # …and a flag that is neither a param, a flow parameter nor a run option is a declaration of its own.
     params_flags = {flag_of(path[-1]) for path, _, _ in leaf_fields(flags.model)}
     assert options - params_flags - flow_flags - _run_options() - CLI_ONLY == set()
@@ -176,19 +177,22 @@ def test_shard_params_hash_as_the_dicts_before_them_so_finished_shards_stay_fini
     from xmdata.tasks.translation.language_id import language_id_stage
     from xmdata.tasks.qa.translate import translate_qa_stage
     from xmdata.tasks.scoring.score import clip_score_stage
+    from xmdata.flows.translation_params import TranslateParams, TranslateQaParams
     from xmdata.tasks.translation.translate import translate_stage
 
     spec = ModelSpec("m2m100", "/m", options={"b": 1, "a": 2})
     generation = {"num_beams": 4, "num_candidates": 2, "batch_tokens": 64, "max_new_tokens_ratio": 2.0,
                   "max_new_tokens_extra": 10}
+    texts = TranslateParams(columns=["text"], targets=["fr"], translator=generation)
+    qa = TranslateQaParams(targets=["fr"], translator=generation)
     labels = {"fr": {"question": ["Question"], "answer": ["Réponse"], "source": "data"}}
     before = [(language_id_stage(spec), {"model": spec.to_dict(), "text_column": "text"}),
               (candidate_lid_stage(spec, {"fr": ["fr"]}), {"model": spec.to_dict(), "accepted_labels": {"fr": ["fr"]}}),
               (candidate_qe_stage(spec), {"model": spec.to_dict()}),
-              (translate_stage(spec, ["text"], "en", ["fr"], split_sentences=False, **generation),
+              (translate_stage(texts, spec),
                {"translator": spec.to_dict(), "columns": ["text"], "source_language": "en",
                 "target_languages": ["fr"], "split_sentences": False, **generation}),
-              (translate_qa_stage(spec, "en", ["fr"], labels, **generation),
+              (translate_qa_stage(qa, spec, labels),
                {"translator": spec.to_dict(), "source_language": "en", "target_languages": ["fr"],
                 "labels": {"fr": {"question": ["Question"], "answer": ["Réponse"]}}, **generation}),
               (clip_score_stage(spec, "/img", None, None, None, 2.5, "", 64_000_000),
@@ -197,5 +201,6 @@ def test_shard_params_hash_as_the_dicts_before_them_so_finished_shards_stay_fini
     for stage, params in before:
         assert stage.params_hash == hash_params(params), stage.name
         assert stage.params.model_dump()  # a model on the worker, not a dict to rebuild a ModelSpec from
-    with pytest.raises(ValueError, match="num_beam"):  # a misspelt generation option stops the constructor
-        translate_stage(spec, ["text"], "en", ["fr"], num_beam=4)
+    assert translate_stage(texts, spec).params.params is texts  # the typed params reach the shard whole
+    with pytest.raises(ValueError, match="num_beam"):  # a misspelt generation option stops the params
+        TranslateParams(columns=["text"], targets=["fr"], translator={"num_beam": 4})

@@ -180,25 +180,6 @@ def test_workers_sharing_only_the_store_and_the_scheduler_build_the_local_bytes(
             stop_process_group(proc)
 
 
-@pytest.mark.slow
-def test_demo_release_to_s3_has_the_local_release_hash_and_verifies(s3, s3_env, demo_release, tmp_path):
-    from demo_runs import SHARDS
-
-    run = xmdata(s3_env, "demo", "--out", "s3://xmdata/demo", "--shards", SHARDS, timeout=900)
-    assert run.returncode == 0, run.stderr[-2000:]
-    manifest = json.loads(s3.filesystem().cat_file("xmdata/demo/manifest.json"))
-    local = json.loads((demo_release / "manifest.json").read_text())
-    assert manifest["release_sha256"] == local["release_sha256"]
-    published = s3_files(s3, "xmdata/demo")
-    assert set(published) == set(local["release"]["files"]) | {"manifest.json"}  # no build/ uploaded
-    assert all(published[name] == (demo_release / name).read_bytes() for name in local["release"]["files"])
-    verify = ["release", "verify", "s3://xmdata/demo"]
-    assert run_xmdata(verify, s3_env).returncode == 0
-    s3.filesystem().pipe_file("xmdata/demo/data/captions.parquet", b"edited")
-    edited = run_xmdata(verify, s3_env)
-    assert edited.returncode == 1 and "data/captions.parquet: bytes" in edited.stderr
-
-
 def test_images_in_an_object_store_are_confined_to_their_root(s3, monkeypatch):
     import io
 

@@ -1,6 +1,6 @@
 """Every command that writes takes a URL (on the session's real S3 server): --out of the flows that
-write files of their own (select-images, translate-qa), of import and evaluate, a release's --work,
-and models named by URL, fetched once into the model cache. A model URL that cannot be read, or a
+write files of their own (select-images, translate-qa), of import and evaluate, a release's --out
+and --work, and models named by URL, fetched once into the model cache. A model URL that cannot be read, or a
 URL --work a release's local steps cannot use, is refused in one line."""
 import json
 import os
@@ -55,16 +55,28 @@ def test_a_model_url_that_cannot_be_read_is_refused_in_one_line(args, expected, 
     assert result.stderr.count("\n") == 1 and not (tmp_path / "out").exists()
 
 
-def test_a_release_built_in_a_work_folder_on_the_store_has_the_local_release_hash(s3_env, s3, tmp_path):
-    """The same as a build in a local work folder outside the release (the manifest says whether the
-    build sits inside it)."""
+def test_a_release_built_and_written_on_the_store_has_the_local_release_hash_and_verifies(s3_env, s3, tmp_path):
+    """--work and --out on the store: the release of a local build in a work folder outside the
+    release (the manifest says whether the build sits inside it) — the same release_sha256 and
+    files, the build in the store's work folder only, none uploaded with the release; `release
+    verify` reads it there and catches an edited object."""
     config = tmp_path / "release.yaml"
     config.write_text(f"name: lid-only\nshards: 2\nlanguage_id: {{input: {sample_path('captions.jsonl')}}}\n")
-    local = run(s3_env, "release", "--config", config, "--out", tmp_path / "local", "--work", tmp_path / "work")
-    remote = run(s3_env, "release", "--config", config, "--out", tmp_path / "remote", "--work", "s3://xmdata/work")
-    assert remote.stdout.splitlines()[-1].split("release_sha256")[1] == local.stdout.splitlines()[-1].split("release_sha256")[1]
+    run(s3_env, "release", "--config", config, "--out", tmp_path / "local", "--work", tmp_path / "work")
+    run(s3_env, "release", "--config", config, "--out", "s3://xmdata/release", "--work", "s3://xmdata/work")
     assert "xmdata/work/language_id/_done/shard-00001.json" in s3.filesystem().find("xmdata/work")
-    assert not (tmp_path / "remote" / "build").exists()  # the build lives in the store only
+    manifest = json.loads(s3.filesystem().cat_file("xmdata/release/manifest.json"))
+    expected = json.loads((tmp_path / "local" / "manifest.json").read_text())
+    assert manifest["release_sha256"] == expected["release_sha256"]
+    published = s3_files(s3, "xmdata/release")
+    assert set(published) == set(expected["release"]["files"]) | {"manifest.json"}  # no build/ uploaded
+    assert all(published[name] == (tmp_path / "local" / name).read_bytes() for name in expected["release"]["files"])
+    verify = ["release", "verify", "s3://xmdata/release"]
+    assert run_xmdata(verify, s3_env).returncode == 0
+    edited_name = next(name for name in expected["release"]["files"] if name.startswith("data/"))
+    s3.filesystem().pipe_file(f"xmdata/release/{edited_name}", b"edited")
+    edited = run_xmdata(verify, s3_env)
+    assert edited.returncode == 1 and f"{edited_name}: bytes" in edited.stderr
 
 
 def test_a_release_with_steps_that_write_locally_refuses_a_work_url(s3_env, tmp_path):

@@ -10,6 +10,7 @@ import pytest
 from xmdata.models.base import ModelError, ModelSpec
 from xmdata.models.ct2_convert import converted_path, ensure_converted, import_ctranslate2
 from xmdata.models.registry import get_model
+from xmdata.flows.translation_params import TranslateParams
 from xmdata.tasks.translation.translate import translate_stage
 
 BEAMS, CANDIDATES, MAX_NEW = 6, 4, 12
@@ -47,13 +48,12 @@ def test_translate_stage_on_ctranslate2_gives_the_same_rows(tiny_models):
     import pyarrow as pa
 
     table = pa.table({"id": ["a", "b", "c"], "text": ["the dog runs", "", "a red cat sees the water"]})
-    generation = dict(num_beams=BEAMS, num_candidates=CANDIDATES, batch_tokens=4096, max_new_tokens_ratio=1.0,
-                      max_new_tokens_extra=4, split_sentences=False)
+    params = TranslateParams(columns=["text"], targets=["fr", "de"], translator=dict(
+        num_beams=BEAMS, num_candidates=CANDIDATES, batch_tokens=4096, max_new_tokens_ratio=1.0, max_new_tokens_extra=4))
     spec = tiny_models["m2m100"]
     rows = {}
     for name, options in (("transformers", {}), ("ctranslate2", {"engine": "ctranslate2", "compute_type": "float32"})):
-        stage = translate_stage(ModelSpec(spec.backend, spec.name_or_path, options=options), ["text"], "en",
-                                ["fr", "de"], **generation)
+        stage = translate_stage(params, ModelSpec(spec.backend, spec.name_or_path, options=options))
         candidates, rejects = stage.fn(table, stage.params)
         rows[name] = candidates.select(["id", "target_language", "status", "candidate", "beam_rank"]).to_pylist()
         assert rejects.column("reason").to_pylist() == ["empty_text"]

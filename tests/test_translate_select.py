@@ -122,3 +122,20 @@ def test_target_codes_map_to_lid176_labels_through_the_code_table():
     assert parse_lid_accept("no=no,nn; mi=mi") == {"no": ["no", "nn"], "mi": ["mi"]}
     with pytest.raises(ContractError, match="TARGET=LABEL"):
         parse_lid_accept("no")
+
+
+def test_translate_json_holds_the_params_as_given_and_an_older_one_is_refused_in_one_line(tmp_path):
+    """select-translations reads back the run's TranslateParams, not settings renamed on the way."""
+    import json
+
+    from xmdata.flows.translation_params import TranslateParams
+    from xmdata.runtime.atomic import write_parquet_atomic
+    from xmdata.tasks.translation.outputs import read_run, write_run
+
+    params = TranslateParams(columns=["caption", "refs"], targets=["fr"], filters={"min_lid_prob": 0.7})
+    write_parquet_atomic(CANDIDATES.schema.empty_table(), str(tmp_path / "candidates.parquet"))
+    write_run(str(tmp_path), params, ["refs"], translator=params.translator.spec().to_dict())
+    assert read_run(str(tmp_path)) == (params, ["refs"])
+    (tmp_path / "translate.json").write_text(json.dumps({"columns": ["caption"], "min_lid_prob": 0.5}))
+    with pytest.raises(ContractError, match="written by an older xmdata; translate again"):
+        read_run(str(tmp_path))

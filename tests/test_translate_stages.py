@@ -13,6 +13,8 @@ import pytest
 
 from xmdata.models.base import ModelSpec
 from xmdata.tasks.translation.candidate_scores import candidate_lid_stage, candidate_qe_stage
+from xmdata.flows.translation_options import FilterOptions
+from xmdata.flows.translation_params import TranslateParams
 from xmdata.tasks.translation.translate import translate_stage
 
 INPUT = pa.table({
@@ -20,17 +22,19 @@ INPUT = pa.table({
     "caption": ["The dog runs in the house.", "   ", "A red cat\nsees the water 🐈\t", "הכלב רץ\u0007 בבית"],
     "refs": [["A dog runs.", "The small dog runs inside."], [], None, ["The child reads a book."]],
 }, schema=pa.schema([("id", pa.string()), ("caption", pa.string()), ("refs", pa.list_(pa.string()))]))
-GENERATION = dict(num_beams=6, num_candidates=3, batch_tokens=4096, max_new_tokens_ratio=1.0,
-                  max_new_tokens_extra=4, split_sentences=False)
+GENERATION = dict(num_beams=6, num_candidates=3, batch_tokens=4096, max_new_tokens_ratio=1.0, max_new_tokens_extra=4)
+
+
+def params(columns: list[str], targets: list[str], **translator) -> TranslateParams:
+    return TranslateParams(columns=columns, targets=targets, translator={**GENERATION, **translator})
 
 
 def run_stages(tiny_models, backend, accepted, **overrides):
-    translate = translate_stage(tiny_models[backend], ["caption", "refs"], "en", ["fr", "ar"],
-                                **{**GENERATION, **overrides})
+    translate = translate_stage(params(["caption", "refs"], ["fr", "ar"], **overrides), tiny_models[backend])
     candidates, rejects = translate.fn(INPUT, translate.params)
     lid = candidate_lid_stage(tiny_models["fasttext"], accepted)
     labelled, _ = lid.fn(candidates, lid.params)
-    qe = candidate_qe_stage(tiny_models["cometkiwi"])
+    qe = candidate_qe_stage(FilterOptions(qe_model=tiny_models["cometkiwi"].name_or_path).qe_spec())
     scored, _ = qe.fn(labelled, qe.params)
     return pl.from_arrow(scored), pl.from_arrow(rejects)
 
@@ -55,7 +59,7 @@ def test_both_backends_give_ranked_candidates_with_lid_and_qe(tiny_models, backe
 
 
 def test_an_empty_shard_gives_empty_candidates_and_rejects(tiny_models):
-    stage = translate_stage(tiny_models["m2m100"], ["caption", "refs"], "en", ["fr"], **GENERATION)
+    stage = translate_stage(params(["caption", "refs"], ["fr"]), tiny_models["m2m100"])
     candidates, rejects = stage.fn(INPUT.slice(0, 0), stage.params)
     assert (candidates.num_rows, rejects.num_rows) == (0, 0)
 
@@ -65,24 +69,24 @@ def test_too_long_texts_are_rejected_or_split_on_request(tiny_models):
     # The tiny vocabulary cuts words small: one sentence is ~20 tokens, both ~40.
     short = ModelSpec(spec.backend, spec.name_or_path, options={"max_input_tokens": 30})
     long_text = pa.table({"id": ["x"], "caption": ["The dog runs in the house. The cat sees the water."]})
-    stage = translate_stage(short, ["caption"], "en", ["fr"], **GENERATION)
+    stage = translate_stage(params(["caption"], ["fr"]), short)
     candidates, rejects = stage.fn(long_text, stage.params)
     assert rejects.column("reason").to_pylist() == ["too_long"]
     assert candidates.column("status").to_pylist() == ["too_long"]
-    split = translate_stage(short, ["caption"], "en", ["fr"], **{**GENERATION, "split_sentences": True})
+    split = translate_stage(params(["caption"], ["fr"], split_sentences=True), short)
     candidates, rejects = split.fn(long_text, split.params)
     assert rejects.num_rows == 0 and set(candidates.column("segment").to_pylist()) == {0, 1}
 
 
 def test_select_translations_cli_rethresholds_without_loading_a_model(tiny_models, tmp_path):
-    from xmdata.runtime.atomic import write_json_atomic, write_parquet_atomic
-    from xmdata.tasks.translation.outputs import write_selection
+    from xmdata.runtime.atomic import write_parquet_atomic
+    from xmdata.tasks.translation.outputs import write_run, write_selection
 
     scored, _ = run_stages(tiny_models, "m2m100", {"fr": ["fr"], "ar": ["ar", "hi", "bn", "fa", "ur"]})
     write_parquet_atomic(scored.to_arrow(), str(tmp_path / "candidates.parquet"))
-    write_json_atomic({"columns": ["caption", "refs"], "list_columns": ["refs"], "min_lid_prob": 0.5,
-                       "min_qe": None}, str(tmp_path / "translate.json"))
-    first = write_selection(str(tmp_path))
+    run = params(["caption", "refs"], ["fr", "ar"])
+    write_run(str(tmp_path), run, ["refs"])  # translate.json, which select-translations reads
+    first = write_selection(str(tmp_path), run, ["refs"])
     assert first["targets"]["fr"]["rows_out"] == 0 and first["targets"]["ar"]["rows_out"] > 0
     # A fresh process: new thresholds, new files, and neither torch nor a model library imported.
     code = ("import sys; from xmdata.cli import main; rc = main(['select-translations', sys.argv[1], "

@@ -8,7 +8,7 @@ import typing
 
 from xmdata.cli_params import ParamFlags, add_param_flags, params_from_args
 from xmdata.cli_translate import add_translation_commands
-from xmdata.flows.release_recipe import MODEL_CHOICES
+from xmdata.tasks.release.choices import MODEL_CHOICES
 from xmdata.runtime.session import EXECUTORS
 from xmdata.tasks.release.compare import TOLERANCE
 from xmdata.tasks.stage_params import LanguageIdParams, ScoringParams, SelectImagesParams
@@ -79,7 +79,12 @@ def _embeddings_flags(args: argparse.Namespace, data: dict) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="xmdata", description=__doc__.splitlines()[0])
+    from xmdata.runtime import settings  # light: declarations only
+
+    parser = argparse.ArgumentParser(prog="xmdata", description=__doc__.splitlines()[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog="environment (runtime/settings.py):\n  "
+                                            + "\n  ".join(settings.describe()))
     parser.add_argument("-v", "--verbose", action="store_true", help="show Prefect's run logs")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -245,26 +250,26 @@ def main(argv: list[str] | None = None) -> int:
     from xmdata.models.base import ModelError
     from xmdata.runtime.execution import ShardsFailed
     from xmdata.runtime.service import ServiceError
-    from xmdata.runtime.storage import is_url, parse_storage_options, use_storage_options
+    from xmdata.runtime.storage import is_url, parse_storage_options, using_storage_options
     from xmdata.runtime.storage_check import check_location
     from xmdata.schemas import ContractError
-    from xmdata.schemas.column_map import column_mapping, unused_keys
+    from xmdata.schemas.column_map import column_mapping
 
     try:
-        use_storage_options(parse_storage_options(getattr(args, "storage_option", None)))
-        for flag in ("out", "work"):  # an output that cannot be written stops here, before any start
-            if path := getattr(args, flag, None):
-                check = check_location if is_url(path) else check_output_folder
-                check(path, f"--{flag}")
-        with column_mapping(getattr(args, "map", None)) as mapping:
-            code = COMMANDS[args.command](args) or 0
+        with using_storage_options(parse_storage_options(getattr(args, "storage_option", None))):
+            for flag in ("out", "work"):  # an output that cannot be written stops here, before any start
+                if path := getattr(args, flag, None):
+                    check = check_location if is_url(path) else check_output_folder
+                    check(path, f"--{flag}")
+            with column_mapping(getattr(args, "map", None)) as mapping:
+                code = COMMANDS[args.command](args) or 0
     except (ContractError, ModelError) as exc:
         print(f"xmdata: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except (ShardsFailed, ServiceError) as exc:
         print(f"xmdata: error: {exc}", file=sys.stderr)
         return EXIT_SHARDS_FAILED
-    if unused := unused_keys(mapping):
+    if unused := mapping.unused():
         print(f"xmdata: warning: --map: no input had a column named {', '.join(unused)}", file=sys.stderr)
     return code
 

@@ -38,20 +38,15 @@ def release(args) -> int:
     if not args.config or not args.out:
         raise ContractError("xmdata release needs --config FILE and --out DIR "
                             "(or: xmdata release verify DIR, xmdata release compare A B)")
-    from xmdata.flows.release import release_flow
-    from xmdata.flows.release_preflight import CHECKED_BY_THE_CLI, checked_release
+    from xmdata.flows.release import checked_release_flow
+    from xmdata.flows.release_preflight import checked_release
+    from xmdata.tasks.release.upload import release_folders
 
-    # A broken config, input or model stops here, before any server starts.
-    parsed, *_ = checked_release(args.config, args.shards, args.seed, args.sample, args.models, hand_to_the_flow=True)
-    from xmdata.tasks.release.upload import check_work, release_folders
-
-    try:
-        check_work(parsed, args.work)
-        _, _, work = release_folders(args.out, args.work)
-        result = run_flow(release_flow, args, summary_dir=work, cluster=parsed.cluster,
-                          config=args.config, seed=args.seed, work=work, sample=args.sample, models=args.models)
-    finally:
-        CHECKED_BY_THE_CLI.clear()  # a flow that never started leaves nothing for a later run to trust
+    # A broken config, input or model stops here, before any server starts; the flow runs on what was checked.
+    checked = checked_release(args.config, args.shards, args.seed, args.sample, args.models, args.work)
+    _, _, work = release_folders(args.out, args.work)
+    result = run_flow(checked_release_flow, args, summary_dir=work, cluster=checked.config.cluster, release=checked,
+                      work=work)
     print(f"release {result['release']}: {result['files']} files, release_sha256 {result['release_sha256']}")
     return 0
 
@@ -199,3 +194,4 @@ def worker(args) -> int:
 COMMANDS = {"worker": worker, "up": service, "down": service, "status": service, "demo": release, "release": release, "serve": serve, "identify-language": identify_language, "select-images": select_images,
             "translate": translate, "select-translations": select_translations, "translate-qa": translate_qa,
             "score": score, "evaluate": evaluate, "import": import_dataset, "validate": validate, "models": models}
+

@@ -10,18 +10,19 @@ def translate(args) -> int:
 
     p = args.params  # TranslateParams, validated by the CLI
     # Fail in seconds, before a server starts: bad input, missing model paths, unsupported languages.
-    preflight(args.input, p.columns, p.source, p.targets, p.translator, p.filters)
-    run_flow(translate_flow, args, input_path=storage.absolute(args.input), params=p)
+    # The flow then reads the input to build, and does not check the models again.
+    preflight(args.input, p)
+    run_flow(translate_flow, args, input_path=storage.absolute(args.input), params=p, models_checked=True)
     print(storage.read_text(storage.join(args.out, "translation_report.md")))
     return 0
 
 
 def select_translations(args) -> int:
     from xmdata.runtime.storage_check import check_location
-    from xmdata.tasks.translation.outputs import write_selection
+    from xmdata.tasks.translation.outputs import read_run, write_selection
 
     check_location(args.run_dir, "RUN_DIR")  # a store that cannot be read stops here, in one line
-    report = write_selection(args.run_dir, args.out, args.min_lid_prob, args.min_qe)
+    report = write_selection(args.run_dir, *read_run(args.run_dir), args.out, args.min_lid_prob, args.min_qe)
     print(f"thresholds: min_lid_prob={report['thresholds']['min_lid_prob']}, "
           f"min_qe={report['thresholds']['min_qe']}")
     print(report["markdown"])
@@ -33,8 +34,8 @@ def translate_qa(args) -> int:
     from xmdata.flows.translate_qa import preflight_qa, translate_qa_flow
 
     p = args.params  # TranslateQaParams, validated by the CLI
-    preflight_qa(args.input, p.source, p.targets, p.translator, p.filters)  # fail before a server starts
-    run_flow(translate_qa_flow, args, input_path=storage.absolute(args.input), params=p)
+    preflight_qa(args.input, p)  # fail before a server starts; the flow does not check the models again
+    run_flow(translate_qa_flow, args, input_path=storage.absolute(args.input), params=p, models_checked=True)
     print(storage.read_text(storage.join(args.out, "qa_report.md")))
     return 0
 

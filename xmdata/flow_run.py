@@ -34,7 +34,7 @@ def run_flow(flow_fn, args, summary_dir: str | None = None, cluster=None, **para
     import prefect  # noqa: F401  (configures logging: its console handler is then in place)
 
     from xmdata.runtime.cluster_spec import cluster_options
-    from xmdata.runtime.progress import PROGRESS_ENV
+    from xmdata.runtime.progress import showing_progress
     from xmdata.runtime.run_setup import run_environment
     if not args.verbose:
         for handler in logging.getLogger().handlers:
@@ -44,11 +44,11 @@ def run_flow(flow_fn, args, summary_dir: str | None = None, cluster=None, **para
     for folder in (args.out, summary_dir or args.out):
         if not storage.is_url(folder):  # an object store has no folders to make
             os.makedirs(folder, exist_ok=True)
-    os.environ[PROGRESS_ENV] = "0" if args.quiet else "1"
     started = time.perf_counter()
     log_dir = None if storage.is_url(summary_dir or args.out) else summary_dir or args.out
-    with run_environment(args.executor, args.dask_address, args.workers, log_dir, args.quiet, cluster,
-                         tls=(args.tls_ca_file, args.tls_cert, args.tls_key), dashboard=args.dashboard):
+    with showing_progress(not args.quiet), \
+            run_environment(args.executor, args.dask_address, args.workers, log_dir, args.quiet, cluster,
+                            tls=(args.tls_ca_file, args.tls_cert, args.tls_key), dashboard=args.dashboard):
         summary = flow_fn(out=args.out, shards=args.shards, **params)
     if not args.quiet:
         print(storage.read_text(storage.join(summary_dir or args.out, "summary.md")))

@@ -13,10 +13,10 @@ import tempfile
 
 import yaml
 
+from xmdata.runtime import settings
 from xmdata.runtime.owner_only import write_private
 from xmdata.runtime.prefect_api import prefect_api
 
-RUN_POLL_SECONDS = 2
 PROJECT_YAML = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "prefect.yaml")
 
 
@@ -47,7 +47,7 @@ def _interrupt(*_):
 
 def serve_deployments(args) -> int:
     path = os.path.abspath(args.prefect_yaml or ("prefect.yaml" if os.path.exists("prefect.yaml") else PROJECT_YAML))
-    named = args.api_url or os.environ.get("PREFECT_API_URL")
+    named = args.api_url or settings.PREFECT_API_URL.get()
     log = password = None
     if not named:
         folder = tempfile.mkdtemp(prefix="xmdata-serve-")  # 0700
@@ -64,8 +64,7 @@ def serve_deployments(args) -> int:
             ui = api_url[:-len("/api")] if api_url.endswith("/api") else api_url
             login = f" (password: the line in {password})" if password else ""
             print(f"serving {len(deployments)} deployments from {path}; UI: {ui}{login} — Ctrl-C stops", flush=True)
-            # A run started from the UI starts within 2 s, not Prefect's 10: one small query a poll.
-            poll = os.environ.get("PREFECT_RUNNER_POLL_FREQUENCY") or RUN_POLL_SECONDS
+            poll = settings.PREFECT_RUNNER_POLL_FREQUENCY.get()  # 2 s unless set, not Prefect's 10
             with temporary_settings(updates={PREFECT_RUNNER_POLL_FREQUENCY: poll}):
                 serve(*deployments, print_starting_message=False)
     except KeyboardInterrupt:

@@ -5,6 +5,7 @@ no worker processes to start per shard, and nothing to pickle.
 """
 from __future__ import annotations
 
+import contextvars
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterator, Sequence, TypeVar
@@ -32,7 +33,8 @@ class PrefetchingLoader:
     def _submit_next(self) -> None:
         batch = next(self._batches, None)
         if batch is not None:
-            self._pending.append([self._pool.submit(self._load, item) for item in batch])
+            # each load runs in a copy of the caller's context: the storage options of this run reach the threads
+            self._pending.append([self._pool.submit(contextvars.copy_context().run, self._load, item) for item in batch])
 
     def __iter__(self) -> Iterator[list[Loaded]]:
         try:

@@ -1,16 +1,23 @@
-"""Ingest: a conformed input, cleaned of bad ids, split into shards by id and written once."""
+"""Ingest: a conformed input, cleaned of bad ids, split into shards by id and written once.
+
+Its shards go through the runtime's stage runner (`run_shards`: skip the finished, run the rest,
+account for every one) with a writer of its own as the executor: the input is a table in this
+process, so there is nothing to ship anywhere.
+"""
 from __future__ import annotations
 
+import contextvars
 import hashlib
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
 
 from xmdata.runtime import storage
 from xmdata.runtime.atomic import hash_params
+from xmdata.runtime.execution import run_shards
 from xmdata.runtime.process import StageReport, write_shard
-from xmdata.runtime.records import finished_record
-from xmdata.runtime.shards import ShardPaths, remove_shards_beyond, split_into_shards
+from xmdata.runtime.shards import ShardPaths, split_into_shards
 from xmdata.runtime.stage import Stage
 
 from .rejects import no_rejects
@@ -32,28 +39,35 @@ def ingest(table: pa.Table, name: str, n_shards: int, root: str,
         rejects = pa.concat_tables([extra_rejects, rejects])
     table_hash = hash_params({"rows": kept.num_rows, "schema": str(kept.schema),
                               "digest": _table_digest(kept), "rejects": _table_digest(rejects)})
-    recorded = remove_shards_beyond(root, name, n_shards)
+    jobs = list(enumerate(split_into_shards(kept, "id", n_shards)))
+    return run_shards(stage, jobs, root, lambda index, shard: f"{table_hash}:{index}",
+                      ShardWriter(table_hash, rejects), in_the_ui=False)
 
-    def write(index: int, shard: pa.Table) -> tuple[dict, bool]:
-        paths = ShardPaths(root, name, index)
-        shard_hash = f"{table_hash}:{index}"
-        record = finished_record(stage, paths, shard_hash) if index in recorded else None
-        if record is not None:
-            return record, False
+
+class ShardWriter:
+    """The executor of ingest: writes each pending shard of the table from this process."""
+
+    where = "in-process"
+
+    def __init__(self, table_hash: str, rejects: pa.Table):
+        self.table_hash, self.rejects = table_hash, rejects
+
+    def run(self, stage: Stage, jobs: list[tuple[int, pa.Table]], root: str):
+        if not storage.is_url(root):
+            for index, shard in jobs:
+                yield self._write(stage, root, index, shard)
+            return
+        with ThreadPoolExecutor(INGEST_UPLOADS) as pool:  # one shard's round trips while the next is encoded
+            yield from pool.map(lambda job: contextvars.copy_context().run(self._write, stage, root, *job), jobs)
+
+    def _write(self, stage: Stage, root: str, index: int, shard: pa.Table):
+        started = time.perf_counter()
         # Input-level rejects are kept with shard 0 so that every reject is written exactly once.
-        shard_rejects = rejects if index == 0 else no_rejects()
-        rows_in = shard.num_rows + shard_rejects.num_rows
-        return write_shard(stage, paths, shard_hash, rows_in, shard, shard_rejects), True
-
-    shards = enumerate(split_into_shards(kept, "id", n_shards))
-    if storage.is_url(root):  # uploads overlap: one shard's round trips while the next is encoded
-        with ThreadPoolExecutor(INGEST_UPLOADS) as pool:
-            written = list(pool.map(lambda job: write(*job), shards))
-    else:
-        written = [write(index, shard) for index, shard in shards]
-    run = sum(ran for _, ran in written)
-    return StageReport(name, [record for record, _ in written], shards_run=run, shards_skipped=n_shards - run,
-                       data_paths=[ShardPaths(root, name, i).data for i in range(n_shards)])
+        shard_rejects = self.rejects if index == 0 else no_rejects()
+        record = write_shard(stage, ShardPaths(root, stage.name, index), f"{self.table_hash}:{index}",
+                             shard.num_rows + shard_rejects.num_rows, shard, shard_rejects)
+        outcome = {"record": record, "recomputed": True, "seconds": time.perf_counter() - started, "load_s": 0.0}
+        return index, outcome, None
 
 
 def _table_digest(table: pa.Table) -> str:

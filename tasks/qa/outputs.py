@@ -6,9 +6,10 @@
     qa_report.json/.md    the same counts, plus what the task filter and per-task cap left out
 
 Per instance and target the candidate kept is the best-ranked one whose extraction succeeded; when
-candidates were scored, the one whose parts all pass language ID with the highest mean QE (means
-within DECISION_TOLERANCE of it are ties, won by the better beam rank). Thresholds keep `>=`; an
-instance decided within the tolerance is counted in the report's `near_threshold`.
+candidates were scored, the one whose parts all pass language ID with the highest mean QE, by the
+texts' rule (tasks/translation/select.py `best_first`: means within DECISION_TOLERANCE of it are
+ties, won by the better beam rank). Thresholds keep `>=`; an instance decided within the tolerance
+is counted in the report's `near_threshold`.
 """
 from __future__ import annotations
 
@@ -21,7 +22,9 @@ from xmdata.runtime.atomic import write_json_atomic, write_parquet_atomic, write
 from xmdata.schemas.translation import QA_COUNTS, QA_PARALLEL
 
 from xmdata.tasks.build.rejects import concat_rejects, make_rejects
-from xmdata.tasks.decisions import DECISION_TOLERANCE, near
+from xmdata.flows.translation_params import TranslateQaParams
+from xmdata.tasks.decisions import near
+from xmdata.tasks.translation.select import best_first
 
 STAGE = "select_qa"
 
@@ -45,10 +48,8 @@ def best_candidates(usable: pl.DataFrame, scored: bool) -> pl.DataFrame:
     twice the tolerance of the best (noise that could move it into or out of the tie leaves the count)."""
     if not scored:
         return usable.sort("beam_rank").group_by(KEYS).first().with_columns(close_call=pl.lit(False))
-    qe = pl.col("qe").fill_null(float("-inf"))
-    gap = qe.max().over(KEYS) - qe
-    ranked = usable.with_columns(qe_key=pl.when(gap <= DECISION_TOLERANCE).then(float("inf")).otherwise(qe),
-                                 close=gap <= 2 * DECISION_TOLERANCE)
+    qe_key, close = best_first(pl.col("qe").fill_null(float("-inf")), KEYS)
+    ranked = usable.with_columns(qe_key=qe_key, close=close)
     best = ranked.sort(["qe_key", "beam_rank"], descending=[True, False]).group_by(KEYS).agg(
         pl.all().exclude("qe_key", "close").first(), (pl.col("close").sum() > 1).alias("close_call"))
     return best
@@ -121,14 +122,15 @@ def counts_markdown(counts: pl.DataFrame, selection: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_qa_outputs(out: str, candidates: pa.Table, settings: dict, selection: dict,
+def write_qa_outputs(out: str, candidates: pa.Table, params: TranslateQaParams, labels: dict, selection: dict,
                      passthrough: pa.Table | None = None) -> dict:
     """Write the selection's files; returns the report (counts as rows, and the markdown).
     `passthrough`: id + input columns the translation did not use, carried into qa_parallel."""
-    frame = pl.from_arrow(candidates)
-    kept, refused = select_candidates(frame, settings["scored"], settings["min_lid_prob"], settings["min_qe"])
-    write_parquet_atomic(parallel_table(kept, settings["source_language"], passthrough),
-                         storage.join(out, "qa_parallel.parquet"))
+    frame, filters = pl.from_arrow(candidates), params.filters
+    scored = filters is not None  # unscored: every extracted candidate passes, and none is below a QE
+    min_lid_prob, min_qe = (filters.min_lid_prob, filters.min_qe) if scored else (0.0, None)
+    kept, refused = select_candidates(frame, scored, min_lid_prob, min_qe)
+    write_parquet_atomic(parallel_table(kept, params.source, passthrough), storage.join(out, "qa_parallel.parquet"))
     groups = refused.group_by("reason", maintain_order=True)  # refused is sorted: stable bytes
     rejects = concat_rejects([make_rejects(STAGE, reason, g["id"].to_list(), [
         f"{k} -> {t}" for k, t in zip(g["task"], g["target_language"])]) for (reason,), g in groups])
@@ -136,11 +138,10 @@ def write_qa_outputs(out: str, candidates: pa.Table, settings: dict, selection: 
     counts = count_outcomes(kept, refused)
     write_parquet_atomic(counts.to_arrow().cast(QA_COUNTS.schema), storage.join(out, "qa_counts.parquet"))
     markdown = counts_markdown(counts, selection)
-    report = {"counts": counts.to_dicts(), "input_selection": selection, "labels": settings["labels"],
+    report = {"counts": counts.to_dicts(), "input_selection": selection, "labels": labels,
               "kept_per_target": {t: kept.filter(pl.col("target_language") == t)["id"].n_unique()
-                                  for t in settings["target_languages"]},
-              "near_threshold": near_threshold_counts(frame, settings["scored"], settings["min_lid_prob"],
-                                                      settings["min_qe"], settings["target_languages"])}
+                                  for t in params.targets},
+              "near_threshold": near_threshold_counts(frame, scored, min_lid_prob, min_qe, params.targets)}
     write_json_atomic(report, storage.join(out, "qa_report.json"))
     write_text_atomic(markdown, storage.join(out, "qa_report.md"))
     return {**report, "markdown": markdown}

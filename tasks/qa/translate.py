@@ -2,36 +2,45 @@
 batches, extract every candidate's parts. Score first, select second: every candidate keeps a row
 per part (query, positive) with `status` "ok" or its extraction reason; choosing is qa_outputs'.
 
-A batch whose generate() raises is refused as a whole (`translation_failed`, the error as value) and
-the next batch starts clean: its results are never padded, and its inputs never carried over.
+What becomes a reject and what fails the shard is the text path's rule (tasks/translation/beam_search.py):
+an instance that cannot be packed, is too long, gives no candidate or runs out of memory alone is
+rejected with its reason; any other error of the translator fails the shard.
 """
 from __future__ import annotations
 
 import pyarrow as pa
+from pydantic import model_serializer
 
+from xmdata.flows.translation_params import TranslateQaParams
 from xmdata.models.base import ModelSpec
-from xmdata.models.oom_backoff import FAILED, OUT_OF_MEMORY, BatchSizes, report, run_with_backoff
+from xmdata.models.oom_backoff import FAILED, OUT_OF_MEMORY, BatchSizes, report
 from xmdata.models.registry import get_model
+from xmdata.runtime.params import Params
 from xmdata.runtime.placement import needs_gpu
 from xmdata.runtime.stage import Stage
 from xmdata.schemas.translation import QA_CANDIDATES
-
-from xmdata.tasks.translation.translate import BeamSearchShard
+from xmdata.tasks.build.rejects import concat_rejects, make_rejects
 from xmdata.tasks.qa.extract import LabelPattern, extract
 from xmdata.tasks.qa.labels import ENGLISH, with_english
 from xmdata.tasks.qa.pack import PackError, pack
-from xmdata.tasks.build.rejects import concat_rejects, make_rejects
-from xmdata.tasks.build.token_batches import length_sorted_batches, max_new_tokens
+from xmdata.tasks.translation.beam_search import beam_search, recorded
 
 STAGE = "translate_qa"
 KEPT_PARTS = ("query", "positive")  # the negative gives context and is then dropped, as in the method
 
 
-class QaTranslateShard(BeamSearchShard):
+class QaTranslateShard(Params):
+    """What a shard runs with: the stage's params, its translator resolved, and each target's label words."""
+    params: TranslateQaParams
+    translator: ModelSpec
     labels: dict[str, dict[str, list[str]]]  # target -> its question and answer label words
 
+    @model_serializer
+    def _record(self) -> dict:
+        return {**recorded(self.translator, self.params), "labels": self.labels}
 
-def pack_instances(table: pa.Table, translator, params: QaTranslateShard) -> tuple[list[dict], list[dict]]:
+
+def pack_instances(table: pa.Table, translator, params: TranslateQaParams) -> tuple[list[dict], list[dict]]:
     """(packable instances with their Packed and token length, refused ones with a reason)."""
     ready, refused = [], []
     rows = table.to_pylist()
@@ -43,7 +52,7 @@ def pack_instances(table: pa.Table, translator, params: QaTranslateShard) -> tup
             continue
         ready.append(row)
     texts = [r["packed"].text for r in ready]
-    lengths = translator.token_lengths(texts, params.source_language, params.target_languages[0]) if texts else []
+    lengths = translator.token_lengths(texts, params.source, params.targets[0]) if texts else []
     for row, n in zip(ready, lengths):
         row["tokens"] = n
     too_long = [r for r in ready if r["tokens"] > translator.max_input_tokens]
@@ -59,47 +68,23 @@ def part_rows(row: dict, target: str, status: str, parts: list[str] | None = Non
             for i, name in enumerate(KEPT_PARTS)]
 
 
-def translate_batch(translator, units: list[dict], target: str, params: QaTranslateShard, sizes: BatchSizes) -> list[list] | str:
-    """Candidates per unit (FAILED: out of memory even alone, after halving), or the error that
-    refused the whole batch."""
-    limit = max_new_tokens(max(u["tokens"] for u in units), params.max_new_tokens_ratio,
-                           params.max_new_tokens_extra, translator.max_input_tokens)
-    try:
-        results = run_with_backoff(units, lambda part: translator.predict(
-            translator.prepare([u["packed"].text for u in part], params.source_language, target),
-            params.num_beams, params.num_candidates, limit), sizes)
-    except Exception as exc:  # one failing batch must not stop, shift or pad the others
-        return f"{type(exc).__name__}: {exc}"
-    if len(results) != len(units):
-        return f"translator returned {len(results)} results for {len(units)} inputs"
-    return results
-
-
-def translate_instances(table: pa.Table, params: QaTranslateShard) -> tuple[pa.Table, pa.Table]:
-    translator = get_model("translator", params.translator)
+def translate_instances(table: pa.Table, shard: QaTranslateShard) -> tuple[pa.Table, pa.Table]:
+    translator, params = get_model("translator", shard.translator), shard.params
     ready, refused = pack_instances(table, translator, params)
     english = LabelPattern.build(ENGLISH)
     rows, rejects, sizes = [], [], BatchSizes()
-    for target in params.target_languages:
-        pattern = LabelPattern.build(with_english(params.labels[target]))
+    for target in params.targets:
+        pattern = LabelPattern.build(with_english(shard.labels[target]))
         for row in refused:
             rows += part_rows(row, target, row["status"])
             rejects.append(make_rejects(STAGE, row["status"], [row["id"]], [f"-> {target}: {row['query']!r}"]))
-        for batch in length_sorted_batches([u["tokens"] for u in ready], params.batch_tokens, params.num_beams):
-            units = [ready[i] for i in sorted(batch)]
-            results = translate_batch(translator, units, target, params, sizes)
-            if isinstance(results, str):
-                for unit in units:
-                    rows += part_rows(unit, target, "translation_failed", output=results)
-                rejects.append(make_rejects(STAGE, "translation_failed", [u["id"] for u in units],
-                                            [f"-> {target}: {results}"] * len(units)))
+        for unit, candidates in beam_search(translator, ready, lambda u: u["packed"].text, params.source, target,
+                                            params.translator, sizes):
+            if candidates is FAILED:
+                rows += part_rows(unit, target, OUT_OF_MEMORY)
+                rejects.append(make_rejects(STAGE, OUT_OF_MEMORY, [unit["id"]], [f"-> {target}: {sizes.summary()}"]))
                 continue
-            for unit, candidates in zip(units, results):
-                if candidates is FAILED:
-                    rows += part_rows(unit, target, OUT_OF_MEMORY)
-                    rejects.append(make_rejects(STAGE, OUT_OF_MEMORY, [unit["id"]], [f"-> {target}: {sizes.summary()}"]))
-                    continue
-                rows += candidate_rows(unit, target, candidates, pattern, english, rejects)
+            rows += candidate_rows(unit, target, candidates, pattern, english, rejects)
     report(STAGE, sizes)
     return candidates_table(rows), concat_rejects(rejects)
 
@@ -127,12 +112,8 @@ def candidates_table(rows: list[dict]) -> pa.Table:
     return pa.table({f.name: pa.array([r.get(f.name) for r in rows], f.type) for f in schema}, schema=schema)
 
 
-def translate_qa_stage(translator: ModelSpec, source_language: str, targets: list[str], labels: dict,
-                       num_beams: int, num_candidates: int, batch_tokens: int, max_new_tokens_ratio: float,
-                       max_new_tokens_extra: int) -> Stage:
-    return Stage(STAGE, version="1", fn=translate_instances, params=QaTranslateShard(
-        translator=translator, source_language=source_language, target_languages=targets,
-        labels={t: {k: labels[t][k] for k in ("question", "answer")} for t in targets},
-        num_beams=num_beams, num_candidates=num_candidates, batch_tokens=batch_tokens,
-        max_new_tokens_ratio=max_new_tokens_ratio, max_new_tokens_extra=max_new_tokens_extra),
-        gpu=needs_gpu(translator.device))
+def translate_qa_stage(params: TranslateQaParams, translator: ModelSpec, labels: dict) -> Stage:
+    """`translator`: params.translator resolved (TranslatorOptions.spec), once by the flow."""
+    labels = {t: {k: labels[t][k] for k in ("question", "answer")} for t in params.targets}
+    return Stage(STAGE, version="1", fn=translate_instances, gpu=needs_gpu(translator.device),
+                 params=QaTranslateShard(params=params, translator=translator, labels=labels))

@@ -45,8 +45,12 @@ def header(config, tables: dict[str, str], languages: list[str], rows: int) -> s
 
 
 def caption_section(captions: pl.DataFrame) -> str:
-    if "image_id" not in captions.columns:
+    """Per language (the declared one where every caption has it, else lid.176's) over captions with an image."""
+    if "image_id" not in captions.columns or captions["image_id"].null_count() == captions.height:
         return ""
+    captions = captions.filter(pl.col("image_id").is_not_null())
+    if "language" in captions.columns and captions["language"].null_count():
+        captions = captions.drop("language")  # an optional column the input left empty
     language = "language" if "language" in captions.columns else "lid_label"
     stats = caption_statistics(captions.with_columns(pl.col("image_id").cast(pl.String)).to_arrow(),
                                language=language)["per_language"]

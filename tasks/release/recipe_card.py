@@ -7,7 +7,6 @@ import json
 import os
 
 import polars as pl
-import yaml
 
 from xmdata.runtime import storage
 from xmdata.tasks.release.card import _table
@@ -23,32 +22,8 @@ def build_note(overrides: dict) -> str:
             "numbers are not the paper's: build without these options on the downloads to reproduce it.\n")
 
 
-def configured_models(facts: dict) -> dict[str, tuple[str, str | None]]:
-    """{role: (model, revision or pretrained tag)} as the config names them, before `--models tiny`."""
-    from xmdata.flows.release_recipe import apply_sample
-    from xmdata.flows.translation_options import DEFAULT_QE, DEFAULT_TRANSLATORS
-
-    data = apply_sample(yaml.safe_load(facts["config"]["text"]) or {}, bool(facts["config"]["overrides"].get("sample")))
-    named = {}
-    for section in ("translation", "qa_translation", "benchmarks"):
-        if data.get(section):
-            t = data[section].get("translator") or {}
-            backend = t.get("backend") or ("madlad" if section == "qa_translation" else "m2m100")
-            named[f"{section}.translator"] = (t.get("model") or DEFAULT_TRANSLATORS[backend], t.get("revision"))
-            if (f := data[section].get("filters")) or section != "qa_translation":
-                f = f or {}
-                named[f"{section}.filters.lid_model"] = (f.get("lid_model") or "lid.176", None)
-                named[f"{section}.filters.qe_model"] = (f.get("qe_model") or DEFAULT_QE, f.get("qe_revision"))
-    for section in ("scoring", "benchmarks"):
-        if data.get(section):
-            named[f"{section}.clip_model"] = (data[section]["clip_model"], data[section].get("pretrained"))
-    for system in (data.get("mmmeb") or {}).get("systems", []):
-        named[f"mmmeb.systems.{system['name']}"] = (system["model"], system.get("revision") or system.get("pretrained"))
-    return named
-
-
-def models_section(config, facts: dict) -> str:
-    paper = configured_models(facts)
+def models_section(paper: dict[str, tuple[str, str | None]], facts: dict) -> str:
+    """PAPER: {role: (model, revision or pretrained tag)} as the config names them, before `--models tiny`."""
     if not facts["models"]:
         return "## Models and revisions\n\nNone: this recipe runs no model.\n"
     rows = [{"role": m["role"], "model (config)": paper.get(m["role"], (m["ref"], None))[0],
@@ -129,8 +104,9 @@ def benchmarks_section(work: str, config) -> str:
     return "\n".join(parts)
 
 
-def recipe_sections(release: str, config, facts: dict, work: str) -> str:
-    parts = [build_note(facts["config"]["overrides"]), models_section(config, facts), imports_section(work, facts),
+def recipe_sections(release: str, config, paper_models: dict, facts: dict, work: str) -> str:
+    parts = [build_note(facts["config"]["overrides"]), models_section(paper_models, facts),
+             imports_section(work, facts),
              selection_section(work), qa_selection_section(release), benchmarks_section(work, config),
              mmmeb_section(release, work)]
     if config.citation:

@@ -12,6 +12,7 @@ import pyarrow as pa
 from xmdata.models.base import ModelSpec
 from xmdata.models.oom_backoff import FAILED, OUT_OF_MEMORY, BatchSizes, report, run_with_backoff
 from xmdata.models.registry import get_model
+from xmdata.runtime import settings
 from xmdata.runtime.params import Params
 from xmdata.runtime.placement import needs_gpu
 from xmdata.runtime.stage import Stage
@@ -36,7 +37,7 @@ def loader_plan(model) -> tuple[int, object, object]:
     """
     import torch
 
-    share = int(os.environ.get("OMP_NUM_THREADS") or 0) or len(os.sched_getaffinity(0))
+    share = settings.OMP_NUM_THREADS.get() or len(os.sched_getaffinity(0))
     if model.device.startswith("cuda"):
         torch.set_num_threads(1)
         return share, model.preprocess, None

@@ -2,8 +2,10 @@
 
 Rerun with other thresholds as often as wanted: it reads candidates.parquet only. QE scores within
 DECISION_TOLERANCE of the best are ties, won by the better beam rank, so kernel noise does not pick
-another beam; thresholds keep `>=` and a unit decided within the tolerance is flagged `near_threshold`. Sentence segments (long texts split on request) are joined back, and the
-joined text is kept only when every segment was.
+another beam (`best_first`: the one rule, which Q/A selection in tasks/qa/outputs.py uses too);
+thresholds keep `>=` and a unit decided within the tolerance is flagged `near_threshold`. Sentence
+segments (long texts split on request) are joined back, and the joined text is kept only when every
+segment was.
 """
 from __future__ import annotations
 
@@ -17,18 +19,23 @@ UNIT = ["id", "column", "element", "segment", "target_language"]
 NO_SPACE_SCRIPTS = {"zh", "ja", "th", "lo", "km", "my", "bo"}  # joined without spaces
 
 
+def best_first(score: pl.Expr, over: list[str], eligible: pl.Expr | None = None) -> tuple[pl.Expr, pl.Expr]:
+    """(sort key, close) of the best-candidate rule, for texts and Q/A alike: an eligible score within
+    DECISION_TOLERANCE of its group's best sorts as the best, so the better beam rank decides among them;
+    `close` marks one within twice the tolerance, so that noise which could move a runner-up into or
+    out of the tie (the edge at one tolerance) leaves the near_threshold count alone."""
+    gap = (score if eligible is None else score.filter(eligible)).max().over(over) - score
+    eligible = pl.lit(True) if eligible is None else eligible
+    return (pl.when(eligible & (gap <= DECISION_TOLERANCE)).then(pl.lit(float("inf"))).otherwise(score),
+            eligible & (gap <= 2 * DECISION_TOLERANCE))
+
+
 def choose_per_segment(candidates: pl.DataFrame, min_lid_prob: float, min_qe: float | None) -> pl.DataFrame:
     lid_ok = (pl.col("status") == "ok") & pl.col("lid_match").fill_null(False)
     passed = lid_ok & (pl.col("lid_prob") >= min_lid_prob) & pl.col("qe_score").is_not_null()
-    best_qe = pl.col("qe_score").filter(pl.col("passed")).max().over(UNIT)
-    gap = best_qe - pl.col("qe_score")
-    tied = pl.col("passed") & (gap <= DECISION_TOLERANCE)
+    qe_key, close = best_first(pl.col("qe_score"), UNIT, pl.col("passed"))
     ranked = candidates.with_columns(passed=passed).with_columns(
-        # Ties within the tolerance all sort as the best, so the beam rank decides among them.
-        qe_key=pl.when(tied).then(pl.lit(float("inf"))).otherwise(pl.col("qe_score")),
-        # Counted: a runner-up within twice the tolerance, so that noise which could move it into or
-        # out of the tie (the edge at one tolerance) leaves the count alone; exact ties count too.
-        close=pl.col("passed") & (gap <= 2 * DECISION_TOLERANCE),
+        qe_key=qe_key, close=close,
         lid_near=lid_ok & near(pl.col("lid_prob"), min_lid_prob),
     ).sort([*UNIT, "passed", "qe_key", "beam_rank"], descending=[False] * 5 + [True, True, False],
            nulls_last=True)

@@ -2,46 +2,41 @@
 
 Score first, select second: nothing is chosen here. A unit that cannot be translated (empty, or
 longer than the model takes) keeps one placeholder row per target with its reason as `status`,
-and goes to the rejects table once, so selection can account for every input value.
+and goes to the rejects table once, so selection can account for every input value. What becomes
+a reject and what fails the shard: beam_search.py.
 """
 from __future__ import annotations
 
 import pyarrow as pa
+from pydantic import model_serializer
 
+from xmdata.flows.translation_params import TranslateParams
 from xmdata.models.base import ModelSpec
+from xmdata.models.oom_backoff import FAILED, OUT_OF_MEMORY, BatchSizes, report
 from xmdata.models.registry import get_model
 from xmdata.runtime.params import Params
 from xmdata.runtime.placement import needs_gpu
 from xmdata.runtime.stage import Stage
 from xmdata.schemas.translation import CANDIDATES
-
-from xmdata.models.oom_backoff import FAILED, OUT_OF_MEMORY, BatchSizes, report, run_with_backoff
 from xmdata.tasks.build.rejects import concat_rejects, make_rejects
-from xmdata.tasks.build.token_batches import length_sorted_batches, max_new_tokens
+from xmdata.tasks.translation.beam_search import beam_search, recorded
 from xmdata.tasks.translation.input import explode_units, split_sentences
 
 STAGE = "translate"
 
 
-class BeamSearchShard(Params):
-    """What a shard's beam search runs with, texts or packed Q/A alike (hashed into its record; key
-    order does not matter); the values are TranslatorOptions'."""
+class TranslateShard(Params):
+    """What a shard runs with: the stage's params and its translator resolved (TranslatorOptions.spec)."""
+    params: TranslateParams
     translator: ModelSpec
-    source_language: str
-    target_languages: list[str]
-    num_beams: int
-    num_candidates: int
-    batch_tokens: int
-    max_new_tokens_ratio: float
-    max_new_tokens_extra: int
+
+    @model_serializer
+    def _record(self) -> dict:
+        return {**recorded(self.translator, self.params), "columns": self.params.columns,
+                "split_sentences": self.params.translator.split_sentences}
 
 
-class TranslateShard(BeamSearchShard):
-    columns: list[str]
-    split_sentences: bool
-
-
-def segment_units(units: pa.Table, translator, params: TranslateShard) -> tuple[list[dict], list[dict]]:
+def segment_units(units: pa.Table, translator, params: TranslateParams) -> tuple[list[dict], list[dict]]:
     """(units ready to translate, refused units), each a dict; long texts split when asked."""
     refused, split = [], []
     for unit in units.to_pylist():
@@ -49,10 +44,10 @@ def segment_units(units: pa.Table, translator, params: TranslateShard) -> tuple[
         if not text:
             refused.append({**unit, "segment": 0, "status": "empty_text"})
         else:
-            split.append((unit, split_sentences(text) if params.split_sentences else [text]))
+            split.append((unit, split_sentences(text) if params.translator.split_sentences else [text]))
     # One tokenizer call for the whole shard, not one per unit.
     lengths = iter(translator.token_lengths([piece for _, pieces in split for piece in pieces],
-                                            params.source_language, params.target_languages[0]))
+                                            params.source, params.targets[0]))
     ready = []
     for unit, pieces in split:
         counts = [next(lengths) for _ in pieces]
@@ -64,29 +59,21 @@ def segment_units(units: pa.Table, translator, params: TranslateShard) -> tuple[
     return ready, refused
 
 
-def translate_candidates(table: pa.Table, params: TranslateShard) -> tuple[pa.Table, pa.Table]:
-    translator = get_model("translator", params.translator)
+def translate_candidates(table: pa.Table, shard: TranslateShard) -> tuple[pa.Table, pa.Table]:
+    translator, params = get_model("translator", shard.translator), shard.params
     ready, refused = segment_units(explode_units(table, params.columns), translator, params)
     rows, empty, sizes = [], [], BatchSizes()
-    for target in params.target_languages:
+    for target in params.targets:
         rows += [{**unit, "target_language": target} for unit in refused]
-        for batch in length_sorted_batches([u["tokens"] for u in ready], params.batch_tokens,
-                                           params.num_beams):
-            units = [ready[i] for i in sorted(batch)]  # input order inside a batch: stable output
-            limit = max_new_tokens(max(u["tokens"] for u in units), params.max_new_tokens_ratio,
-                                   params.max_new_tokens_extra, translator.max_input_tokens)
-            # One limit for the whole batch, halves included: a retried unit gets what it would have.
-            results = run_with_backoff(units, lambda part: translator.predict(
-                translator.prepare([u["source_text"] for u in part], params.source_language, target),
-                params.num_beams, params.num_candidates, limit), sizes)
-            for unit, candidates in zip(units, results):
-                if candidates is FAILED or not candidates:  # say why rather than lose the unit
-                    status = OUT_OF_MEMORY if candidates is FAILED else "empty_output"
-                    rows.append({**unit, "target_language": target, "status": status})
-                    empty.append({**unit, "status": status})
-                    continue
-                rows += [{**unit, "target_language": target, "status": "ok", "candidate": c.text,
-                          "beam_rank": c.rank, "sequence_score": c.sequence_score} for c in candidates]
+        for unit, candidates in beam_search(translator, ready, lambda u: u["source_text"], params.source, target,
+                                            params.translator, sizes):
+            if candidates is FAILED or not candidates:  # say why rather than lose the unit
+                status = OUT_OF_MEMORY if candidates is FAILED else "empty_output"
+                rows.append({**unit, "target_language": target, "status": status})
+                empty.append({**unit, "status": status})
+                continue
+            rows += [{**unit, "target_language": target, "status": "ok", "candidate": c.text,
+                      "beam_rank": c.rank, "sequence_score": c.sequence_score} for c in candidates]
     report(STAGE, sizes)
     # Refused units are rejected once; an empty output (or out of memory) once per target that gave it.
     failed = refused + empty
@@ -111,10 +98,8 @@ def candidates_table(rows: list[dict]) -> pa.Table:
     return pa.table({f.name: pa.array([r.get(f.name) for r in rows], f.type) for f in schema}, schema=schema)
 
 
-def translate_stage(translator: ModelSpec, columns: list[str], source_language: str,
-                    target_languages: list[str], **generation) -> Stage:
+def translate_stage(params: TranslateParams, translator: ModelSpec) -> Stage:
+    """`translator`: params.translator resolved (TranslatorOptions.spec), once by the flow."""
     # Still version 1: a shard that finished before out-of-memory backoff existed had no OOM to back off from.
-    return Stage(STAGE, version="1", fn=translate_candidates, params=TranslateShard(
-        translator=translator, columns=columns, source_language=source_language,
-        target_languages=target_languages, **generation),
-        gpu=needs_gpu(translator.device))
+    return Stage(STAGE, version="1", fn=translate_candidates,
+                 params=TranslateShard(params=params, translator=translator), gpu=needs_gpu(translator.device))

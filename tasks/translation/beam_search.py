@@ -1,0 +1,41 @@
+"""Beam search over a shard's units, for texts and packed Q/A instances alike, and its one failure rule.
+
+What the model cannot take or gives nothing for becomes a reject with the stage and its reason:
+`empty_text`, `too_long` and the packing reasons (refused before the model), `empty_output` (no
+candidate), `out_of_memory` (even alone, after the batch was halved). Anything else the translator
+raises fails the shard, so that the executor retries it or names it among the failed shards: an
+error nobody knows is never turned into rows.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Callable, Iterator
+
+from xmdata.flows.translation_options import TranslatorOptions
+from xmdata.models.base import Candidate, ModelSpec
+from xmdata.models.oom_backoff import BatchSizes, OutOfMemory, run_with_backoff
+from xmdata.tasks.build.token_batches import length_sorted_batches, max_new_tokens
+
+
+def recorded(translator: ModelSpec, params) -> dict:
+    """What a beam-search shard's params hash covers, as stage version 1 recorded it: the resolved
+    translator, the languages and the generation options (TranslatorOptions.beam_search)."""
+    return {"translator": asdict(translator), "source_language": params.source,
+            "target_languages": params.targets, **params.translator.beam_search()}
+
+
+def beam_search(translator, units: list[dict], text: Callable[[dict], str], source: str, target: str,
+                options: TranslatorOptions, sizes: BatchSizes) -> Iterator[tuple[dict, list[Candidate] | OutOfMemory]]:
+    """(unit, its candidates best first, or FAILED when it ran out of memory alone) for every unit,
+    in length-sorted batches under `options.batch_tokens`; each unit needs its `tokens` count."""
+    for batch in length_sorted_batches([u["tokens"] for u in units], options.batch_tokens, options.num_beams):
+        part = [units[i] for i in sorted(batch)]  # input order inside a batch: stable output
+        # One limit for the whole batch, halves included: a retried unit gets what it would have.
+        limit = max_new_tokens(max(u["tokens"] for u in part), options.max_new_tokens_ratio,
+                               options.max_new_tokens_extra, translator.max_input_tokens)
+        results = run_with_backoff(part, lambda some: translator.predict(
+            translator.prepare([text(u) for u in some], source, target),
+            options.num_beams, options.num_candidates, limit), sizes)
+        if len(results) != len(part):  # a broken backend, not a bad row: fail the shard
+            raise RuntimeError(f"translator returned {len(results)} results for {len(part)} inputs")
+        yield from zip(part, results)
