@@ -69,9 +69,9 @@ def bench_stage() -> None:
     from xmdata.tasks.qa.input import read_qa_input
     from xmdata.tasks.qa.pack import pack
     from xmdata.tasks.qa.labels import known_labels
-    from xmdata.flows.translation_params import TranslateQaParams
+    from xmdata.tasks.translation.params import TranslateQaParams
     from xmdata.tasks.qa.translate import translate_qa_stage
-    from xmdata.tasks.build.token_batches import length_sorted_batches, max_new_tokens
+    from xmdata.models.token_batches import length_sorted_batches, max_new_tokens
 
     spec = cached_tiny_models(seed=0)["madlad"]
     words = "the a dog cat house red small runs sees water tree and child book".split()

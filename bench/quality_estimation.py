@@ -24,7 +24,7 @@ def main() -> list[dict]:
     from xmdata.models.registry import get_model
     from xmdata.models.tiny import cached_tiny_models
 
-    from xmdata.flows.translation_options import FilterOptions
+    from xmdata.tasks.translation.options import FilterOptions
 
     qe = FilterOptions(qe_model=cached_tiny_models(seed=0)["cometkiwi"].name_or_path).qe_spec()
     estimator = get_model("quality_estimator", qe)

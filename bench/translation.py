@@ -72,9 +72,9 @@ def measure(name, spec, models, texts, root) -> dict:
     from xmdata.runtime.process import process_shard
     from xmdata.runtime.shards import ShardPaths
     from xmdata.tasks.translation.candidate_scores import candidate_lid_stage, candidate_qe_stage
-    from xmdata.tasks.build.token_batches import length_sorted_batches, max_new_tokens
-    from xmdata.flows.translation_options import FilterOptions
-    from xmdata.flows.translation_params import TranslateParams
+    from xmdata.models.token_batches import length_sorted_batches, max_new_tokens
+    from xmdata.tasks.translation.options import FilterOptions
+    from xmdata.tasks.translation.params import TranslateParams
     from xmdata.tasks.translation.translate import translate_stage
 
     params = TranslateParams(targets=["fr"], translator=dict(num_beams=BEAMS, num_candidates=CANDIDATES,

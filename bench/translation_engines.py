@@ -67,7 +67,7 @@ def fixed_length(translator) -> None:
 def time_engines(name: str, checkpoint: str, texts: list[str], compute_type: str) -> dict:
     from xmdata.models.base import ModelSpec
     from xmdata.models.registry import get_model
-    from xmdata.tasks.build.token_batches import length_sorted_batches, max_new_tokens
+    from xmdata.models.token_batches import length_sorted_batches, max_new_tokens
 
     started = time.perf_counter()
     ct2 = get_model("translator", ModelSpec("m2m100", checkpoint, options={"engine": "ctranslate2",

@@ -11,7 +11,7 @@ from xmdata.runtime.params import Strict
 from xmdata.tasks.evaluation.params import metric_params
 from xmdata.tasks.stage_params import ScoringParams
 
-from .translation_options import FilterOptions, TranslatorOptions
+from xmdata.tasks.translation.options import FilterOptions, TranslatorOptions
 
 
 class BenchmarkSet(Strict):

@@ -24,7 +24,7 @@ from .finish import step_report
 from xmdata.tasks.stage_params import ScoringParams
 
 from .score import score_pairs
-from .translation_params import TranslateParams
+from xmdata.tasks.translation.params import TranslateParams
 from .translate import translate_texts
 
 RESULTS_SCHEMA = pa.schema([("benchmark", pa.string()), ("metric", pa.string()), ("measure", pa.string()),

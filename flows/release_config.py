@@ -27,7 +27,7 @@ from xmdata.tasks.stage_params import DEFAULT_SHARDS, LanguageIdParams, ScoringP
 from .benchmark_config import BenchmarksConfig
 from .mmmeb_config import MmmebConfig
 from .release_refs import IMPORTED, INPUT_FIELDS, TINY, absolute_paths, model_refs, with_tiny_models
-from .translation_params import TranslateParams, TranslateQaParams
+from xmdata.tasks.translation.params import TranslateParams, TranslateQaParams
 
 
 
@@ -45,7 +45,7 @@ class ImportConfig(BaseModel):
         return value
 
 
-# Each stage's section is its params (one declaration: tasks/stage_params.py, flows/translation_params.py)
+# Each stage's section is its params (one declaration: tasks/stage_params.py, tasks/translation/params.py)
 # plus the inputs it reads; the CLI's flags and the flows' forms come from the same params.
 class LanguageIdConfig(LanguageIdParams):
     input: str = Field(description="captions: id, text [, language, image_id]")

@@ -29,7 +29,7 @@ from xmdata.tasks.translation.outputs import CANDIDATES_FILE, write_run, write_s
 from xmdata.tasks.stage_params import DEFAULT_SHARDS, ShardCount
 
 from .finish import finish_build
-from .translation_params import TranslateParams, TranslateQaParams
+from xmdata.tasks.translation.params import TranslateParams, TranslateQaParams
 
 
 def check_before_loading(translator: ModelSpec, source: str, targets: list[str], *specs: ModelSpec) -> None:

@@ -26,7 +26,7 @@ from xmdata.tasks.stage_params import DEFAULT_SHARDS, ShardCount
 
 from .finish import finish_build
 from .translate import check_models
-from .translation_params import TranslateQaParams
+from xmdata.tasks.translation.params import TranslateQaParams
 
 
 def preflight_qa(source: str | pa.Table, params: TranslateQaParams) -> pa.Table:

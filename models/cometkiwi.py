@@ -12,7 +12,7 @@ import warnings
 from typing import Literal, Sequence
 
 from xmdata.runtime.params import Params
-from xmdata.tasks.build.token_batches import length_sorted_batches
+from xmdata.models.token_batches import length_sorted_batches
 
 from .base import ModelError, ModelSpec, hub_error, resolve_local_path
 from .oom_backoff import FAILED, BatchSizes, is_out_of_memory, report, run_with_backoff

@@ -68,6 +68,24 @@ def test_no_import_cycles_and_no_argparse_outside_the_cli():
     assert list(nx.simple_cycles(graph)) == []
 
 
+# Layers, lowest first: a module imports only its own layer and those below (flows are recipes over
+# tasks; a stage's params model lives with its task, so tasks never reach up into flows). The
+# contracts, the runtime and the models are one layer: readers and models read through runtime
+# storage, workers hold models.
+LAYERS = {"data": 0, "schemas": 1, "runtime": 1, "models": 1, "tasks": 2, "flows": 3}
+
+
+def test_no_module_imports_a_layer_above_its_own():
+    files = module_files()
+    layer = lambda module: LAYERS.get(module.split(".")[1]) if module.count(".") else None
+    for module, rel in files.items():
+        own = layer(module)
+        if own is None:
+            continue
+        above = sorted(o for o in imports_of(module, rel) if o in files and (layer(o) or 0) > own)
+        assert above == [], f"{rel} imports {above}, a layer above its own"
+
+
 PACKAGES = ("xmdata", "runtime", "flows", "tasks", "models", "schemas")
 SETTINGS = os.path.join("runtime", "settings.py")
 # Writes for the libraries of this process (Prefect's and Dask's logging and API settings, BLAS

@@ -62,7 +62,7 @@ def test_duplicate_candidates_keep_the_best_rank():
 
 
 def test_cometkiwi_gives_one_finite_score_per_pair_in_input_order(tiny_models):
-    from xmdata.flows.translation_options import FilterOptions
+    from xmdata.tasks.translation.options import FilterOptions
 
     estimator = get_model("quality_estimator", FilterOptions(qe_model=tiny_models["cometkiwi"].name_or_path).qe_spec())
     sources = ["the dog runs", "the small red cat sees the water in the house", "猫"]

@@ -13,8 +13,8 @@ from xmdata.models.oom_backoff import FAILED, BatchSizes, is_out_of_memory, run_
 from xmdata.models.registry import get_model
 from xmdata.tasks.translation.candidate_scores import CandidateQeShard, estimate_candidate_quality
 from xmdata.tasks.scoring.score import clip_score_stage
-from xmdata.flows.translation_options import FilterOptions
-from xmdata.flows.translation_params import TranslateParams
+from xmdata.tasks.translation.options import FilterOptions
+from xmdata.tasks.translation.params import TranslateParams
 from xmdata.tasks.translation.translate import translate_stage
 
 POISON = "water"  # an item holding this runs out of memory even alone

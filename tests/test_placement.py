@@ -55,7 +55,7 @@ def test_gpu_stages_run_only_on_gpu_workers_and_still_run_without_any(tmp_path, 
 def test_a_stage_needs_a_gpu_exactly_when_its_model_runs_on_cuda(device, gpu, tiny_models):
     from dataclasses import replace
 
-    from xmdata.flows.translation_params import TranslateParams, TranslateQaParams
+    from xmdata.tasks.translation.params import TranslateParams, TranslateQaParams
     from xmdata.models.base import ModelSpec
     from xmdata.tasks.translation.candidate_scores import candidate_lid_stage, candidate_qe_stage
     from xmdata.tasks.translation.language_id import language_id_stage

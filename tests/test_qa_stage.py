@@ -8,8 +8,8 @@ import pyarrow as pa
 import pytest
 
 from xmdata.data import sample_path
-from xmdata.flows.translation_options import FilterOptions
-from xmdata.flows.translation_params import TranslateQaParams
+from xmdata.tasks.translation.options import FilterOptions
+from xmdata.tasks.translation.params import TranslateQaParams
 from xmdata.models.base import Candidate, ModelSpec
 from xmdata.schemas import ContractError
 from xmdata.tasks.qa import translate as qa_translate

@@ -7,10 +7,10 @@ import math
 import pytest
 from pydantic import ValidationError
 
-from xmdata.flows.translation_options import FilterOptions
+from xmdata.tasks.translation.options import FilterOptions
 from xmdata.models.base import ModelSpec
 from xmdata.models.cometkiwi import CometKiwiEstimator
-from xmdata.tasks.build.token_batches import length_sorted_batches
+from xmdata.models.token_batches import length_sorted_batches
 
 WORDS = "the a dog cat house red small runs sees water tree and child book".split()
 SOURCES = [" ".join(WORDS[(i * 5 + j) % len(WORDS)] for j in range(1 + i % 17)) for i in range(60)]

@@ -177,7 +177,7 @@ def test_shard_params_hash_as_the_dicts_before_them_so_finished_shards_stay_fini
     from xmdata.tasks.translation.language_id import language_id_stage
     from xmdata.tasks.qa.translate import translate_qa_stage
     from xmdata.tasks.scoring.score import clip_score_stage
-    from xmdata.flows.translation_params import TranslateParams, TranslateQaParams
+    from xmdata.tasks.translation.params import TranslateParams, TranslateQaParams
     from xmdata.tasks.translation.translate import translate_stage
 
     spec = ModelSpec("m2m100", "/m", options={"b": 1, "a": 2})

@@ -10,7 +10,7 @@ import pytest
 from xmdata.models.base import ModelError, ModelSpec
 from xmdata.models.ct2_convert import converted_path, ensure_converted, import_ctranslate2
 from xmdata.models.registry import get_model
-from xmdata.flows.translation_params import TranslateParams
+from xmdata.tasks.translation.params import TranslateParams
 from xmdata.tasks.translation.translate import translate_stage
 
 BEAMS, CANDIDATES, MAX_NEW = 6, 4, 12

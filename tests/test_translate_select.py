@@ -9,7 +9,7 @@ from xmdata.schemas import ContractError
 from xmdata.schemas.translation import CANDIDATES
 from xmdata.tasks.translation.reassemble import reassemble
 from xmdata.tasks.translation.select import select_translations
-from xmdata.tasks.build.token_batches import length_sorted_batches, max_new_tokens
+from xmdata.models.token_batches import length_sorted_batches, max_new_tokens
 from xmdata.tasks.translation.input import explode_units, read_translation_input, split_sentences
 from xmdata.tasks.translation.languages import lid_labels_for, parse_lid_accept
 
@@ -128,7 +128,7 @@ def test_translate_json_holds_the_params_as_given_and_an_older_one_is_refused_in
     """select-translations reads back the run's TranslateParams, not settings renamed on the way."""
     import json
 
-    from xmdata.flows.translation_params import TranslateParams
+    from xmdata.tasks.translation.params import TranslateParams
     from xmdata.runtime.atomic import write_parquet_atomic
     from xmdata.tasks.translation.outputs import read_run, write_run
 

@@ -13,8 +13,8 @@ import pytest
 
 from xmdata.models.base import ModelSpec
 from xmdata.tasks.translation.candidate_scores import candidate_lid_stage, candidate_qe_stage
-from xmdata.flows.translation_options import FilterOptions
-from xmdata.flows.translation_params import TranslateParams
+from xmdata.tasks.translation.options import FilterOptions
+from xmdata.tasks.translation.params import TranslateParams
 from xmdata.tasks.translation.translate import translate_stage
 
 INPUT = pa.table({

@@ -4,8 +4,8 @@ from __future__ import annotations
 import argparse
 
 from xmdata.cli_params import ParamFlags, add_param_flags, flag_of
-from xmdata.flows.translation_options import TranslatorOptions
-from xmdata.flows.translation_params import TranslateParams, TranslateQaParams  # pydantic only: nothing heavy
+from xmdata.tasks.translation.options import TranslatorOptions
+from xmdata.tasks.translation.params import TranslateParams, TranslateQaParams  # pydantic only: nothing heavy
 
 
 def _qe_follows_device(data: dict, create: bool) -> None:

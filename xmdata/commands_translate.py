@@ -42,7 +42,7 @@ def translate_qa(args) -> int:
 
 def convert_model(args) -> int:
     """`xmdata models convert`: the conversion a ctranslate2 run would make on first use, made now."""
-    from xmdata.flows.translation_options import TranslatorOptions
+    from xmdata.tasks.translation.options import TranslatorOptions
     from xmdata.models.ct2_convert import ensure_converted
 
     spec = TranslatorOptions.model_validate({**args.params.model_dump(exclude_unset=True), "model": args.model,

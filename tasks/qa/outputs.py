@@ -22,7 +22,7 @@ from xmdata.runtime.atomic import write_json_atomic, write_parquet_atomic, write
 from xmdata.schemas.translation import QA_COUNTS, QA_PARALLEL
 
 from xmdata.tasks.build.rejects import concat_rejects, make_rejects
-from xmdata.flows.translation_params import TranslateQaParams
+from xmdata.tasks.translation.params import TranslateQaParams
 from xmdata.tasks.decisions import near
 from xmdata.tasks.translation.select import best_first
 

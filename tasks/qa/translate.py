@@ -11,7 +11,7 @@ from __future__ import annotations
 import pyarrow as pa
 from pydantic import model_serializer
 
-from xmdata.flows.translation_params import TranslateQaParams
+from xmdata.tasks.translation.params import TranslateQaParams
 from xmdata.models.base import ModelSpec
 from xmdata.models.oom_backoff import FAILED, OUT_OF_MEMORY, BatchSizes, report
 from xmdata.models.registry import get_model

@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Callable, Iterator
 
-from xmdata.flows.translation_options import TranslatorOptions
+from xmdata.tasks.translation.options import TranslatorOptions
 from xmdata.models.base import Candidate, ModelSpec
 from xmdata.models.oom_backoff import BatchSizes, OutOfMemory, run_with_backoff
-from xmdata.tasks.build.token_batches import length_sorted_batches, max_new_tokens
+from xmdata.models.token_batches import length_sorted_batches, max_new_tokens
 
 
 def recorded(translator: ModelSpec, params) -> dict:

@@ -17,7 +17,7 @@ import json
 import polars as pl
 import pyarrow as pa
 
-from xmdata.flows.translation_params import TranslateParams
+from xmdata.tasks.translation.params import TranslateParams
 from xmdata.runtime import storage
 from xmdata.runtime.atomic import write_json_atomic, write_parquet_atomic, write_text_atomic
 from xmdata.schemas import ContractError

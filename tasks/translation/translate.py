@@ -10,7 +10,7 @@ from __future__ import annotations
 import pyarrow as pa
 from pydantic import model_serializer
 
-from xmdata.flows.translation_params import TranslateParams
+from xmdata.tasks.translation.params import TranslateParams
 from xmdata.models.base import ModelSpec
 from xmdata.models.oom_backoff import FAILED, OUT_OF_MEMORY, BatchSizes, report
 from xmdata.models.registry import get_model

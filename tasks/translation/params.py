@@ -8,7 +8,7 @@ from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from xmdata.tasks.stage_params import DEFAULT_EXCLUDED_TASKS, DEFAULT_PER_TASK, Params
 
-from .translation_options import FilterOptions, TranslatorOptions
+from .options import FilterOptions, TranslatorOptions
 
 
 def _distinct(items: list[str]) -> list[str]:
