@@ -32,7 +32,7 @@ def main() -> dict:
     from bench.orchestration import write_captions
 
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "tests"))
-    from s3_server import start_s3_server  # the server the storage tests use
+    from support.s3_server import start_s3_server  # the server the storage tests use
 
     with tempfile.TemporaryDirectory(prefix="xmdata-bench-storage-") as tmp:
         captions = os.path.join(tmp, "captions.parquet")

@@ -4,7 +4,7 @@ Nothing else reads the environment: code asks a `Setting` (`CACHE.get()`), read 
 test's or a parent's change is seen and importing this costs nothing (`--help` stays light). State
 inside one process travels in arguments or context variables, never in `os.environ`; a child's
 environment is built with `child_env`. `xmdata --help` lists `USER`; the README lists all three
-groups (`markdown`), checked against this file by tests/test_runtime.py.
+groups (`markdown`), checked against this file by tests/runtime/test_runtime.py.
 """
 from __future__ import annotations
 

@@ -108,7 +108,7 @@ def cli_env(cluster_env):
 def demo_release(cli_env):
     """The demo release, built once per test run (in-process; the cluster tests compare with it) by
     whichever xdist worker asks first; the others wait on the lock and read it. Tests only read it."""
-    from demo_runs import run_demo
+    from support.demo_release import run_demo
 
     out = os.path.join(_RUN, "demo")
     with open(out + ".lock", "w") as lock:
@@ -139,7 +139,7 @@ def pytest_collection_modifyitems(config, items):
 def s3(tmp_path_factory):
     """A real S3 server (SeaweedFS `weed server -s3`) on 127.0.0.1 for the whole run, its data in a
     temp folder, with an empty bucket `xmdata`; stopped at the end."""
-    from s3_server import start_s3_server
+    from support.s3_server import start_s3_server
 
     server = start_s3_server(str(tmp_path_factory.mktemp("s3")))
     server.filesystem().mkdir("xmdata")

@@ -182,3 +182,18 @@ def test_no_module_level_collection_filled_at_run_time():
     assert found == {}
     sample = "_used: set[str] = set()\nA = {}\nB = dict(a=1)\nC = defaultdict(list)\nD = [1]\nE = deque()\n"
     assert empty_module_collections(ast.parse(sample)) == [1, 2, 4, 6]
+
+
+def test_tests_mirror_the_code_folders_and_their_helpers_live_in_support():
+    """tests/<folder>/ is a capability of tasks/ or a top-level package (runtime, models, schemas, the
+    CLI, the UI); only the repository-wide rules sit at the top; what tests build is in tests/support/."""
+    tests = os.path.join(ROOT, "tests")
+    capabilities = {d for d in os.listdir(os.path.join(ROOT, "tasks")) if os.path.isdir(os.path.join(ROOT, "tasks", d))}
+    allowed = capabilities | {"runtime", "models", "schemas", "cli", "ui", "support"}
+    folders = {d for d in os.listdir(tests) if os.path.isdir(os.path.join(tests, d)) and d != "__pycache__"}
+    assert folders <= allowed, folders - allowed
+    top = {f for f in os.listdir(tests) if f.endswith(".py")}
+    assert top == {"conftest.py", "test_layout.py"}, top
+    for folder in folders - {"support"}:
+        names = [f for f in os.listdir(os.path.join(tests, folder)) if f.endswith(".py")]
+        assert all(f.startswith("test_") for f in names), (folder, names)  # helpers go to support/

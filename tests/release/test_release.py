@@ -7,7 +7,7 @@ import random
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from cli_runs import run_xmdata
+from support.cli_in_process import run_xmdata
 import yaml
 
 from xmdata.flows.release_config import load_release_config
@@ -16,7 +16,7 @@ from xmdata.schemas import ContractError
 from xmdata.tasks.release.files import sorted_by_values
 from xmdata.tasks.release.manifest import verify_release, write_manifest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def write_config(tmp_path, text):

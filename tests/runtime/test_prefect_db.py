@@ -90,7 +90,7 @@ def test_without_a_template_the_first_server_s_database_becomes_it_and_the_next_
     answers; a server in a second new home starts on a copy of it."""
     from prefect.settings import PREFECT_HOME, temporary_settings
 
-    from xmdata.runtime.prefect_api import healthy, start_prefect_server, stop_process_group
+    from xmdata.runtime.prefect_api import start_prefect_server, stop_process_group
 
     assert prefect_db.seed_home_database() == str(new_home / "prefect.db")  # no template: left to Prefect
     server, url = start_prefect_server()
@@ -105,9 +105,6 @@ def test_without_a_template_the_first_server_s_database_becomes_it_and_the_next_
     monkeypatch.setenv("PREFECT_HOME", str(second))
     with temporary_settings(updates={PREFECT_HOME: str(second)}):
         assert prefect_db.seed_home_database() is None and (second / "prefect.db").exists()
-        server, url = start_prefect_server()
-        try:
-            assert healthy(url)
-            assert _alembic_version(second / "prefect.db") == version
-        finally:
-            stop_process_group(server)
+        # the copy is the migrated database; that a server starts on a copy, every test session's
+        # service shows (its home is new, the template exists)
+        assert _alembic_version(second / "prefect.db") == version

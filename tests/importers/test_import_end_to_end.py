@@ -7,7 +7,7 @@ import json
 import polars as pl
 import pyarrow.parquet as pq
 import pytest
-from cli_runs import run_xmdata
+from support.cli_in_process import run_xmdata
 from PIL import Image
 
 from xmdata.cli import main

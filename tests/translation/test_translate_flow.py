@@ -5,7 +5,7 @@ import os
 
 import polars as pl
 import pytest
-from cli_runs import run_xmdata
+from support.cli_in_process import run_xmdata
 
 pytestmark = pytest.mark.slow
 ROWS = [{"id": f"r{i}", "caption": f"The dog {i} runs in the house.", "refs": ["A dog.", "A small dog runs."]}

@@ -152,7 +152,7 @@ def test_english_names_replace_the_babelnet_en_and_a_short_file_is_refused_with_
 def test_mmmeb_classification_finds_labels_in_all_five_languages_of_the_uppercase_sample(tmp_path):
     from xmdata.tasks.mmmeb.tasks import build_instances, read_source
 
-    sample = os.path.join(os.path.dirname(__file__), "..", "data", "sample", "imagenet")
+    sample = os.path.join(os.path.dirname(__file__), "..", "..", "data", "sample", "imagenet")
     assert {"EN", "FR", "DE", "IT", "ES"} == set(json.load(open(os.path.join(sample, "babel_imagenet.json"))))
     import_dataset("imagenet-val", sample, str(tmp_path / "inet"))
     instances = build_instances({"imagenet": [read_source("imagenet", str(tmp_path / "inet"))]},

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ValidationError
 from xmdata.cli import main
 from xmdata.data import sample_path
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 SOURCE = ("flows", "tasks", "runtime", "models", "schemas", "data", "xmdata")  # xmdata.X.Y is X/Y.py
 
 # Numeric fields with no lower bound, each a decision (Model.field; a subclass inherits its parent's).
@@ -166,7 +166,6 @@ MINIMAL = {"identify-language": {"input_path": "in.jsonl", "out": "out"},
            "score": {"input_path": "in.jsonl", "out": "out", "params": {"clip_model": "ViT-B-32"}},
            "translate": {"input_path": "in.jsonl", "out": "out", "params": {"targets": ["fr"]}},
            "translate-qa": {"input_path": "in.jsonl", "out": "out", "params": {"targets": ["fr"]}},
-           "download-images": {"input_path": "in.parquet", "out": "out"},
            "release": {}}
 
 

@@ -4,7 +4,7 @@ import json
 
 import polars as pl
 import pytest
-from cli_runs import run_xmdata
+from support.cli_in_process import run_xmdata
 
 from xmdata.data import sample_path
 

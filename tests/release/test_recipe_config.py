@@ -47,7 +47,7 @@ def test_models_tiny_replaces_every_model_the_recipes_name():
 
 @pytest.mark.parametrize("recipe", ["xm3600-selection", "xvlm2vec-train", "mclipscore-eval", "mmmeb"])
 def test_recipes_name_the_papers_models_and_refuse_a_missing_download(recipe):
-    path = os.path.join(os.path.dirname(__file__), "..", "data", "releases", f"{recipe}.yaml")
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "data", "releases", f"{recipe}.yaml")
     with pytest.raises(ContractError, match="input not found: imports"):  # the real downloads are not here
         checked_release(path)
     release = load_release_config(path, sample=True, models="tiny")
@@ -81,7 +81,7 @@ def test_mmmeb_source_layouts_are_refused_whole_or_row_by_row(tmp_path):
     (tmp_path / "maxm" / "en.json").write_text(json.dumps({"annotations": []}))
     with pytest.raises(ContractError, match="not the maxm layout"):
         import_dataset("maxm", str(tmp_path / "maxm"), str(tmp_path / "out-maxm"))
-    sample = os.path.join(os.path.dirname(__file__), "..", "data", "sample")
+    sample = os.path.join(os.path.dirname(__file__), "..", "..", "data", "sample")
     report = import_dataset("flickr30k-entities", os.path.join(sample, "flickr30k_entities"), str(tmp_path / "f30k"),
                             ImportOptions(images=os.path.join(sample, "flickr30k_entities", "images")))
     assert report["refused"] == {"entity_without_box": 1} and report["written"] == {"phrases": 5}

@@ -8,8 +8,8 @@ import subprocess
 import time
 
 import pytest
-from cli_runs import run_xmdata
-from demo_runs import BIN
+from support.cli_in_process import run_xmdata
+from support.demo_release import BIN
 
 from xmdata.cli import main
 from xmdata.data import sample_path

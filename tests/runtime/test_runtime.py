@@ -115,7 +115,7 @@ def test_a_named_prefect_api_is_used_as_is_and_the_environment_restored(monkeypa
     assert os.environ["PREFECT_API_URL"] == "http://127.0.0.1:1/api"
 
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_the_readme_lists_exactly_the_declared_variables():

@@ -19,13 +19,13 @@ import urllib.request
 
 import pytest
 
-from ui_driver import CHROMIUM, find_artifact, launch_chromium, log_in, open_deployment, start_custom_run, \
+from support.prefect_ui import CHROMIUM, find_artifact, launch_chromium, log_in, open_deployment, start_custom_run, \
     wait_for_flow_run, wait_for_ui_state
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 BIN = os.path.dirname(sys.executable)
 ARTEFACTS = os.environ.get("XMDATA_TEST_ARTEFACTS",
-                           os.path.join(os.path.dirname(os.path.dirname(__file__)), "test-artefacts"))
+                           os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "test-artefacts"))
 
 
 def wait_for_line(path, text, proc, timeout=240):

@@ -1,5 +1,5 @@
 """Bad inputs, written as a careless user or an attacker would hand them over: builders of files
-for tests/test_adversarial.py. Each builder writes into a folder and returns nothing."""
+for tests/cli/test_adversarial.py. Each builder writes into a folder and returns nothing."""
 from __future__ import annotations
 
 import json

@@ -6,7 +6,7 @@ import shutil
 
 import polars as pl
 import pytest
-from cli_runs import run_xmdata
+from support.cli_in_process import run_xmdata
 
 pytestmark = pytest.mark.slow
 ROWS = [{"id": f"r{i}", "caption": f"The small dog {i} sees the red cat in the house."} for i in range(10)]

@@ -6,7 +6,7 @@ import json
 import os
 
 import pytest
-from cli_runs import run_xmdata
+from support.cli_in_process import run_xmdata
 from test_storage import local_files, s3_files
 
 from xmdata.data import sample_path

@@ -8,9 +8,9 @@ import time
 import polars as pl
 import psutil
 import pytest
-from cli_runs import run_xmdata
-from demo_runs import BIN, OTHER_KERNELS, SHARDS, release_files, run_demo
-from shard_records import finished_shards
+from support.cli_in_process import run_xmdata
+from support.demo_release import BIN, OTHER_KERNELS, SHARDS, release_files, run_demo
+from support.shard_folders import finished_shards
 
 pytestmark = pytest.mark.slow
 

@@ -9,7 +9,7 @@ import os
 import pyarrow as pa
 import pytest
 
-from adversarial_inputs import (MCLIPSCORE, MMMEB, all_of, config, demo_config, embeddings, folder, jsonl, parquet,
+from support.bad_inputs import (MCLIPSCORE, MMMEB, all_of, config, demo_config, embeddings, folder, jsonl, parquet,
                                 random_bytes, ratings, text)
 from xmdata.cli import main
 from xmdata.data import sample_path
@@ -334,7 +334,7 @@ def test_identify_language_rejects_texts_with_nothing_to_label_and_counts_every_
 
 
 def test_photo_folder_refuses_bombs_symlinks_out_and_broken_files_with_reasons(tmp_path):
-    from adversarial_inputs import png_bomb
+    from support.bad_inputs import png_bomb
     from xmdata.tasks.selection.image_folder import images_from_folder
 
     photos, outside = tmp_path / "photos", tmp_path / "secret"

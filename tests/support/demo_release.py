@@ -5,7 +5,7 @@ import json
 import os
 import sys
 
-from cli_runs import run_xmdata
+from support.cli_in_process import run_xmdata
 
 BIN = os.path.dirname(sys.executable)
 SHARDS = "16"

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from cli_runs import run_xmdata
+from support.cli_in_process import run_xmdata
 
 from xmdata.runtime.atomic import write_json_atomic, write_parquet_atomic, write_text_atomic
 from xmdata.tasks.release import manifest as manifest_module

@@ -9,8 +9,8 @@ import time
 
 import polars as pl
 import pytest
-from cli_runs import run_xmdata
-from shard_records import finished_shards
+from support.cli_in_process import run_xmdata
+from support.shard_folders import finished_shards
 
 pytestmark = pytest.mark.slow
 BIN = os.path.dirname(sys.executable)

@@ -4,7 +4,7 @@ import os
 
 import polars as pl
 import pytest
-from recipe_builds import build_recipe
+from support.recipe_releases import build_recipe
 
 from xmdata.tasks.release.manifest import verify_release
 

@@ -5,7 +5,7 @@ import json
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from cli_runs import run_xmdata
+from support.cli_in_process import run_xmdata
 
 from xmdata.cli import main
 from xmdata.data import sample_path

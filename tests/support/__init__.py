@@ -1,0 +1,1 @@
+"""What the tests build: CLI runs in process, demo and recipe releases, servers, hostile inputs."""
