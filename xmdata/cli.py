@@ -166,6 +166,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_options(score)
 
     add_translation_commands(sub, _add_run_options)
+    from xmdata.commands_images import add_download_images_command  # pydantic only: --help stays light
+    add_download_images_command(sub, _add_run_options)
 
     validate = sub.add_parser("validate", help="check a table against a contract in schemas/")
     validate.add_argument("input")

@@ -195,3 +195,5 @@ COMMANDS = {"worker": worker, "up": service, "down": service, "status": service,
             "translate": translate, "select-translations": select_translations, "translate-qa": translate_qa,
             "score": score, "evaluate": evaluate, "import": import_dataset, "validate": validate, "models": models}
 
+from xmdata.commands_images import download_images  # noqa: E402  (its module also declares its flags)
+COMMANDS["download-images"] = download_images

@@ -63,6 +63,12 @@ REFUSED = [
     ("validate/unknown-table", None, f"validate {CAPTIONS} --table pictures", "unknown table"),
     ("validate/latitude-as-text", text("in.csv", "id,latitude,longitude\na,north,2\n"),
      "validate {d}/in.csv --table images", "id='a'"),
+    # download-images: the URL column, an empty list, bounds
+    ("download/no-url-column", text("in.csv", "id,link\na,http://127.0.0.1:9/a.jpg\n"), "download-images {d}/in.csv",
+     "no column 'url' (--url-column)"),
+    ("download/header-only", text("in.csv", "id,url\n"), "download-images {d}/in.csv", "no rows"),
+    ("download/resize-zero", text("in.csv", "id,url\na,http://127.0.0.1:9/a.jpg\n"),
+     "download-images {d}/in.csv --resize 0", "--resize"),
     # select-images: folders, area files, coordinates
     ("select/folder-without-photos", all_of(folder("photos"), text("photos/notes.txt", "hi")),
      "select-images {d}/photos", "no photos"),

@@ -166,6 +166,7 @@ MINIMAL = {"identify-language": {"input_path": "in.jsonl", "out": "out"},
            "score": {"input_path": "in.jsonl", "out": "out", "params": {"clip_model": "ViT-B-32"}},
            "translate": {"input_path": "in.jsonl", "out": "out", "params": {"targets": ["fr"]}},
            "translate-qa": {"input_path": "in.jsonl", "out": "out", "params": {"targets": ["fr"]}},
+           "download-images": {"input_path": "in.parquet", "out": "out"},
            "release": {}}
 
 
