@@ -3,8 +3,8 @@
 First the public datasets of `imports:`, converted in the build's process (`xmdata import`'s own code)
 into WORK/imports/<name>/, and stages' `import:<name>/<file>` inputs pointed there; an import whose
 source files, format and options are unchanged is not redone. Then each stage, the same code its own
-command runs (identify-language, select-images, translate, translate-qa, score); a release only
-chooses which run and with what. Finished shards are skipped, so a killed build resumes where it stopped.
+command runs (download-images, identify-language, select-images, translate, translate-qa, score); a
+release only chooses which run and with what. Finished shards are skipped, so a killed build resumes where it stopped.
 """
 from __future__ import annotations
 
@@ -21,11 +21,14 @@ from xmdata.runtime.atomic import write_json_atomic
 from xmdata.runtime.process import StageReport
 from xmdata.schemas import CAPTIONS, IMAGES
 from xmdata.schemas.readers import read_input
+from xmdata.tasks.images.params import DownloadImagesParams
 from xmdata.tasks.importers.run import import_dataset
 from xmdata.tasks.release.manifest import model_fingerprint
+from xmdata.tasks.release.sections import ImageDownloadConfig
 from xmdata.tasks.scoring.input import pairs_from_captions
 
 from .benchmarks import build_benchmarks
+from .download_images import download_images
 from .language_id import label_languages
 from .finish import step_report
 from .mmmeb import build_mmmeb
@@ -60,6 +63,8 @@ def build_release_data(config: ReleaseConfig, work: str) -> Build:
     import_reports, folders, roots = run_imports(config, work)
     build.add(import_reports, {})
     config = resolve_imported(config, folders)
+    if c := config.image_download:  # first: its images are there before any later stage runs
+        build.add(*download_release_images(c, work, shards))
     if c := config.language_id:
         build.add(*label_languages(c.input, work, shards, c))
     if c := config.image_selection:
@@ -84,6 +89,14 @@ def build_release_data(config: ReleaseConfig, work: str) -> Build:
         reports, stats, markdown = build_mmmeb(c, folders, roots, work, config.seed)
         build.add(reports, stats, "MMMEB", markdown)
     return build
+
+
+def download_release_images(c: ImageDownloadConfig, work: str, shards: int) -> tuple[list[StageReport], dict]:
+    """`download-images` (its own function) into WORK/image_download/; the input path stays out of the
+    params hash (it is fingerprinted as an input), so moving the file does not redo the shards."""
+    params = DownloadImagesParams.model_validate(c.model_dump(exclude={"input"}))
+    reports, distributions, _ = download_images(c.input, os.path.join(work, "image_download"), shards, params)
+    return reports, {f"image_download_{k}": v for k, v in distributions.items()}
 
 
 def scoring_pairs(config: ReleaseConfig, work: str) -> tuple[pa.Table, str]:

@@ -13,61 +13,19 @@ from __future__ import annotations
 import os
 from typing import NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from xmdata.data import DATA_DIR
 from xmdata.runtime.cluster_spec import ClusterOptions
 from xmdata.runtime.params import Strict
-from xmdata.tasks.importers.formats import FORMATS
-from xmdata.tasks.importers.options import ImportOptions
 from xmdata.tasks.release.choices import ModelChoice
-from xmdata.tasks.stage_params import DEFAULT_SHARDS, LanguageIdParams, ScoringParams, Seed, SelectImagesParams, \
-    ShardCount
+from xmdata.tasks.release.sections import ImageDownloadConfig, ImageSelectionConfig, ImportConfig, \
+    LanguageIdConfig, QATranslationConfig, ScoringConfig, TranslationConfig
+from xmdata.tasks.stage_params import DEFAULT_SHARDS, Seed, ShardCount
 
 from .benchmark_config import BenchmarksConfig
 from .mmmeb_config import MmmebConfig
 from .release_refs import IMPORTED, INPUT_FIELDS, TINY, absolute_paths, model_refs, with_tiny_models
-from xmdata.tasks.translation.params import TranslateParams, TranslateQaParams
-
-
-
-class ImportConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    format: str = Field(description="an `xmdata import` format")
-    source: str = Field(description="the download, in its published layout (relative to the config)")
-    options: ImportOptions = ImportOptions()
-
-    @field_validator("format")
-    @classmethod
-    def _known(cls, value: str) -> str:
-        if value not in FORMATS:
-            raise ValueError(f"unknown import format {value!r}; known: {', '.join(FORMATS)}")
-        return value
-
-
-# Each stage's section is its params (one declaration: tasks/stage_params.py, tasks/translation/params.py)
-# plus the inputs it reads; the CLI's flags and the flows' forms come from the same params.
-class LanguageIdConfig(LanguageIdParams):
-    input: str = Field(description="captions: id, text [, language, image_id]")
-
-
-class ImageSelectionConfig(SelectImagesParams):
-    input: str = Field(description="images: id, latitude, longitude [, path, url, license]")
-
-
-class TranslationConfig(TranslateParams):
-    input: str
-    only_source_language: bool = Field(True, description="translate only rows whose `language` is the source")
-
-
-class QATranslationConfig(TranslateQaParams):
-    input: str
-
-
-class ScoringConfig(ScoringParams):
-    input: str = Field(description="captions: id, text, image_id [, language]")
-    images: str = Field(description="images table whose `path` column the captions' image_id points at")
-    include_translations: bool = True
 
 
 class ReleaseConfig(Strict):
@@ -82,6 +40,8 @@ class ReleaseConfig(Strict):
                                     "before its contract check, as --map: {ImageID: id, Latitude: latitude}")
     imports: dict[str, ImportConfig] = Field(default_factory=dict, description="public datasets imported as "
                                              "part of the build; a stage reads one as import:<name>/<table>.parquet")
+    image_download: ImageDownloadConfig | None = Field(None, description="download-images into WORK/image_download/"
+                                                       ": every row with its status (as of the build)")
     language_id: LanguageIdConfig | None = None
     image_selection: ImageSelectionConfig | None = None
     translation: TranslationConfig | None = None

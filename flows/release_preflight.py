@@ -65,6 +65,10 @@ def preflight_release(config: ReleaseConfig) -> None:
     resolved to their folders (resolve_tiny_models)."""
     # An input written import:<name>/<table> exists only once the build's imports ran: the import
     # checks its source, and the stage checks the table it wrote when it reads it.
+    if (c := config.image_download) and not imported(c.input):
+        from xmdata.tasks.images.runs import read_download_input
+
+        read_download_input(c.input, c.url_column)  # as download-images checks it
     if c := config.language_id:
         if not imported(c.input):
             read_input(c.input, CAPTIONS)

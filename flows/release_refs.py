@@ -15,7 +15,7 @@ TINY = "tiny:"
 IMPORTED = "import:"  # a stage's input written import:<name>/<table>.parquet: the build's import NAME wrote it
 # The fields of each section that name an input file (made absolute, checked, fingerprinted).
 INPUT_FIELDS = {"language_id": ["input"], "image_selection": ["input", "languages"], "translation": ["input"],
-                "qa_translation": ["input"], "scoring": ["input", "images"]}
+                "qa_translation": ["input"], "scoring": ["input", "images"], "image_download": ["input"]}
 # Fields of ImportOptions that name files: made absolute, relative to the config, like every input.
 IMPORT_PATH_OPTIONS = ("coordinates", "images", "captions", "english_names")
 TINY_EMBEDDERS = {"open_clip": "open_clip", "hf": "hf_clip"}  # the tiny model of each MMMEB embedding backend

@@ -63,6 +63,14 @@ def caption_section(captions: pl.DataFrame) -> str:
     return "## Caption statistics\n\n" + _table(rows) + agree
 
 
+def download_section(downloads: pl.DataFrame) -> str:
+    """Rows per download status: every image the URLs did not give, by reason."""
+    counts = downloads.group_by("status").agg(rows=pl.len()).sort(["rows", "status"], descending=[True, False])
+    return ("## Image downloads\n\nEvery row of `data/image_downloads.parquet` has its status, as of the build "
+            "(the network's answers are not reproducible; `manifest.json` covers what was fetched).\n\n"
+            + _table(counts.to_dicts()))
+
+
 def backoff_section(per_language: pl.DataFrame) -> str:
     levels = ["region", "country", "continent", "global"]
     totals = {level: int(per_language[level].sum()) for level in levels}
@@ -91,6 +99,8 @@ def build_card(release: str, config, tables: dict[str, str], summary: dict) -> s
              f"versions, models and the code's commit. Check a copy with `xmdata release verify DIR`.\n",
              "## Tables\n\n" + _table([{"config": n, "file": f"data/{n}.parquet", "rows": data[n].height or "0 (not a config)",
                                         "what": d} for n, d in tables.items()])]
+    if (d := data.get("image_downloads")) is not None:
+        parts.append(download_section(d))
     if data.get("captions") is not None:
         parts.append(caption_section(data["captions"]))
     if data.get("images_per_language") is not None:

@@ -16,7 +16,7 @@ _CANDIDATE_KEY = ("id", "column", "element", "segment", "target_language", "beam
 # The columns that identify a row of each published table (tasks/release/files.py TABLES); rows
 # repeating a key are told apart by their order. Others (rejects) are matched on all non-float columns.
 KEYS = {
-    "captions": ("id",), "clip_scores": ("id",), "benchmark_pairs_scored": ("id",),
+    "captions": ("id",), "clip_scores": ("id",), "benchmark_pairs_scored": ("id",), "image_downloads": ("id",),
     "images": ("language", "image_id"), "images_optimal": ("language", "image_id"),
     "images_per_language": ("language",), "images_per_language_optimal": ("language",),
     "translations": _TRANSLATION_KEY, "benchmark_translations": _TRANSLATION_KEY,

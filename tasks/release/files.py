@@ -16,6 +16,8 @@ from xmdata.runtime.atomic import replace_atomically, write_parquet_atomic
 
 # release name: (build file or shard glob, what it is). Only those the build made are published.
 TABLES = {
+    "image_downloads": ("image_download/downloads.parquet", "every row of the image download with its status "
+                        "(ok or the reason there is no image), as of the build"),
     "captions": ("language_id/data/*.parquet", "captions with their fastText language label and probability"),
     "images": ("selection.parquet", "geo-diverse images selected per language, with the back-off level"),
     "images_per_language": ("selection_summary.parquet", "selected images per language and level"),

@@ -15,7 +15,8 @@ STAGES = {"identify-language": ("language_id.identify_language_flow", "language_
           "select-images": ("select_images.select_images_flow", "image_selection"),
           "translate": ("translate.translate_flow", "translation"),
           "translate-qa": ("translate_qa.translate_qa_flow", "qa_translation"),
-          "score": ("score.score_flow", "scoring")}
+          "score": ("score.score_flow", "scoring"),
+          "download-images": ("download_images.download_images_flow", "image_download")}
 # What a section adds to its params: the inputs it reads, and how a release combines stages.
 SECTION_INPUTS = {"input", "images", "only_source_language", "include_translations"}
 # Fields spelt otherwise on the command line (ParamFlags.aliases): named here so a new one is a decision.
@@ -71,6 +72,7 @@ def test_cli_flags_flow_parameter_and_release_section_are_one_declaration(comman
     assert flow_flags - {"--input-path", "--models-checked"} <= options, f"{command}: flow parameters with no flag"
     # …and a flag that is neither a param, a flow parameter nor a run option is a declaration of its own.
     params_flags = {flag_of(path[-1]) for path, _, _ in leaf_fields(flags.model)}
+    params_flags |= {"--no-" + f[2:] for f in params_flags}  # a boolean that defaults to true: BooleanOptionalAction
     assert options - params_flags - flow_flags - _run_options() - CLI_ONLY == set()
     declared = typing.get_args(ReleaseConfig.model_fields[section].annotation)[0]
     assert issubclass(declared, flags.model), f"{section}: not {flags.model.__name__}"

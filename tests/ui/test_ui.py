@@ -56,7 +56,7 @@ def served(tmp_path, tiny_models):
                             stdout=open(log, "w"), stderr=subprocess.STDOUT, start_new_session=True)
     password_file = None
     try:
-        wait_for_line(log, "serving 7 deployments", proc)
+        wait_for_line(log, "serving 8 deployments", proc)
         said = re.search(r"\(password: the line in (.+?)\)", open(log, encoding="utf-8").read())
         assert said, "the serve line names no password file: " + open(log).read()[-3000:]
         password_file = said.group(1)
