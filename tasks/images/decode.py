@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 from PIL import Image, ImageOps
 
+from xmdata.tasks.selection.geocode import gps_degrees
+
 from .params import DownloadImagesParams
 
 # Magic bytes of the formats Pillow decodes; HTML, JSON or an error page served as image/jpeg fail here.
@@ -75,14 +77,10 @@ def exif_gps_time(exif: Image.Exif) -> tuple[float | None, float | None, str | N
     """Decimal degrees (south and west negative) and DateTimeOriginal (else DateTime); None where absent."""
     when = exif.get_ifd(0x8769).get(36867) or exif.get(306)
     when = str(when).strip("\x00 ") or None if when is not None else None
-    gps = exif.get_ifd(0x8825)
     try:
-        lat = sum(float(v) / 60 ** i for i, v in enumerate(gps[2]))
-        lon = sum(float(v) / 60 ** i for i, v in enumerate(gps[4]))
+        lat, lon = gps_degrees(exif.get_ifd(0x8825))
     except (KeyError, TypeError, ValueError, ZeroDivisionError):
         return None, None, when
-    lat = -lat if str(gps.get(1, "N")).upper().startswith("S") else lat
-    lon = -lon if str(gps.get(3, "E")).upper().startswith("W") else lon
     if not (-90 <= lat <= 90 and -180 <= lon <= 180):
         return None, None, when
     return lat, lon, when

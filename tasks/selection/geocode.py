@@ -106,13 +106,21 @@ def read_exif_gps(path) -> tuple[float | None, float | None, str | None]:
     if not gps or 2 not in gps or 4 not in gps:
         return None, None, "no_gps"
     try:
-        lat = sum(float(v) / 60 ** i for i, v in enumerate(gps[2]))
-        lon = sum(float(v) / 60 ** i for i, v in enumerate(gps[4]))
+        lat, lon = gps_degrees(gps)
     except (TypeError, ValueError, ZeroDivisionError) as error:
         return None, None, f"invalid_coordinates: {error}"[:200]
+    return lat, lon, None
+
+
+def gps_degrees(gps) -> tuple[float, float]:
+    """Decimal degrees, south and west negative, from an EXIF GPSInfo IFD (degrees, minutes, seconds
+    under tags 2 and 4, hemispheres under 1 and 3). Raises KeyError, TypeError, ValueError or
+    ZeroDivisionError on a block without them or with broken rationals."""
+    lat = sum(float(v) / 60 ** i for i, v in enumerate(gps[2]))
+    lon = sum(float(v) / 60 ** i for i, v in enumerate(gps[4]))
     lat = -lat if str(gps.get(1, "N")).upper().startswith("S") else lat
     lon = -lon if str(gps.get(3, "E")).upper().startswith("W") else lon
-    return lat, lon, None
+    return lat, lon
 
 
 def geocode_stage():
