@@ -34,7 +34,7 @@ from .finish import step_report
 from .mmmeb import build_mmmeb
 from .release_config import ReleaseConfig
 from .release_preflight import translation_texts
-from .release_refs import IMPORTED, replaced
+from .release_refs import DOWNLOAD_FOLDER, DOWNLOADED, IMPORTED, replaced
 from .score import score_pairs
 from .select_images import select_geo_diverse
 from .translate import publish_report, translate_texts
@@ -62,7 +62,7 @@ def build_release_data(config: ReleaseConfig, work: str) -> Build:
     build, shards = Build(), config.shards
     import_reports, folders, roots = run_imports(config, work)
     build.add(import_reports, {})
-    config = resolve_imported(config, folders)
+    config = resolve_built(config, folders, work)
     if c := config.image_download:  # first: its images are there before any later stage runs
         build.add(*download_release_images(c, work, shards))
     if c := config.language_id:
@@ -95,7 +95,7 @@ def download_release_images(c: ImageDownloadConfig, work: str, shards: int) -> t
     """`download-images` (its own function) into WORK/image_download/; the input path stays out of the
     params hash (it is fingerprinted as an input), so moving the file does not redo the shards."""
     params = DownloadImagesParams.model_validate(c.model_dump(exclude={"input"}))
-    reports, distributions, _ = download_images(c.input, os.path.join(work, "image_download"), shards, params)
+    reports, distributions, _ = download_images(c.input, os.path.join(work, DOWNLOAD_FOLDER), shards, params)
     return reports, {f"image_download_{k}": v for k, v in distributions.items()}
 
 
@@ -156,11 +156,17 @@ def run_imports(config: ReleaseConfig, work: str) -> tuple[list, dict[str, str],
     return reports, folders, roots
 
 
-def resolve_imported(config: ReleaseConfig, folders: dict[str, str]) -> ReleaseConfig:
-    """Stage inputs written `import:<name>/<file>` as paths into the import's output folder."""
+def resolve_built(config: ReleaseConfig, folders: dict[str, str], work: str) -> ReleaseConfig:
+    """Stage inputs written `import:<name>/<file>` as paths into the import's output folder, and
+    `image_download:<file>` into WORK/image_download/ (written before any stage that reads it)."""
     for where, value in config.inputs():
         if value.startswith(IMPORTED):
             name, _, file = value[len(IMPORTED):].partition("/")
-            section, key = where.split(".")
-            config = replaced(config, (section,), {key: os.path.join(folders[name], file)})
+            path = os.path.join(folders[name], file)
+        elif value.startswith(DOWNLOADED):
+            path = os.path.join(work, DOWNLOAD_FOLDER, value[len(DOWNLOADED):])
+        else:
+            continue
+        section, key = where.split(".")
+        config = replaced(config, (section,), {key: path})
     return config

@@ -25,7 +25,8 @@ from xmdata.tasks.stage_params import DEFAULT_SHARDS, Seed, ShardCount
 
 from .benchmark_config import BenchmarksConfig
 from .mmmeb_config import MmmebConfig
-from .release_refs import IMPORTED, INPUT_FIELDS, TINY, absolute_paths, model_refs, with_tiny_models
+from .release_refs import DOWNLOAD_TABLES, DOWNLOADED, IMPORTED, INPUT_FIELDS, TINY, absolute_paths, model_refs, \
+    with_tiny_models
 
 
 class ReleaseConfig(Strict):
@@ -63,10 +64,13 @@ class ReleaseConfig(Strict):
 
     @model_validator(mode="after")
     def _imports_exist(self):
-        """Every `import:<name>/…` input, benchmark set and MMMEB source names an import of `imports:`."""
+        """Every `import:<name>/…` input, benchmark set and MMMEB source names an import of `imports:`;
+        an `image_download:<table>` input names a table of the config's own image_download."""
         wrong = [f"{where}: {value} (no import {value[len(IMPORTED):].split('/')[0]!r})"
                  for where, value in self.inputs() if value.startswith(IMPORTED)
                  and value[len(IMPORTED):].split("/")[0] not in self.imports]
+        wrong += [f"{where}: {value} ({why})" for where, value in self.inputs() if value.startswith(DOWNLOADED)
+                  and (why := self._download_problem(where, value[len(DOWNLOADED):]))]
         if self.benchmarks:
             wrong += [f"benchmarks.sets.{n}.source: {e.source} (not an import)"
                       for n, e in self.benchmarks.sets.items() if e.source not in self.imports]
@@ -77,6 +81,17 @@ class ReleaseConfig(Strict):
         if wrong:
             raise ValueError("input not found: " + "; ".join(wrong))
         return self
+
+    def _download_problem(self, where: str, table: str) -> str | None:
+        if table not in DOWNLOAD_TABLES:
+            return f"the download writes {' and '.join(DOWNLOAD_TABLES)}"
+        if where == "image_download.input":
+            return "the download's own input cannot be its output"
+        if not self.image_download:
+            return "no image_download section downloads it"
+        if where in ("scoring.images", "image_selection.input") and self.image_download.format != "files":
+            return f"image_download.format is {self.image_download.format}: only `files` gives each image a path"
+        return None
 
     def inputs(self) -> list[tuple[str, str]]:
         """(section.field, path) of every input file a stage section names (INPUT_FIELDS), as set."""

@@ -16,7 +16,7 @@ from xmdata.schemas.readers import read_any, read_input
 from xmdata.tasks.scoring.input import check_clip_model
 
 from .release_config import ModelChoice, Release, ReleaseConfig, load_release_config
-from .release_refs import IMPORT_PATH_OPTIONS, IMPORTED, resolve_tiny_models
+from .release_refs import BUILT, IMPORT_PATH_OPTIONS, resolve_tiny_models
 
 
 def checked_release(config: str, shards: int | None = None, seed: int | None = None, sample: bool = False,
@@ -63,8 +63,8 @@ def check_inputs_exist(config: ReleaseConfig) -> None:
 def preflight_release(config: ReleaseConfig) -> None:
     """ContractError or ModelError for the first stage that could not run; CONFIG has tiny models
     resolved to their folders (resolve_tiny_models)."""
-    # An input written import:<name>/<table> exists only once the build's imports ran: the import
-    # checks its source, and the stage checks the table it wrote when it reads it.
+    # An input written import:<name>/<table> (or image_download:<table>) exists only once the build's
+    # imports (its download) ran: they check their own inputs, and the stage checks the table when it reads it.
     if (c := config.image_download) and not imported(c.input):
         from xmdata.tasks.images.runs import read_download_input
 
@@ -103,7 +103,8 @@ def preflight_release(config: ReleaseConfig) -> None:
 
 
 def imported(path: str | None) -> bool:
-    return bool(path) and path.startswith(IMPORTED)
+    """Written by the build itself (an import or the image download): not there before it runs."""
+    return bool(path) and path.startswith(BUILT)
 
 
 def translation_texts(c):

@@ -13,6 +13,10 @@ from xmdata.runtime.params import Strict  # the base of flows/release_config.py'
 
 TINY = "tiny:"
 IMPORTED = "import:"  # a stage's input written import:<name>/<table>.parquet: the build's import NAME wrote it
+DOWNLOADED = "image_download:"  # image_download:images.parquet: a table the build's image_download wrote
+DOWNLOAD_FOLDER = "image_download"  # WORK/image_download/: where the build's download-images writes
+DOWNLOAD_TABLES = ("images.parquet", "downloads.parquet")  # what a stage may read from it
+BUILT = (IMPORTED, DOWNLOADED)  # inputs the build itself writes: checked when read, not before
 # The fields of each section that name an input file (made absolute, checked, fingerprinted).
 INPUT_FIELDS = {"language_id": ["input"], "image_selection": ["input", "languages"], "translation": ["input"],
                 "qa_translation": ["input"], "scoring": ["input", "images"], "image_download": ["input"]}
@@ -152,7 +156,7 @@ def absolute_paths(config: Strict, base: str) -> Strict:
     from xmdata.tasks.stage_params import BUNDLED_LID
 
     def absolute(p: str | None) -> str | None:
-        if p is None or p == BUNDLED_LID or p.startswith((TINY, IMPORTED)) or "://" in p:
+        if p is None or p == BUNDLED_LID or p.startswith((TINY, *BUILT)) or "://" in p:
             return p
         return os.path.normpath(os.path.join(base, os.path.expanduser(p)))
 

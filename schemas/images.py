@@ -37,6 +37,10 @@ DOWNLOAD_FIELDS = [
 IMAGE_BYTES = pa.field("image_bytes", pa.binary())  # --format parquet: the stored image itself
 DUPLICATE_OF = pa.field("duplicate_of", pa.string())  # id of the first row with the same sha256
 FIELD_NAMES = [f.name for f in DOWNLOAD_FIELDS]
+# images.parquet (the ok rows) meets the images contract (schemas/tables.py IMAGES) for select-images,
+# score and a release's `image_download:images.parquet`: `path` is image_path; `latitude`/`longitude`
+# are the input's where it has them, else the EXIF GPS.
+IMAGES_PATH = "path"
 
 
 def download_schema(input_schema: pa.Schema, with_bytes: bool) -> pa.Schema:
@@ -48,7 +52,7 @@ def check_input_columns(names: list[str], url_column: str, source: str) -> None:
     """The URL column must exist, and no input column may share a name with an output column."""
     if url_column not in names:
         raise ContractError(f"{source}: no column {url_column!r} (--url-column); columns: {', '.join(names)}")
-    taken = [n for n in names if n in FIELD_NAMES + [IMAGE_BYTES.name, DUPLICATE_OF.name]]
+    taken = [n for n in names if n in FIELD_NAMES + [IMAGE_BYTES.name, DUPLICATE_OF.name, IMAGES_PATH]]
     if taken:
         raise ContractError(f"{source}: column(s) {', '.join(taken)} would be overwritten by the download's; "
                             f"rename them with --map (e.g. --map {taken[0]}=source_{taken[0]})")

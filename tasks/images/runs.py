@@ -14,7 +14,7 @@ from xmdata.runtime.records import finished_record
 from xmdata.runtime.shards import ShardPaths, shard_index
 from xmdata.runtime.stage import Stage
 from xmdata.schemas import ContractError
-from xmdata.schemas.images import DUPLICATE_OF, FIELD_NAMES, OK, TRANSIENT, check_input_columns
+from xmdata.schemas.images import DUPLICATE_OF, FIELD_NAMES, IMAGES_PATH, OK, TRANSIENT, check_input_columns
 from xmdata.schemas.readers import read_any
 
 from .decode import EXTENSIONS
@@ -83,7 +83,8 @@ def clear_partials(root: str, n_shards: int) -> None:
 def write_downloads(data_paths: list[str], out: str) -> pl.DataFrame:
     """OUT/downloads.parquet: every row of every shard without image bytes, and `duplicate_of`, the id
     of the first ok row (in id order) whose bytes have the same sha256. OUT/images.parquet: the ok rows
-    without status and error_message, which would collide with the columns `score` adds."""
+    without status and error_message (which would collide with the columns `score` adds), as the images
+    contract: `path` (= image_path), `latitude`/`longitude` (the input's, a missing one from EXIF)."""
     frames = [pl.from_arrow(storage.read_parquet(p)).drop("image_bytes", strict=False) for p in data_paths]
     frame = pl.concat(frames, how="vertical").sort("id")
     key = pl.when(pl.col("status") == OK).then(pl.col("sha256"))
@@ -92,5 +93,16 @@ def write_downloads(data_paths: list[str], out: str) -> pl.DataFrame:
         pl.when(key.is_not_null() & (first != pl.col("id"))).then(first).alias(DUPLICATE_OF.name))
     write_parquet_atomic(frame.to_arrow(), storage.join(out, "downloads.parquet"))
     ok = frame.filter(pl.col("status") == OK).drop("status", "error_message")
-    write_parquet_atomic(ok.to_arrow(), storage.join(out, "images.parquet"))
+    write_parquet_atomic(as_images(ok).to_arrow(), storage.join(out, "images.parquet"))
     return frame
+
+
+def as_images(ok: pl.DataFrame) -> pl.DataFrame:
+    """The ok rows with the images contract's columns: an input's own coordinates are kept (read as
+    numbers; text that is not one counts as missing, and select-images rejects it, counted), a missing
+    one filled from the image's EXIF GPS; null when neither has them."""
+    def coordinate(name: str) -> pl.Expr:
+        exif = pl.col(f"exif_{name}")
+        return (pl.coalesce(pl.col(name).cast(pl.Float64, strict=False), exif) if name in ok.columns
+                else exif).alias(name)
+    return ok.with_columns(pl.col("image_path").alias(IMAGES_PATH), coordinate("latitude"), coordinate("longitude"))

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
-from support.image_server import ImageServer, jpeg
+from support.image_server import ImageServer, gps_jpeg, jpeg
 from xmdata.cli import main
 from xmdata.flows.download_images import download_images
 from xmdata.runtime.session import execution_session
@@ -112,16 +112,11 @@ def test_per_host_limit_holds_whatever_the_threads(tmp_path, server):
     assert rows["status"].to_list() == ["ok"] * 10 and server.most_active == 2
 
 
-def exif_jpeg() -> bytes:
-    exif = Image.Exif()
-    exif[306] = "2019:05:04 12:00:00"
-    exif.get_ifd(0x8825).update({1: "S", 2: (33.0, 51.0, 36.0), 3: "E", 4: (151.0, 12.0, 36.0)})
-    return jpeg(7, size=96, exif=exif)
 
 
 @pytest.mark.parametrize("format", ["parquet", "webdataset"])
 def test_exif_resize_hash_and_packed_formats(tmp_path, server, format):
-    server.images["gps"] = exif_jpeg()
+    server.images["gps"] = gps_jpeg()
     source = write_urls(tmp_path / "urls.parquet", server, ["/img/gps", "/img/a", "/missing"])
     params = DownloadImagesParams(format=format, resize=32, resize_mode="center_crop", perceptual_hash=True, http=FAST)
     rows = run(source, tmp_path / "out", params, shards=1)
@@ -145,12 +140,15 @@ def test_exif_resize_hash_and_packed_formats(tmp_path, server, format):
 def test_ok_rows_feed_score_and_select_images(tmp_path, server):
     from xmdata.tasks.build.image_decode import ImageRef, open_image
     from xmdata.tasks.scoring.input import read_score_input
+    from xmdata.schemas import IMAGES
+    from xmdata.schemas.readers import read_input
     from xmdata.tasks.selection.image_folder import images_from_folder
 
-    server.images["gps"] = exif_jpeg()
+    server.images["gps"] = gps_jpeg()
     source = tmp_path / "urls.parquet"
     pq.write_table(pa.table({"url": [server.url + p for p in ("/img/gps", "/img/a", "/missing")],
-                             "text": ["a photo", "another", "gone"]}), source)
+                             "text": ["a photo", "another", "gone"],
+                             "latitude": pa.array([None, "10.5", None], pa.string())}), source)
     out = tmp_path / "out"
     rows = run(str(source), out, DownloadImagesParams(http=FAST), shards=8)  # more shards than rows: empty ones
     assert rows["status"].to_list() == ["ok", "ok", "http_404"]
@@ -158,6 +156,10 @@ def test_ok_rows_feed_score_and_select_images(tmp_path, server):
     assert "status" not in pairs.column_names and pairs.column("text").to_pylist() == ["a photo", "another"]
     sizes = [open_image(ImageRef(path=p), str(out), 10 ** 8).size for p in pairs.column("image_path").to_pylist()]
     assert sizes == [(96, 96), (64, 64)]
+    images = read_input(str(out / "images.parquet"), IMAGES)  # the images contract, as select-images reads it
+    assert images.column("path").to_pylist() == pairs.column("image_path").to_pylist()
+    assert images.column("latitude").to_pylist() == [pytest.approx(-33.86), 10.5]  # the input's, else EXIF
+    assert images.column("longitude").to_pylist() == [pytest.approx(151.21), None]
     photos, no_gps = images_from_folder(str(out / "images"))  # select-images on the folder: EXIF kept
     assert photos.column("latitude").to_pylist() == [pytest.approx(-33.86)]
     assert no_gps.column("reason").to_pylist() == ["no_gps"]

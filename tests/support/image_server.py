@@ -30,6 +30,14 @@ def jpeg(seed: int, size: int = 64, exif: Image.Exif | None = None) -> bytes:
     return out.getvalue()
 
 
+def gps_jpeg(seed: int = 7, size: int = 96) -> bytes:
+    """A JPEG with EXIF GPS (Sydney: 33°51'36" S, 151°12'36" E) and a capture time."""
+    exif = Image.Exif()
+    exif[306] = "2019:05:04 12:00:00"
+    exif.get_ifd(0x8825).update({1: "S", 2: (33.0, 51.0, 36.0), 3: "E", 4: (151.0, 12.0, 36.0)})
+    return jpeg(seed, size=size, exif=exif)
+
+
 def bomb_png(width: int = 100_000, height: int = 100_000) -> bytes:
     """A valid PNG header claiming width x height pixels, with one tiny IDAT: a decompression bomb."""
     def chunk(kind: bytes, data: bytes) -> bytes:
