@@ -1,11 +1,13 @@
 """Evaluate one metric over a Parquet output and publish what `xmdata evaluate` writes as Prefect
-artifacts: the Markdown, its tables, and links to the JSON and PNG files."""
+artifacts: the Markdown with its plots inside it (the UI shows no file:// image) and the files'
+paths, and its tables."""
 from __future__ import annotations
 
 import os
 from prefect import flow, get_run_logger
-from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
+from xmdata.tasks.build.plot_markdown import plots_section
 from xmdata.tasks.evaluation.params import EvaluationParams
 from xmdata.tasks.evaluation.report import clean, write_report
 from xmdata.tasks.evaluation.runner import run_metric
@@ -28,13 +30,12 @@ def evaluate_flow(params: EvaluationParams, input_path: str, out: str) -> dict:
     out, metric = os.path.abspath(out), params.metric
     report = run_metric(metric, params.runner_options(input_path, out))
     paths = write_report(report, out)
-    create_markdown_artifact(report.markdown, key=_key("evaluate", metric), description=f"{metric} on {input_path}")
+    plots = [p for p in paths if p.endswith(".png")]
+    written = "\n\nFiles: " + ", ".join(f"`{p}`" for p in paths)
+    create_markdown_artifact(report.markdown + plots_section(plots) + written, key=_key("evaluate", metric),
+                             description=f"{metric} on {input_path}")
     for name, rows in report.tables.items():
         flat = [{k: v for k, v in row.items() if not isinstance(v, (dict, list))} for row in rows]
         create_table_artifact(flat, key=_key("evaluate", name, "table"), description=f"{name} per group")
-    for path in paths:
-        if not path.endswith(".md"):
-            create_link_artifact(f"file://{path}", link_text=os.path.basename(path),
-                                 key=_key("evaluate", os.path.basename(path)))
     get_run_logger().info("%s: wrote %s", metric, ", ".join(paths))
     return clean(report.result)

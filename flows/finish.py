@@ -11,6 +11,7 @@ from prefect.artifacts import create_markdown_artifact
 
 from xmdata.runtime.atomic import write_parquet_atomic
 from xmdata.runtime.process import StageReport
+from xmdata.tasks.build.plot_markdown import plots_section
 from xmdata.tasks.build.summary import summary_markdown, write_summary
 
 
@@ -22,9 +23,10 @@ def step_report(stage: str, rows_in: int, rows_out: int, rejects: pa.Table, work
 
 
 def finish_build(out: str, reports: list[StageReport], distributions: dict, title: str,
-                 extra_markdown: str = "") -> dict:
+                 extra_markdown: str = "", plots: tuple[str, ...] = ()) -> dict:
+    """summary.json and the run's `build-summary` artifact, with PLOTS (PNG paths) shown inside it."""
     summary = write_summary(out, reports, distributions)
-    create_markdown_artifact(f"## {title}\n\n{summary_markdown(summary)}{extra_markdown}",
+    create_markdown_artifact(f"## {title}\n\n{summary_markdown(summary)}{extra_markdown}{plots_section(list(plots))}",
                              key="build-summary", description=title)
     summary["run"] = {r.stage: r.run_counts() for r in reports}
     return summary

@@ -79,7 +79,8 @@ def select_images_flow(input_path: str, out: str, params: SelectImagesParams = S
         shards: number of shards for geocoding
     """
     reports, distributions, summary = select_geo_diverse(input_path, out, shards, params, seed)
-    result = finish_build(out, reports, distributions, f"Image selection from {input_path}")
+    result = finish_build(out, reports, distributions, f"Image selection from {input_path}",
+                          plots=(storage.join(out, "selection_map.png"),))
     report_shortfall(summary, strict)
     return result
 

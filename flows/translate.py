@@ -104,7 +104,8 @@ def translate_flow(input_path: str, out: str, params: TranslateParams, shards: S
     reports, distributions, selection = translate_texts(input_path, out, shards, params, models_checked)
     publish_report(selection)
     return finish_build(out, reports, distributions, f"Translation of {input_path}",
-                        extra_markdown="\n### Translation\n\n" + selection["markdown"])
+                        extra_markdown="\n### Translation\n\n" + selection["markdown"],
+                        plots=(storage.join(out, "qe_histogram.png"),))
 
 
 def publish_report(selection: dict) -> None:
