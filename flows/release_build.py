@@ -108,9 +108,13 @@ def scoring_pairs(config: ReleaseConfig, work: str) -> tuple[pa.Table, str]:
     translated_path = storage.join(work, "translated.parquet")
     if c.include_translations and config.translation and storage.exists(translated_path):
         kept = storage.read_parquet(translated_path).to_pylist()
-        ids = pairs.column("id").to_pylist()
-        image_of = dict(zip(ids, pairs.column("image_path").to_pylist()))
-        image_id_of = dict(zip(ids, pairs.column("image_id").to_pylist()))
+        # The image of the caption a translation came from: the first row of an id, as ingest keeps it
+        # (a repeated id's later rows are refused as duplicate_id, never paired).
+        image_of, image_id_of = {}, {}
+        for i, path, image_id in zip(pairs.column("id").to_pylist(), pairs.column("image_path").to_pylist(),
+                                     pairs.column("image_id").to_pylist()):
+            image_of.setdefault(i, path)
+            image_id_of.setdefault(i, image_id)
         translated = pa.table({
             "id": [f"{r['id']}@{r['target_language']}" for r in kept],
             "image_path": pa.array([image_of.get(r["id"]) for r in kept], pa.string()),

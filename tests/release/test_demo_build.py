@@ -73,6 +73,11 @@ def test_demo_release_scores_captions_and_translations_against_images(reference_
     ok = scores.filter(pl.col("status") == "ok")
     assert ok.height == scores.height - 1 and ok["clip_score"].is_between(0, 2.5).all()
     assert set(scores.filter(pl.col("id").str.contains("@"))["language"]) == set(kept["target_language"])
+    # A translation is paired with its source caption's image: the kept (first) row of a repeated id.
+    image_of = dict(scores.filter(~pl.col("id").str.contains("@")).select("id", "image_id").iter_rows())
+    translated = scores.filter(pl.col("id").str.contains("@")).select("id", "image_id").iter_rows()
+    assert all(image == image_of[i.split("@")[0]] for i, image in translated)
+    assert image_of["cap-000"] == "img-0008"  # its repeat (img-0002) is refused as duplicate_id
 
 
 def test_qa_rows_are_translated_or_refused_with_a_reason(reference_build):
