@@ -11,7 +11,7 @@ import os
 import platform
 
 from prefect import flow
-from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from xmdata import __version__
 from xmdata.flows.finish import finish_build
@@ -24,11 +24,15 @@ from xmdata.runtime.atomic import remove_stray_temp_files, sha256_file, write_te
 from xmdata.runtime.cluster_spec import ClusterOptions
 from xmdata.runtime.session import cluster_scope
 from xmdata.schemas.column_map import column_mapping
+from xmdata.tasks.build.plot_markdown import inline_images, plot_image
 from xmdata.tasks.release.card import build_card
+from xmdata.tasks.release.look_inside import look_inside_markdown
+from xmdata.tasks.release.croissant import write_croissant
+from xmdata.tasks.release.explore import write_explore
 from xmdata.tasks.release.recipe_card import recipe_sections
 from xmdata.tasks.release.files import copy_files, gather_rejects, gather_tables
-from xmdata.tasks.release.manifest import canonical_sha256, git_state, package_versions, release_files, \
-    write_manifest
+from xmdata.tasks.release.manifest import canonical_sha256, file_entry, git_state, package_versions, \
+    release_files, write_manifest
 from xmdata.tasks.release.upload import release_folders, upload_release
 from xmdata.tasks.stage_params import Seed, ShardCount
 
@@ -85,6 +89,10 @@ def publish_release(release: Release, out: str, work: str | None, cluster: Clust
     card = build_card(out, config, tables, summary) + recipe_sections(
         out, config, named_models(release.as_written), facts, work)
     write_text_atomic(card, os.path.join(out, "README.md"))
+    write_explore(out, config.name)  # the browsable page (explore/), hashed by the manifest like the rest
+    # Before the manifest, which hashes it: croissant.json holds the tables' sha256, never release_sha256.
+    tables_files = {f: file_entry(os.path.join(out, f)) for f in written if f.endswith(".parquet")}
+    write_croissant(out, config, facts, tables_files)
     manifest = write_manifest(out, facts, skip)
     _publish(out, manifest, card)
     if target:
@@ -134,13 +142,16 @@ def _remove_stale(out: str, written: set[str], skip: set[str]) -> None:
 
 def _publish(out: str, manifest: dict, card: str) -> None:
     files = manifest["release"]["files"]
-    create_markdown_artifact(card.split("---\n", 2)[-1], key="release-card",
+    # The card's plots inside the artifact: the UI (an http page) shows no file:// image.
+    create_markdown_artifact(inline_images(card.split("---\n", 2)[-1], out), key="release-card",
                              description=f"Dataset card of {out}")
     create_table_artifact([{"file": name, "rows": e.get("rows"), "bytes": e["bytes"], "sha256": e["sha256"]}
                            for name, e in files.items()], key="release-files",
                           description=f"Files of {out}; release_sha256 {manifest['release_sha256']}")
+    create_markdown_artifact(look_inside_markdown(out), key="release-look-inside",
+                             description=f"Browse {out} and explain its rows")
     for name in files:
         if name.endswith(".png"):
-            create_link_artifact(f"file://{os.path.join(out, name)}", link_text=name,
-                                 key="release-" + os.path.basename(name)[:-4].replace("_", "-"),
-                                 description=f"Plot of {out}")
+            create_markdown_artifact(plot_image(os.path.join(out, name), name),
+                                     key="release-" + os.path.basename(name)[:-4].replace("_", "-"),
+                                     description=f"Plot of {out}: {name}")

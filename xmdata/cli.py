@@ -168,6 +168,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_translation_commands(sub, _add_run_options)
     from xmdata.commands_images import add_download_images_command  # pydantic only: --help stays light
     add_download_images_command(sub, _add_run_options)
+    from xmdata.commands_explain import add_explain_command  # argparse only
+    add_explain_command(sub)
+    from xmdata.commands_explore import add_explore_command  # argparse only
+    add_explore_command(sub)
 
     validate = sub.add_parser("validate", help="check a table against a contract in schemas/")
     validate.add_argument("input")
@@ -211,7 +215,7 @@ def _add_import_parser(sub) -> None:
 def _add_map_option(sub) -> None:
     """`--map OLD=NEW,…` on every command that reads a table (schemas/column_map.py)."""
     for name, command in sub.choices.items():
-        if name in ("serve", "models", "up", "down", "status", "worker"):
+        if name in ("serve", "models", "up", "down", "status", "worker", "explain", "explore"):
             continue
         leaves = [command]
         for action in command._actions:  # argparse has no public way to list a parser's sub-commands

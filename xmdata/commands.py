@@ -197,3 +197,7 @@ COMMANDS = {"worker": worker, "up": service, "down": service, "status": service,
 
 from xmdata.commands_images import download_images  # noqa: E402  (its module also declares its flags)
 COMMANDS["download-images"] = download_images
+from xmdata.commands_explain import explain  # noqa: E402
+COMMANDS["explain"] = explain
+from xmdata.commands_explore import explore  # noqa: E402  (its module also declares its flags)
+COMMANDS["explore"] = explore

@@ -245,6 +245,10 @@ REFUSED = [
     ("release/out-under-a-file", all_of(config("r.yaml", "name: x\nlanguage_id: {input: captions.jsonl}\n"),
                                         text("file", "x")),
      "release --config {d}/r.yaml --out {d}/file/release", "is a file, not a folder"),
+    # explain: a folder that is neither a release nor a work folder (tests/explain/ has the rest)
+    ("explain/not-a-release", text("in.csv", "id,text\n"), "explain {d} cap-1", "neither a release"),
+    # explore: a folder that is not a release (tests/release/test_explore.py has the rest)
+    ("explore/not-a-release", text("in.csv", "id,text\n"), "explore {d} --no-serve", "not a release (no data/"),
 ]
 NO_OUT = ("validate", "release --config {d}/r.yaml --out")
 NEEDS_TINY = ("{m2m100}", "tiny:")
@@ -260,7 +264,7 @@ def test_refused_in_one_line_before_anything_is_written(case, build, command, ex
         capsys.readouterr()  # what building the tiny models printed, on first use
     argv = command.replace("{d}", str(tmp_path)).split()
     out = tmp_path / "out"
-    if not argv[0] == "validate" and "--out" not in argv:
+    if argv[0] not in ("validate", "explain", "explore") and "--out" not in argv:
         argv += ["--out", str(out)]
     existed = out.exists()
     assert main(argv) == 2

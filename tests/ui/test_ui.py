@@ -112,6 +112,15 @@ def test_release_runs_from_the_ui_with_a_changed_parameter(served, tmp_path):
             wait_for_ui_state(page, "Completed")
             assert find_artifact(page, ui, run_id, "release-card")
             assert page.get_by_text("Caption statistics").first.is_visible()
+            # The card's plots are inside it (data: images), drawn by the UI: not file:// links it cannot show.
+            plot = page.locator(".markdown-renderer img[alt='selection map']").first
+            plot.wait_for(timeout=30_000)
+            plot.scroll_into_view_if_needed()
+            assert plot.evaluate("img => img.complete && img.naturalWidth") > 100
+            plot.screenshot(path=os.path.join(ARTEFACTS, "ui-release-card-plot.png"))
+            # The way into the rows: the explore and explain commands, and an example per reject reason.
+            assert find_artifact(page, ui, run_id, "release-look-inside")
+            assert page.get_by_text("xmdata explain").first.is_visible()
             assert not refused, refused
         finally:
             page.screenshot(path=os.path.join(ARTEFACTS, "ui-release-run.png"), full_page=True)

@@ -1,0 +1,51 @@
+"""A caption's path: ingest, language ID, translation into every target, and CLIPScore of it and of
+each kept translation (`<caption id>@<target>`); a pair id alone: its pair and its score."""
+from __future__ import annotations
+
+from .folders import Folders
+from .steps import first_row, found, stage_step
+from .trace import Step, Trace
+from .translation import translation_steps
+
+SCORES = ["image_id", "status", "error_message", "clip_score", "ref_clip_score", "text_truncated"]
+
+
+def caption_trace(folders: Folders, caption_id: str) -> Trace | None:
+    steps, rows = [], []
+    for stage, table, added in (("captions", "captions", []), ("language_id", "language_id", ["lid_label", "lid_prob"]),
+                                ("texts", "texts", [])):
+        if made := stage_step(folders, stage, table, caption_id, added):
+            steps.append(made[0])
+            rows.append(made[1])
+    steps += translation_steps(folders, caption_id)
+    scored, pair = score_steps(folders, caption_id)
+    rows.append(pair)
+    if not found(steps):
+        return None
+    kept = {s.stage.split("-> ")[1].split(":")[0] for s in steps
+            if s.stage.startswith("select_translations") and s.outcome == "kept"}
+    for target in sorted(kept):  # a kept translation's pair, when the build scored it
+        more = score_steps(folders, f"{caption_id}@{target}")[0]
+        scored += more if found(more) else []
+    return Trace("caption", caption_id, first_row(*rows, drop=("lid_label", "lid_prob", *SCORES[1:])), steps + scored)
+
+
+def pair_trace(folders: Folders, pair_id: str) -> Trace | None:
+    """An image–text pair: a caption's own id, or `<caption id>@<target>` for its kept translation."""
+    steps, row = score_steps(folders, pair_id)
+    caption, _, target = pair_id.rpartition("@")
+    before = [s for s in translation_steps(folders, caption, target) if s.stage.startswith("select")] if caption else []
+    if not found(steps + before):  # a rejected translation has no pair: its selection step says why
+        return None
+    return Trace("pair", pair_id, row, before + steps)
+
+
+def score_steps(folders: Folders, pair_id: str) -> tuple[list[Step], dict | None]:
+    """pairs (the scoring input) and clip_score; (steps, the pair as ingested)."""
+    steps, row = [], None
+    for stage, added in (("pairs", []), ("clip_score", SCORES)):
+        if made := stage_step(folders, stage, stage, pair_id, added):
+            made[0].stage += f" [{pair_id}]" if "@" in pair_id else ""
+            steps.append(made[0])
+            row = row or made[1]
+    return steps, row

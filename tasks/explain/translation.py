@@ -1,0 +1,108 @@
+"""A text's translations: every beam candidate per target with its LID and QE scores, which one the
+selection rule (tasks/translation/select.py, rerun here on this text's candidates alone) chose and
+why each other one lost."""
+from __future__ import annotations
+
+import polars as pl
+
+from xmdata.tasks.decisions import DECISION_TOLERANCE
+from xmdata.tasks.translation.select import choose_per_segment
+
+from .folders import Folders
+from .lookup import find_rejects, find_rows, shard_record_of, stage_models, stage_params
+from .steps import rows_of
+from .trace import Step
+
+SHOWN = ["segment", "beam_rank", "candidate", "status", "lid_label", "lid_prob", "lid_match", "qe_score"]
+CHOSEN = ["text", "beam_rank", "lid_label", "lid_prob", "qe_score", "qe_quartile", "candidates", "lid_passed"]
+
+
+def translation_steps(folders: Folders, text_id: str, only_target: str | None = None) -> list[Step]:
+    """translate, candidate_lid, candidate_qe (per target counts) and one select_translations step per target."""
+    paths = folders.table_paths("candidates")
+    refused = find_rejects(folders, "translate", text_id)
+    if not paths and not refused:
+        return []
+    candidates = find_rows(paths, "id", text_id).drop("_file", strict=False)
+    if only_target and candidates.height:
+        candidates = candidates.filter(pl.col("target_language") == only_target)
+    made = candidates.filter(pl.col("status") == "ok").height if candidates.height else 0
+    steps = [Step("translate", "kept" if made else "rejected" if refused or candidates.height else "absent",
+                  reason=", ".join(sorted({r["reason"] for r in refused} | (set(candidates["status"]) - {"ok"}
+                                          if candidates.height else set()))) or None,
+                  params=stage_params(folders, "translate"), model=stage_models(folders, "translate"),
+                  record=shard_record_of(folders, "translate", text_id))]
+    if not made:
+        return steps
+    by_target = candidates.group_by("target_language", maintain_order=True)
+    steps[0].values = {"candidates": {t: g.height for (t,), g in by_target}}
+    thresholds = (folders.report("translation_report.json") or {}).get("thresholds") or {}
+    min_lid_prob, min_qe = thresholds.get("min_lid_prob", 0.5), thresholds.get("min_qe")
+    lid_ok = candidates.filter((pl.col("status") == "ok") & pl.col("lid_match").fill_null(False)
+                               & (pl.col("lid_prob") >= min_lid_prob))
+    steps.append(Step("candidate_lid", "kept", values={"in the target language": {
+        t: f"{lid_ok.filter(pl.col('target_language') == t).height} of {g.height}" for (t,), g in by_target}},
+        params=stage_params(folders, "candidate_lid"), model=stage_models(folders, "candidate_lid"),
+        record=shard_record_of(folders, "candidate_lid", text_id)))
+    steps.append(Step("candidate_qe", "kept", values={"qe_score range": {
+        t: [g["qe_score"].min(), g["qe_score"].max()] if g["qe_score"].is_not_null().any() else "none scored"
+        for (t,), g in by_target}},
+        params=stage_params(folders, "candidate_qe"), model=stage_models(folders, "candidate_qe"),
+        record=shard_record_of(folders, "candidate_qe", text_id)))
+    units = find_rows(folders.table_paths("translations"), "id", text_id)
+    several = candidates.select("column", "element").unique().height > 1  # caption + refs, list elements
+    for (target, column, element), group in candidates.group_by(["target_language", "column", "element"],
+                                                               maintain_order=True):
+        name = f"select_translations -> {target}" + (
+            f": {column}" + ("" if element is None else f"[{element}]") if several else "")
+        steps.append(selection_step(name, group, unit_row(units, target, column, element), min_lid_prob, min_qe))
+    return steps
+
+
+def unit_row(units: pl.DataFrame, target: str, column: str, element: int | None) -> dict | None:
+    """The selection's row (translations table) of one unit: chosen text, or the reason for none."""
+    if not units.height:
+        return None
+    same = units.filter((pl.col("target_language") == target) & (pl.col("column") == column)
+                        & (pl.col("element").is_null() if element is None else pl.col("element") == element))
+    return rows_of(same)[0] if same.height else None
+
+
+def selection_step(name: str, candidates: pl.DataFrame, row: dict | None, min_lid_prob: float,
+                   min_qe: float | None) -> Step:
+    chosen = choose_per_segment(candidates, min_lid_prob, min_qe)
+    step = Step(name, "absent",
+                params={"min_lid_prob": min_lid_prob, "min_qe": min_qe, "tolerance": DECISION_TOLERANCE})
+    if row:
+        step.outcome = "kept" if row["status"] == "ok" else "rejected"
+        step.reason = row["reason"]
+        shown = CHOSEN if row["status"] == "ok" else ["candidates", "lid_passed"] + (
+            ["text", "qe_score"] if row["reason"] == "below_min_qe" else [])
+        step.values = {k: row[k] for k in shown if k in row}
+    winners = {(r["column"], r["element"], r["segment"]): r for r in chosen.to_dicts()}
+    for r in candidates.sort(["column", "element", "segment", "beam_rank"], nulls_last=False).to_dicts():
+        verdict = candidate_verdict(r, winners[(r["column"], r["element"], r["segment"])], min_lid_prob, min_qe)
+        step.candidates.append({**{k: r[k] for k in SHOWN if k in r}, "verdict": verdict})
+    return step
+
+
+def candidate_verdict(c: dict, best: dict, min_lid_prob: float, min_qe: float | None) -> str:
+    """The rule of select.choose_per_segment, said for one candidate."""
+    if c["status"] != "ok":
+        return f"no candidate: {c['status']}"
+    if not c["lid_match"]:
+        return f"LID says {c['lid_label']}, not the target"
+    if c["lid_prob"] is None:
+        return "no LID probability"
+    if c["lid_prob"] < min_lid_prob:
+        return f"lid_prob {c['lid_prob']:.4f} < min_lid_prob {min_lid_prob}"
+    if c["qe_score"] is None:
+        return "no QE score"
+    if c["beam_rank"] == best["beam_rank"]:
+        if best["reason"] == "below_min_qe":
+            return f"best QE of the {best['lid_passed']} that passed LID, but below min_qe {min_qe}: none kept"
+        return f"chosen: best QE of the {best['lid_passed']} that passed LID"
+    gap = best["qe_score"] - c["qe_score"]
+    if gap <= DECISION_TOLERANCE:
+        return f"QE ties the chosen (within {DECISION_TOLERANCE}): beam rank {best['beam_rank']} is better"
+    return f"QE {c['qe_score']:.6f} below the chosen {best['qe_score']:.6f}"

@@ -1,0 +1,30 @@
+"""`xmdata explain`: one row's path through every stage of a release or work folder."""
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def add_explain_command(sub) -> None:
+    p = sub.add_parser("explain", help="one row's path through every stage: its input, each stage's outcome "
+                       "(kept, rejected and why, the values it added), params and model")
+    p.add_argument("folder", help="a release (its build folder is read when there, else the published "
+                                  "tables) or a work folder (a release's build, a command's --out)")
+    p.add_argument("id", help="a caption, image, QA instance or pair id (`<caption id>@<target>` for a "
+                              "translation's pair)")
+    p.add_argument("--build", default=None, metavar="DIR",
+                   help="the release's build folder, when it is not the one its manifest names (--work of "
+                        "`xmdata release`); refused if its records belong to another build")
+    p.add_argument("--json", action="store_true", help="the trace as JSON, for scripts")
+
+
+def explain(args: argparse.Namespace) -> int:
+    from xmdata.tasks.explain.explain import explain as explain_row
+    from xmdata.tasks.explain.text import explanation_text
+
+    explanation = explain_row(args.folder, args.id, args.build)
+    if args.json:
+        print(json.dumps(explanation.to_dict(), indent=2, ensure_ascii=False, default=str))
+    else:
+        print(explanation_text(explanation))
+    return 0

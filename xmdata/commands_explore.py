@@ -1,0 +1,94 @@
+"""`xmdata explore RELEASE`: its arguments and what it does — (re)write RELEASE/explore/ when missing,
+then serve the release folder on 127.0.0.1 behind a random token in the URL's path (the loopback
+interface is everybody's on a shared machine: a request without the token gets 404), or print the
+page's path (`--no-serve`; the page opens from file:// as well)."""
+from __future__ import annotations
+
+import argparse
+import functools
+import hmac
+import http.server
+import os
+import secrets
+import urllib.parse
+
+IMAGES = "_images"  # the URL folder --images is served under, beside the release's own files
+
+
+def add_explore_command(sub) -> None:
+    p = sub.add_parser("explore", help="browse a release in a browser: images on a map, captions, translations "
+                       "with their candidates and scores, CLIPScores, rejects (RELEASE/explore/index.html)")
+    p.add_argument("release", help="a release folder (`xmdata release --out`)")
+    p.add_argument("--port", type=_port, default=0, help="port on 127.0.0.1 (default: a free one)")
+    p.add_argument("--images", default=None,
+                   help="the folder the release's image paths are relative to (the scoring stage's image folder), "
+                        "served beside the release for the thumbnails; images are never copied into a release")
+    p.add_argument("--no-serve", action="store_true", help="write explore/ if missing and print the page's path")
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port (0-65535)")
+    return int(text)
+
+
+def explore(args: argparse.Namespace) -> int:
+    from xmdata.schemas.contract import ContractError
+    from xmdata.tasks.release.explore import ensure_explore
+
+    page = ensure_explore(args.release)
+    if args.images and not os.path.isdir(args.images):
+        raise ContractError(f"--images {args.images}: no such folder")
+    if args.no_serve:
+        query = "?images=" + urllib.parse.quote(f"file://{os.path.abspath(args.images)}/", safe=":/") if args.images else ""
+        print(f"file://{os.path.abspath(page)}{query}")
+        return 0
+    token = secrets.token_urlsafe(24)
+    try:
+        server = explore_server(args.release, token, args.port, args.images)
+    except OSError as exc:  # the port is taken
+        raise ContractError(f"--port {args.port}: {exc.strerror or exc}") from None
+    query = f"?images=../{IMAGES}/" if args.images else ""
+    print(f"http://127.0.0.1:{server.server_address[1]}/{token}/explore/index.html{query}  (Ctrl-C stops it)",
+          flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0
+
+
+def explore_server(release: str, token: str, port: int = 0, images: str | None = None):
+    """A threading HTTP server on 127.0.0.1 for RELEASE's files under /TOKEN/ (and IMAGES under
+    /TOKEN/_images/), read-only, without directory listings."""
+    handler = functools.partial(_TokenHandler, directory=os.path.abspath(release), token=token,
+                                images=os.path.abspath(images) if images else None)
+    return http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+
+
+class _TokenHandler(http.server.SimpleHTTPRequestHandler):
+    def __init__(self, *args, directory: str, token: str, images: str | None, **kwargs):
+        self.release, self.token, self.images = directory, token, images
+        super().__init__(*args, directory=directory, **kwargs)
+
+    def send_head(self):
+        prefix = f"/{self.token}/"
+        if not hmac.compare_digest(self.path[:len(prefix)].encode(), prefix.encode()):
+            self.send_error(404)
+            return None
+        return super().send_head()
+
+    def translate_path(self, path: str) -> str:
+        rest, self.directory = path[len(self.token) + 1:], self.release  # what follows /TOKEN (send_head checked it)
+        if self.images and rest.startswith(f"/{IMAGES}/"):
+            rest, self.directory = rest[len(IMAGES) + 1:], self.images
+        return super().translate_path(rest)  # keeps the path inside self.directory: no `..` leaves it
+
+    def list_directory(self, path):
+        self.send_error(404)
+        return None
+
+    def log_message(self, format, *args):  # quiet: the URL holds the token
+        pass
