@@ -36,7 +36,7 @@ def explore(args: argparse.Namespace) -> int:
     from xmdata.schemas.contract import ContractError
     from xmdata.tasks.release.explore import ensure_explore
 
-    page = ensure_explore(args.release)
+    page = os.path.join(ensure_explore(args.release), "index.html")
     if args.images and not os.path.isdir(args.images):
         raise ContractError(f"--images {args.images}: no such folder")
     if args.no_serve:
@@ -45,7 +45,7 @@ def explore(args: argparse.Namespace) -> int:
         return 0
     token = secrets.token_urlsafe(24)
     try:
-        server = explore_server(args.release, token, args.port, args.images)
+        server = explore_server(args.release, token, args.port, args.images, os.path.dirname(page))
     except OSError as exc:  # the port is taken
         raise ContractError(f"--port {args.port}: {exc.strerror or exc}") from None
     query = f"?images=../{IMAGES}/" if args.images else ""
@@ -60,17 +60,21 @@ def explore(args: argparse.Namespace) -> int:
     return 0
 
 
-def explore_server(release: str, token: str, port: int = 0, images: str | None = None):
-    """A threading HTTP server on 127.0.0.1 for RELEASE's files under /TOKEN/ (and IMAGES under
-    /TOKEN/_images/), read-only, without directory listings."""
+def explore_server(release: str, token: str, port: int = 0, images: str | None = None,
+                   page: str | None = None):
+    """A threading HTTP server on 127.0.0.1 for RELEASE's files under /TOKEN/ (IMAGES under
+    /TOKEN/_images/, and PAGE, the explore folder when it is not the release's own, under
+    /TOKEN/explore/), read-only, without directory listings."""
+    own = os.path.abspath(os.path.join(release, "explore"))
+    folders = {IMAGES: images, "explore": page if page and os.path.abspath(page) != own else None}
     handler = functools.partial(_TokenHandler, directory=os.path.abspath(release), token=token,
-                                images=os.path.abspath(images) if images else None)
+                                folders={k: os.path.abspath(v) for k, v in folders.items() if v})
     return http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
 
 
 class _TokenHandler(http.server.SimpleHTTPRequestHandler):
-    def __init__(self, *args, directory: str, token: str, images: str | None, **kwargs):
-        self.release, self.token, self.images = directory, token, images
+    def __init__(self, *args, directory: str, token: str, folders: dict[str, str], **kwargs):
+        self.release, self.token, self.folders = directory, token, folders
         super().__init__(*args, directory=directory, **kwargs)
 
     def send_head(self):
@@ -82,8 +86,9 @@ class _TokenHandler(http.server.SimpleHTTPRequestHandler):
 
     def translate_path(self, path: str) -> str:
         rest, self.directory = path[len(self.token) + 1:], self.release  # what follows /TOKEN (send_head checked it)
-        if self.images and rest.startswith(f"/{IMAGES}/"):
-            rest, self.directory = rest[len(IMAGES) + 1:], self.images
+        for name, folder in self.folders.items():
+            if rest.startswith(f"/{name}/"):
+                rest, self.directory = rest[len(name) + 1:], folder
         return super().translate_path(rest)  # keeps the path inside self.directory: no `..` leaves it
 
     def list_directory(self, path):

@@ -25,14 +25,14 @@ from xmdata.tasks.release.explore_tables import candidate_languages, candidates_
 FOLDER = "explore"
 
 
-def write_explore(release: str, name: str) -> list[str]:
-    """Write RELEASE/explore/ from RELEASE's data/ and rejects/; returns its files, relative to RELEASE.
-    A file an earlier run left there and this one did not write is removed."""
+def write_explore(release: str, name: str, folder: str | None = None) -> list[str]:
+    """Write RELEASE/explore/ (or FOLDER) from RELEASE's data/ and rejects/; returns its files as
+    `explore/<file>`. A file an earlier run left there and this one did not write is removed."""
     data, candidates = explore_data(release)
     files = {"index.html": page_html(name), "data.js": _script("window.XM_DATA=", data)}
     files |= {f"candidates/{_file_name(lang)}.js": _script(f"XM_CANDIDATES({json.dumps(lang)},", units, ")")
               for lang, units in candidates.items()}
-    folder = os.path.join(release, FOLDER)
+    folder = folder or os.path.join(release, FOLDER)
     for rel, text in files.items():
         write_text_atomic(text, os.path.join(folder, rel))
     for here, _, names in os.walk(folder):
@@ -84,14 +84,24 @@ def _file_name(lang: str) -> str:
 
 
 def ensure_explore(release: str) -> str:
-    """RELEASE/explore/index.html, written first when missing; the release's name from its manifest."""
-    page = os.path.join(release, FOLDER, "index.html")
+    """The folder of RELEASE's explore page, written first when missing. A release built with it has it
+    inside (hashed by its manifest); for one built before, the page goes to XMDATA_CACHE/explore/<key>,
+    never into the release, whose `release verify` would then find files its manifest does not list."""
     if not os.path.isdir(os.path.join(release, "data")):
         raise ContractError(f"{release}: not a release (no data/ folder): give the folder `xmdata release` wrote")
-    if not os.path.exists(page):
-        try:
-            name = json.load(open(os.path.join(release, "manifest.json"), encoding="utf-8"))["release"]["name"]
-        except (OSError, ValueError, KeyError, TypeError):
-            name = os.path.basename(os.path.abspath(release))
-        write_explore(release, name)
-    return page
+    inside = os.path.join(release, FOLDER)
+    if os.path.exists(os.path.join(inside, "index.html")):
+        return inside
+    try:
+        manifest = json.load(open(os.path.join(release, "manifest.json"), encoding="utf-8"))
+        name, key = manifest["release"]["name"], manifest["release_sha256"][:16]
+    except (OSError, ValueError, KeyError, TypeError):  # tables without a manifest: nothing to break
+        write_explore(release, os.path.basename(os.path.abspath(release)))
+        return inside
+    from xmdata.runtime import storage
+
+    os.makedirs(os.path.join(storage.cache_root(), FOLDER), mode=0o700, exist_ok=True)  # the owner's, as every cache
+    folder = os.path.join(storage.cache_root(), FOLDER, f"{re.sub(r'[^A-Za-z0-9._-]', '_', name)}-{key}")
+    if not os.path.exists(os.path.join(folder, "index.html")):
+        write_explore(release, name, folder)
+    return folder

@@ -158,6 +158,32 @@ def test_explore_command_writes_the_page_when_missing_and_refuses_a_folder_that_
     assert "not a release" in capsys.readouterr().err
 
 
+
+def test_a_release_built_before_explore_keeps_its_bytes_and_gets_the_page_beside_it(tmp_path, capsys, monkeypatch):
+    """Its manifest lists no explore/: the page goes to XMDATA_CACHE, so `release verify` stays clean."""
+    from xmdata.cli import main
+    from xmdata.commands_explore import explore_server
+    from xmdata.tasks.release.manifest import verify_release, write_manifest
+
+    monkeypatch.setenv("XMDATA_CACHE", str(tmp_path / "cache"))
+    release = tiny_release(tmp_path / "r")
+    write_manifest(release, {"name": "tiny"})
+    assert main(["explore", release, "--no-serve"]) == 0
+    page = capsys.readouterr().out.strip().removeprefix("file://")
+    assert page.startswith(str(tmp_path / "cache" / "explore")) and os.path.exists(page)
+    assert not os.path.exists(os.path.join(release, "explore")) and verify_release(release) == []
+    assert oct(os.stat(tmp_path / "cache" / "explore").st_mode & 0o777) == "0o700"
+    server = explore_server(release, "tok3n", 0, None, os.path.dirname(page))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/tok3n/explore/data.js"
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            assert answer.read() == open(os.path.join(os.path.dirname(page), "data.js"), "rb").read()
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 @pytest.mark.browser
 def test_the_page_filters_by_language_and_opens_a_rows_detail_in_chromium(tmp_path):
     if not os.path.exists(CHROMIUM):
