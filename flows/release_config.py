@@ -89,8 +89,12 @@ class ReleaseConfig(Strict):
             return "the download's own input cannot be its output"
         if not self.image_download:
             return "no image_download section downloads it"
+        if where in ("scoring.images", "image_selection.input") and table != "images.parquet":
+            return "an images table is image_download:images.parquet (the ok rows, with path and coordinates)"
         if where in ("scoring.images", "image_selection.input") and self.image_download.format != "files":
             return f"image_download.format is {self.image_download.format}: only `files` gives each image a path"
+        if where == "image_selection.languages":
+            return "a language-area file is not a download's table"
         return None
 
     def inputs(self) -> list[tuple[str, str]]:

@@ -45,7 +45,8 @@ def select_geo_diverse(input_path: str, out: str, shards: int, params: SelectIma
     remove_stray_temp_files(out)
     ingested = ingest(images, "images", shards, out, extra_rejects=exif_rejects)
     geocoded = run_stage(geocode_stage(), ingested.data_paths, out)
-    candidates = pa.concat_tables([storage.read_parquet(p) for p in geocoded.data_paths])
+    # In id order: the seeded choice must not depend on how many shards geocoding ran in.
+    candidates = pa.concat_tables([storage.read_parquet(p) for p in geocoded.data_paths]).sort_by("id")
     selection = select_images(candidates, areas, strategy, per_language, within, seed)
     summary = selection_summary(selection, areas, per_language)
     write_parquet_atomic(selection, storage.join(out, "selection.parquet"))

@@ -43,7 +43,7 @@ class Folders:
 
     def table_paths(self, name: str) -> list[str]:
         in_work, in_release = TABLES[name]
-        paths = sorted(glob.glob(os.path.join(self.work, in_work))) if self.work else []
+        paths = sorted(glob.glob(os.path.join(glob.escape(self.work), in_work))) if self.work else []
         if not paths and self.release and in_release and os.path.exists(os.path.join(self.release, in_release)):
             paths = [os.path.join(self.release, in_release)]
         if paths:
@@ -54,7 +54,7 @@ class Folders:
         paths = []
         if self.work:
             inside = REJECTS_FILES.get(stage, os.path.join(stage, "rejects", "*.parquet"))
-            paths = sorted(glob.glob(os.path.join(self.work, inside)))
+            paths = sorted(glob.glob(os.path.join(glob.escape(self.work), inside)))
         if not paths and self.release and os.path.exists(os.path.join(self.release, "rejects", f"{stage}.parquet")):
             paths = [os.path.join(self.release, "rejects", f"{stage}.parquet")]
         if paths:
@@ -75,7 +75,7 @@ class Folders:
 
 
 def is_work_folder(path: str) -> bool:
-    return bool(glob.glob(os.path.join(path, "*", "_done"))) or any(
+    return bool(glob.glob(os.path.join(glob.escape(path), "*", "_done"))) or any(
         os.path.exists(os.path.join(path, t[0])) for t in TABLES.values() if "*" not in t[0])
 
 
@@ -108,8 +108,11 @@ def open_folders(path: str, build: str | None = None) -> Folders:
 
 def read_manifest(release: str) -> dict:
     try:
-        return json.load(open(os.path.join(release, "manifest.json"), encoding="utf-8"))["release"]
-    except (json.JSONDecodeError, KeyError) as exc:
+        manifest = json.load(open(os.path.join(release, "manifest.json"), encoding="utf-8"))["release"]
+        if not isinstance(manifest, dict):
+            raise TypeError("its release entry is not an object")
+        return manifest
+    except (OSError, ValueError, KeyError, TypeError) as exc:  # ValueError: bad JSON or not UTF-8
         raise ContractError(f"{release}/manifest.json: not a release manifest ({exc})") from None
 
 

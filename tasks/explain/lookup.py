@@ -37,7 +37,7 @@ def find_rows(paths: list[str], column: str, value: str, columns: list[str] | No
     if not paths:
         return pl.DataFrame()
     try:
-        scan = pl.scan_parquet(paths, include_file_paths="_file")
+        scan = pl.scan_parquet(paths, include_file_paths="_file", glob=False)
         schema = scan.collect_schema()
         if column not in schema:
             return pl.DataFrame()
@@ -50,7 +50,7 @@ def find_rows(paths: list[str], column: str, value: str, columns: list[str] | No
 def find_rows_per_file(paths: list[str], column: str, value: str, columns: list[str] | None) -> pl.DataFrame:
     frames = []
     for path in paths:
-        scan = pl.scan_parquet(path)
+        scan = pl.scan_parquet(path, glob=False)
         schema = scan.collect_schema()
         if column not in schema:
             continue
@@ -70,7 +70,7 @@ def shard_record_of(folders: Folders, stage: str, row_id: str) -> dict | None:
     """The record of the shard of STAGE that holds ROW_ID (only its id column is read)."""
     if not folders.work:
         return None
-    found = find_rows(sorted(glob.glob(os.path.join(folders.work, stage, "data", "*.parquet"))), "id", row_id, ["id"])
+    found = find_rows(sorted(glob.glob(os.path.join(glob.escape(folders.work), stage, "data", "*.parquet"))), "id", row_id, ["id"])
     return shard_record(found["_file"][0]) if found.height else None
 
 

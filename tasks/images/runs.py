@@ -98,11 +98,13 @@ def write_downloads(data_paths: list[str], out: str) -> pl.DataFrame:
 
 
 def as_images(ok: pl.DataFrame) -> pl.DataFrame:
-    """The ok rows with the images contract's columns: an input's own coordinates are kept (read as
-    numbers; text that is not one counts as missing, and select-images rejects it, counted), a missing
-    one filled from the image's EXIF GPS; null when neither has them."""
+    """The ok rows with the images contract's columns. Coordinates are one pair from one source: the
+    input's where it gives either value (read as numbers; text that is not one becomes null, and
+    geocoding rejects the row, counted), else the image's EXIF GPS; null when neither has them."""
+    given = [pl.col(c).is_not_null() for c in ("latitude", "longitude") if c in ok.columns]
+    from_input = pl.any_horizontal(given) if given else pl.lit(False)
+
     def coordinate(name: str) -> pl.Expr:
-        exif = pl.col(f"exif_{name}")
-        return (pl.coalesce(pl.col(name).cast(pl.Float64, strict=False), exif) if name in ok.columns
-                else exif).alias(name)
+        own = pl.col(name).cast(pl.Float64, strict=False) if name in ok.columns else pl.lit(None, pl.Float64)
+        return pl.when(from_input).then(own).otherwise(pl.col(f"exif_{name}")).alias(name)
     return ok.with_columns(pl.col("image_path").alias(IMAGES_PATH), coordinate("latitude"), coordinate("longitude"))

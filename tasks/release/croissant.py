@@ -6,6 +6,7 @@ records it), one RecordSet per table with a Field per column. No dates and no re
 from __future__ import annotations
 
 import os
+import re
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -61,7 +62,9 @@ def record_set(release: str, path: str, entry: dict) -> dict:
         if typed is None:
             left_out.append(f"{column.name} ({column.type})")
             continue
-        fields.append({"@type": "cr:Field", "@id": f"{set_id}/{column.name}", "name": column.name,
+        # An @id takes no whitespace (mlcroissant refuses it, even escaped); `name` keeps the column's own.
+        field_id = re.sub(r"\s", "_", column.name)
+        fields.append({"@type": "cr:Field", "@id": f"{set_id}/{field_id}", "name": column.name,
                        "dataType": typed[0], **({"isArray": True} if typed[1] else {}),
                        "source": {"fileObject": {"@id": path}, "extract": {"column": column.name}}})
     note = f"; left out, no Croissant 1.1 column type: {', '.join(left_out)}" if left_out else ""

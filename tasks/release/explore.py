@@ -33,8 +33,8 @@ def write_explore(release: str, name: str, folder: str | None = None) -> list[st
     files |= {f"candidates/{_file_name(lang)}.js": _script(f"XM_CANDIDATES({json.dumps(lang)},", units, ")")
               for lang, units in candidates.items()}
     folder = folder or os.path.join(release, FOLDER)
-    for rel, text in files.items():
-        write_text_atomic(text, os.path.join(folder, rel))
+    for rel, text in sorted(files.items(), key=lambda item: item[0] == "index.html"):  # the page last: a
+        write_text_atomic(text, os.path.join(folder, rel))  # folder with index.html is a finished one
     for here, _, names in os.walk(folder):
         for n in names:
             if os.path.relpath(os.path.join(here, n), folder) not in files:

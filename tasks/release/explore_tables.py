@@ -15,7 +15,7 @@ CANDIDATE_COLUMNS = ["segment", "beam_rank", "candidate", "sequence_score", "lid
 
 def read_table(release: str, name: str) -> pl.DataFrame | None:
     path = os.path.join(release, "data", f"{name}.parquet")
-    return pl.read_parquet(path) if os.path.exists(path) else None
+    return pl.read_parquet(path, glob=False) if os.path.exists(path) else None
 
 
 def _has(frame: pl.DataFrame | None, *columns: str) -> bool:
@@ -25,7 +25,7 @@ def _has(frame: pl.DataFrame | None, *columns: str) -> bool:
 def rejects_table(release: str) -> pl.DataFrame:
     folder = os.path.join(release, "rejects")
     names = sorted(n for n in os.listdir(folder) if n.endswith(".parquet")) if os.path.isdir(folder) else []
-    frames = [pl.read_parquet(os.path.join(folder, n)).select(
+    frames = [pl.read_parquet(os.path.join(folder, n), glob=False).select(
         pl.col(c).cast(pl.String) for c in ("stage", "reason", "row_id", "value")) for n in names]
     frame = pl.concat(frames) if frames else pl.DataFrame(schema={c: pl.String for c in
                                                                   ("stage", "reason", "row_id", "value")})
@@ -115,8 +115,8 @@ def images_table(selection, captions, clip, downloads) -> pl.DataFrame:
     paths = pl.DataFrame(schema={"image_id": pl.String, "path": pl.String})
     if _has(clip, "image_id", "image_path"):
         paths = clip.select("image_id", path="image_path")
-    elif _has(downloads, "id", "path"):
-        paths = downloads.select(image_id="id", path="path")
+    elif _has(downloads, "id", "image_path"):  # image_downloads: relative to the download's folder
+        paths = downloads.select(image_id=pl.col("id").cast(pl.String), path="image_path")
     paths = paths.drop_nulls().sort("image_id", "path").unique("image_id", keep="first")
     every = pl.concat(ids).drop_nulls().unique()
     return every.join(places, on="image_id", how="left").join(paths, on="image_id", how="left").sort("image_id")

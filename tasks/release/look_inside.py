@@ -13,7 +13,7 @@ def rejects_by_reason(out: str) -> list[dict]:
     """One row per (stage, reason) of OUT/rejects/*.parquet: count and the first row id (sorted)."""
     folder = os.path.join(out, "rejects")
     names = sorted(n for n in os.listdir(folder) if n.endswith(".parquet")) if os.path.isdir(folder) else []
-    frames = [pl.read_parquet(os.path.join(folder, n), columns=["stage", "reason", "row_id"]) for n in names]
+    frames = [pl.read_parquet(os.path.join(folder, n), columns=["stage", "reason", "row_id"], glob=False) for n in names]
     frames = [f for f in frames if f.height]
     if not frames:
         return []

@@ -4,6 +4,7 @@ import json
 import os
 import shutil
 
+import pyarrow.parquet as pq
 import pytest
 from support.cli_in_process import run_xmdata
 from support.explain_build import build_small_release, without_build
@@ -114,6 +115,17 @@ def test_bad_input_is_one_line_and_exit_2(release, tmp_path, case):
         assert "searched: captions" in result.stderr
 
 
+def test_a_folder_whose_path_has_glob_characters_is_read_as_it_is(release, tmp_path):
+    copy = tmp_path / "rel[1]*?"
+    shutil.copytree(release, copy)
+    shutil.rmtree(copy / "build", ignore_errors=True)
+    shutil.copytree(os.path.join(release, "build"), copy / "build")
+    by = steps(explain(copy, "c1")["traces"][0])
+    assert by["language_id"]["values"]["lid_label"] == "en" and by["language_id"]["record"]["params_hash"]
+    page = run_xmdata(["explore", str(copy), "--no-serve"], dict(os.environ))
+    assert page.returncode == 0 and page.stdout.strip().endswith("explore/index.html"), page.stderr
+
+
 def test_a_work_folder_alone_reads_its_own_params_and_records(release, tmp_path):
     """A command's --out (here a copy of the build, away from its release): the params the translation
     kept (translate.json), and each shard's record; a release's own build reads the release's config."""
@@ -136,8 +148,10 @@ def test_the_demo_release_explains_every_kind_of_row(demo_release, tmp_path):
     assert (fr["outcome"], fr["reason"]) == ("rejected", "no_candidate_in_target_language")
     assert by["clip_score [cap-002@ar]"]["values"]["status"] == "ok"
     assert steps(explain(demo_release, "cap-empty")["traces"][0])["language_id"]["reason"] == "empty_text"
-    image = steps(explain(demo_release, "img-0008")["traces"][0])
-    assert image["geocode"]["values"]["country"] and image["image_selection"]["values"]["level"]
+    picked = pq.read_table(demo_release / "data" / "images.parquet").to_pylist()[0]  # one the selection chose
+    image = steps(explain(demo_release, picked["image_id"])["traces"][0])
+    assert image["geocode"]["values"]["country"] == picked["country"]
+    assert image["image_selection"]["outcome"] == "kept" and image["image_selection"]["values"]["level"]
     assert steps(explain(demo_release, "img-bad-nogps")["traces"][0])["geocode"]["reason"] == "no_gps"
     [qa] = explain(demo_release, "coco-t2i-0")["traces"]
     assert qa["kind"] == "qa_instance" and steps(qa)["translate_qa"]["outcome"] == "rejected"

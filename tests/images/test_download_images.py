@@ -165,6 +165,22 @@ def test_ok_rows_feed_score_and_select_images(tmp_path, server):
     assert no_gps.column("reason").to_pylist() == ["no_gps"]
 
 
+def test_images_coordinates_are_one_pair_from_one_source():
+    from xmdata.tasks.images.runs import as_images
+
+    ok = pl.DataFrame({"id": ["given", "half", "text", "none", "exif"],
+                       "latitude": ["48.85", "48.85", "abc", None, None], "longitude": ["2.35", None, "2.35", None, None],
+                       "exif_latitude": [40.7, 40.7, 40.7, None, 40.7], "exif_longitude": [-74.0, -74.0, -74.0, None, -74.0],
+                       "image_path": ["a.jpg", "b.jpg", "c.jpg", "d.jpg", "e.jpg"]})
+    pairs = as_images(ok).select("id", "latitude", "longitude", "path").rows()
+    assert pairs == [("given", 48.85, 2.35, "a.jpg"),
+                     ("half", 48.85, None, "b.jpg"),  # never the input's latitude with EXIF's longitude
+                     ("text", None, 2.35, "c.jpg"),  # unreadable: null (geocoding rejects it), not EXIF's
+                     ("none", None, None, "d.jpg"), ("exif", 40.7, -74.0, "e.jpg")]
+    no_input = as_images(ok.drop("latitude", "longitude")).select("latitude", "longitude").rows()
+    assert no_input[0] == (40.7, -74.0) and no_input[3] == (None, None)
+
+
 @pytest.mark.parametrize("format", ["files", "parquet", "webdataset"])
 def test_rerun_skips_and_retry_failed_fetches_only_transient_rows(tmp_path, server, format):
     paths = ["/img/a", "/img/b", "/down/x", "/missing", "/img/c", "/img/d"]

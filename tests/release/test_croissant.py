@@ -27,7 +27,8 @@ TABLES = {
         "id": ["c1", "c2", "c3"], "text": ["a dog", None, "ein Hund"],
         "lid_prob": pa.array([0.5, None, 0.25], pa.float32()),
         "rank": pa.array([1, None, 3], pa.int32()), "kept": [True, False, None], "refs": [["x", "y"], [], None],
-        "box": [{"w": 1}, None, {"w": 2}]}),  # a struct has no Croissant column type: left out, said so
+        "box": [{"w": 1}, None, {"w": 2}],  # a struct has no Croissant column type: left out, said so
+        "source caption": ["x", "y", "z"]}),  # a column an input brought: no whitespace in its @id
     "data/qa_parallel.parquet": pa.table({"id": pa.array([], pa.string())}),  # published empty: a zero is a fact
     "rejects/language_id.parquet": pa.table({"stage": ["language_id"], "reason": ["empty_text"], "row_id": ["c4"],
                                              "value": [""]}),
@@ -69,7 +70,8 @@ def test_croissant_validates_and_loads_the_parquet_rows_with_the_manifest_checks
     for record_set in metadata.record_sets:
         path = record_set.fields[0].source.uuid
         rows = pq.read_table(out / path).drop_columns([c for c in ("box",) if path.startswith("data/captions")])
-        records = [{k.split("/")[-1]: _plain(v) for k, v in r.items()} for r in dataset.records(record_set.uuid)]
+        names = {f.uuid: f.name for f in record_set.fields}  # the column's own name, whitespace and all
+        records = [{names[k]: _plain(v) for k, v in r.items()} for r in dataset.records(record_set.uuid)]
         assert records == rows.to_pylist(), path
     described = {rs.uuid: rs.description for rs in metadata.record_sets}
     assert "left out, no Croissant 1.1 column type: box (struct<w: int64>)" in described["captions"]

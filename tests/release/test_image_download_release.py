@@ -52,6 +52,8 @@ SCORE_DOWNLOAD = "scoring: {input: captions.jsonl, images: 'image_download:%s', 
     (SCORE_DOWNLOAD % "images.parquet", None),
     (SCORE_DOWNLOAD % "pictures.parquet",
      "scoring.images: image_download:pictures.parquet (the download writes images.parquet and downloads.parquet)"),
+    (SCORE_DOWNLOAD % "downloads.parquet",
+     "scoring.images: image_download:downloads.parquet (an images table is image_download:images.parquet"),
     ("image_selection: {input: 'image_download:images.parquet'}\n",
      "image_selection.input: image_download:images.parquet (image_download.format is webdataset: only `files`"),
 ])

@@ -22,6 +22,7 @@ def test_a_cards_relative_plots_are_put_inside_it_and_other_images_left_alone(tm
     shown = inline_images(card, str(tmp_path))
     assert data_of(shown) == [PNG] and "![selection map](data:image/png" in shown
     assert "![logo](https://example.org/logo.png)" in shown  # not ours to inline
+    assert inline_images("![x](HTTPS://example.org/x.png)", str(tmp_path)) == "![x](HTTPS://example.org/x.png)"
     assert "*gone: not written*" in shown and "plots/" not in shown.replace("https://example.org", "")
 
 
