@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -211,3 +212,18 @@ def test_image_folder_reads_exif_gps_and_rejects_photos_without_it(tmp_path):
     assert table.column("longitude")[0].as_py() == pytest.approx(-(77 + 1 / 60 + 48 / 3600))
     assert sorted(zip(rejects.column("row_id").to_pylist(), rejects.column("reason").to_pylist())) == [
         ("broken.jpg", "unreadable_exif"), ("nogps.jpg", "no_gps")]
+
+
+def test_the_selection_does_not_depend_on_how_many_shards_geocoding_ran_in(tmp_path):
+    from xmdata.data import sample_path
+    from xmdata.flows.select_images import select_geo_diverse
+    from xmdata.runtime.session import execution_session
+    from xmdata.tasks.stage_params import SelectImagesParams
+
+    params = SelectImagesParams(per_language=3, within="spread")
+    with execution_session("inprocess"):
+        picks = [select_geo_diverse(sample_path("images.csv"), str(tmp_path / str(n)), n, params, 7)[2]
+                 for n in (1, 5)]
+    selections = [pq.read_table(tmp_path / str(n) / "selection.parquet") for n in (1, 5)]
+    assert selections[0].num_rows > 0 and selections[0].equals(selections[1])
+    assert picks[0].equals(picks[1])
