@@ -111,7 +111,7 @@ def test_release_runs_from_the_ui_with_a_changed_parameter(served, tmp_path):
             assert run["parameters"]["shards"] == 2 and run["parameters"]["config"] == "demo"
             wait_for_ui_state(page, "Completed")
             assert find_artifact(page, ui, run_id, "release-card")
-            assert page.get_by_text("Caption statistics").first.is_visible()
+            page.get_by_text("Caption statistics").first.wait_for(timeout=30_000)  # the card, rendered
             # The card's plots are inside it (data: images), drawn by the UI: not file:// links it cannot show.
             plot = page.locator(".markdown-renderer img[alt='selection map']").first
             plot.wait_for(timeout=30_000)
@@ -120,7 +120,8 @@ def test_release_runs_from_the_ui_with_a_changed_parameter(served, tmp_path):
             plot.screenshot(path=os.path.join(ARTEFACTS, "ui-release-card-plot.png"))
             # The way into the rows: the explore and explain commands, and an example per reject reason.
             assert find_artifact(page, ui, run_id, "release-look-inside")
-            assert page.get_by_text("xmdata explain").first.is_visible()
+            page.get_by_role("heading", name="Look inside").wait_for(timeout=30_000)
+            page.locator(".markdown-renderer code", has_text="xmdata explain").first.wait_for(timeout=30_000)
             assert not refused, refused
         finally:
             page.screenshot(path=os.path.join(ARTEFACTS, "ui-release-run.png"), full_page=True)
