@@ -96,7 +96,9 @@ def build_card(release: str, config, tables: dict[str, str], summary: dict) -> s
     parts = [header(config, loadable, sorted(languages), max((d.height for d in data.values()), default=0)),
              f"# {config.name}\n\n{config.description}\n\nBuilt by xmdata from its release config (seed "
              f"{config.seed}); `manifest.json` holds the sha256 and row count of every file, the config, package "
-             f"versions, models and the code's commit. Check a copy with `xmdata release verify DIR`.\n",
+             f"versions, models and the code's commit. Check a copy with `xmdata release verify DIR`. Browse it "
+             f"in `explore/index.html` (or `xmdata explore DIR`), ask why a row is where it is with `xmdata explain "
+             f"DIR ID`; `croissant.json` describes it in Croissant 1.1 with the Responsible-AI fields.\n",
              "## Tables\n\n" + _table([{"config": n, "file": f"data/{n}.parquet", "rows": data[n].height or "0 (not a config)",
                                         "what": d} for n, d in tables.items()])]
     if (d := data.get("image_downloads")) is not None:

@@ -189,6 +189,9 @@ def test_demo_release_verifies_and_loads_with_datasets_and_polars(reference_rele
     header = yaml.safe_load(card.split("---\n")[1])
     assert header["license"] == "cc0-1.0" and {"en", "fr", "de", "ar"} <= set(header["language"])
     assert {"translation", "image-to-text"} <= set(header["task_categories"])
+    # The card says how to look inside, and what it names is there and hashed.
+    assert "`explore/index.html`" in card and "`xmdata explain DIR ID`" in card and "`croissant.json`" in card
+    assert {"explore/index.html", "explore/data.js", "croissant.json"} <= set(manifest["files"])
     os.environ["HF_HUB_OFFLINE"] = "1"  # local files only; before datasets reads its config
     import datasets
 
