@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 
 
 def add_explain_command(sub) -> None:
@@ -24,7 +25,18 @@ def explain(args: argparse.Namespace) -> int:
 
     explanation = explain_row(args.folder, args.id, args.build)
     if args.json:
-        print(json.dumps(explanation.to_dict(), indent=2, ensure_ascii=False, default=str))
+        print(json.dumps(_finite(explanation.to_dict()), indent=2, ensure_ascii=False, default=str))
     else:
         print(explanation_text(explanation))
     return 0
+
+
+def _finite(value):
+    """NaN and infinities as null: JSON has no such numbers (json.dumps would write `NaN`)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value

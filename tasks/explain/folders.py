@@ -82,6 +82,9 @@ def is_work_folder(path: str) -> bool:
 def open_folders(path: str, build: str | None = None) -> Folders:
     """A release (its build folder from --build, else the manifest's `work_folder`) or a work folder
     (and the release around it, when it is one's build); refused in one line otherwise."""
+    if "://" in path:
+        raise ContractError(f"{path}: explain reads a local folder; copy the release here first "
+                            f"(e.g. `aws s3 sync {path} ./release`)")
     path = os.path.abspath(path)
     if not os.path.isdir(path):
         raise ContractError(f"{path}: no such folder")

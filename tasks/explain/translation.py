@@ -6,6 +6,7 @@ from __future__ import annotations
 import polars as pl
 
 from xmdata.tasks.decisions import DECISION_TOLERANCE
+from xmdata.tasks.translation.options import FilterOptions
 from xmdata.tasks.translation.select import choose_per_segment
 
 from .folders import Folders
@@ -37,7 +38,8 @@ def translation_steps(folders: Folders, text_id: str, only_target: str | None = 
     by_target = candidates.group_by("target_language", maintain_order=True)
     steps[0].values = {"candidates": {t: g.height for (t,), g in by_target}}
     thresholds = (folders.report("translation_report.json") or {}).get("thresholds") or {}
-    min_lid_prob, min_qe = thresholds.get("min_lid_prob", 0.5), thresholds.get("min_qe")
+    default_lid = FilterOptions.model_fields["min_lid_prob"].default  # a run without its report: the default
+    min_lid_prob, min_qe = thresholds.get("min_lid_prob", default_lid), thresholds.get("min_qe")
     lid_ok = candidates.filter((pl.col("status") == "ok") & pl.col("lid_match").fill_null(False)
                                & (pl.col("lid_prob") >= min_lid_prob))
     steps.append(Step("candidate_lid", "kept", values={"in the target language": {

@@ -87,6 +87,9 @@ def ensure_explore(release: str) -> str:
     """The folder of RELEASE's explore page, written first when missing. A release built with it has it
     inside (hashed by its manifest); for one built before, the page goes to XMDATA_CACHE/explore/<key>,
     never into the release, whose `release verify` would then find files its manifest does not list."""
+    if "://" in release:
+        raise ContractError(f"{release}: explore reads a local release; copy it here first "
+                            f"(e.g. `aws s3 sync {release} ./release`)")
     if not os.path.isdir(os.path.join(release, "data")):
         raise ContractError(f"{release}: not a release (no data/ folder): give the folder `xmdata release` wrote")
     inside = os.path.join(release, FOLDER)

@@ -249,6 +249,8 @@ REFUSED = [
     ("explain/not-a-release", text("in.csv", "id,text\n"), "explain {d} cap-1", "neither a release"),
     # explore: a folder that is not a release (tests/release/test_explore.py has the rest)
     ("explore/not-a-release", text("in.csv", "id,text\n"), "explore {d} --no-serve", "not a release (no data/"),
+    ("explain/a-store-url", None, "explain s3://bucket/release cap-1", "explain reads a local folder"),
+    ("explore/a-store-url", None, "explore s3://bucket/release --no-serve", "explore reads a local release"),
 ]
 NO_OUT = ("validate", "release --config {d}/r.yaml --out")
 NEEDS_TINY = ("{m2m100}", "tiny:")

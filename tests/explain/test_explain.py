@@ -157,3 +157,9 @@ def test_the_demo_release_explains_every_kind_of_row(demo_release, tmp_path):
     assert qa["kind"] == "qa_instance" and steps(qa)["translate_qa"]["outcome"] == "rejected"
     copy = without_build(demo_release, tmp_path / "published")
     assert steps(explain(copy, "cap-002")["traces"][0])["select_translations -> ar"]["outcome"] == "kept"
+
+
+def test_json_has_no_nan():
+    from xmdata.commands_explain import _finite
+
+    assert _finite({"a": [float("nan"), 1.5, {"b": float("inf")}], "c": "x"}) == {"a": [None, 1.5, {"b": None}], "c": "x"}
