@@ -93,7 +93,7 @@ def publish_release(release: Release, out: str, work: str | None, cluster: Clust
     # Before the manifest, which hashes it: croissant.json holds the tables' sha256, never release_sha256.
     tables_files = {f: file_entry(os.path.join(out, f)) for f in written if f.endswith(".parquet")}
     write_croissant(out, config, facts, tables_files)
-    manifest = write_manifest(out, facts, skip)
+    manifest = write_manifest(out, facts, skip, hashed=tables_files)
     _publish(out, manifest, card)
     if target:
         upload_release(out, target, manifest)

@@ -9,7 +9,9 @@ import json
 import os
 from dataclasses import dataclass, field
 
+from xmdata.runtime import storage
 from xmdata.schemas import ContractError
+from xmdata.tasks.release.manifest import read_manifest as release_manifest
 
 # logical table: (file or shard glob in a work folder, file in a release)
 TABLES = {
@@ -82,7 +84,7 @@ def is_work_folder(path: str) -> bool:
 def open_folders(path: str, build: str | None = None) -> Folders:
     """A release (its build folder from --build, else the manifest's `work_folder`) or a work folder
     (and the release around it, when it is one's build); refused in one line otherwise."""
-    if "://" in path:
+    if storage.is_url(path):
         raise ContractError(f"{path}: explain reads a local folder; copy the release here first "
                             f"(e.g. `aws s3 sync {path} ./release`)")
     path = os.path.abspath(path)
@@ -110,13 +112,7 @@ def open_folders(path: str, build: str | None = None) -> Folders:
 
 
 def read_manifest(release: str) -> dict:
-    try:
-        manifest = json.load(open(os.path.join(release, "manifest.json"), encoding="utf-8"))["release"]
-        if not isinstance(manifest, dict):
-            raise TypeError("its release entry is not an object")
-        return manifest
-    except (OSError, ValueError, KeyError, TypeError) as exc:  # ValueError: bad JSON or not UTF-8
-        raise ContractError(f"{release}/manifest.json: not a release manifest ({exc})") from None
+    return release_manifest(release)["release"]
 
 
 def check_same_build(release: str, manifest: dict, work: str) -> None:

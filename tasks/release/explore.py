@@ -15,9 +15,11 @@ import re
 
 import polars as pl
 
+from xmdata.runtime import storage
 from xmdata.runtime.atomic import write_text_atomic
 from xmdata.schemas.contract import ContractError
 from xmdata.tasks.release.explore_page import page_html
+from xmdata.tasks.release.manifest import read_manifest
 from xmdata.tasks.selection.land import land_path
 from xmdata.tasks.release.explore_tables import candidate_languages, candidates_by_language, images_table, \
     link_texts, read_table, rejects_table, texts_table, rounded
@@ -87,7 +89,7 @@ def ensure_explore(release: str) -> str:
     """The folder of RELEASE's explore page, written first when missing. A release built with it has it
     inside (hashed by its manifest); for one built before, the page goes to XMDATA_CACHE/explore/<key>,
     never into the release, whose `release verify` would then find files its manifest does not list."""
-    if "://" in release:
+    if storage.is_url(release):
         raise ContractError(f"{release}: explore reads a local release; copy it here first "
                             f"(e.g. `aws s3 sync {release} ./release`)")
     if not os.path.isdir(os.path.join(release, "data")):
@@ -96,13 +98,11 @@ def ensure_explore(release: str) -> str:
     if os.path.exists(os.path.join(inside, "index.html")):
         return inside
     try:
-        manifest = json.load(open(os.path.join(release, "manifest.json"), encoding="utf-8"))
+        manifest = read_manifest(release)
         name, key = manifest["release"]["name"], manifest["release_sha256"][:16]
-    except (OSError, ValueError, KeyError, TypeError):  # tables without a manifest: nothing to break
+    except (ContractError, KeyError, TypeError):  # tables without a manifest: nothing to break
         write_explore(release, os.path.basename(os.path.abspath(release)))
         return inside
-    from xmdata.runtime import storage
-
     os.makedirs(os.path.join(storage.cache_root(), FOLDER), mode=0o700, exist_ok=True)  # the owner's, as every cache
     folder = os.path.join(storage.cache_root(), FOLDER, f"{re.sub(r'[^A-Za-z0-9._-]', '_', name)}-{key}")
     if not os.path.exists(os.path.join(folder, "index.html")):

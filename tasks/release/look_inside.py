@@ -8,16 +8,15 @@ import shlex
 
 import polars as pl
 
+from .explore_tables import rejects_table
+
 
 def rejects_by_reason(out: str) -> list[dict]:
     """One row per (stage, reason) of OUT/rejects/*.parquet: count and the first row id (sorted)."""
-    folder = os.path.join(out, "rejects")
-    names = sorted(n for n in os.listdir(folder) if n.endswith(".parquet")) if os.path.isdir(folder) else []
-    frames = [pl.read_parquet(os.path.join(folder, n), columns=["stage", "reason", "row_id"], glob=False) for n in names]
-    frames = [f for f in frames if f.height]
-    if not frames:
+    rejects = rejects_table(out)  # the published rejects, as the explore page reads them
+    if not rejects.height:
         return []
-    grouped = pl.concat(frames).group_by("stage", "reason").agg(
+    grouped = rejects.group_by("stage", "reason").agg(
         pl.len().alias("rows"), pl.col("row_id").drop_nulls().sort().first().alias("example"))
     return grouped.sort("stage", "reason").to_dicts()
 

@@ -145,14 +145,32 @@ def canonical_sha256(obj) -> str:
                           .encode()).hexdigest()
 
 
-def write_manifest(release: str, facts: dict, skip_dirs: set[str] = frozenset()) -> dict:
-    """Checksum every file of RELEASE (the card included), add FACTS, write manifest.json last."""
-    body = dict(facts, files={f: file_entry(os.path.join(release, f)) for f in release_files(release, skip_dirs)})
+def write_manifest(release: str, facts: dict, skip_dirs: set[str] = frozenset(), hashed: dict | None = None) -> dict:
+    """Checksum every file of RELEASE (the card included), add FACTS, write manifest.json last. HASHED:
+    entries the caller computed this run (the tables croissant.json lists), not read twice."""
+    hashed = hashed or {}
+    body = dict(facts, files={f: hashed.get(f) or file_entry(os.path.join(release, f))
+                              for f in release_files(release, skip_dirs)})
     manifest = {"release": body, "release_sha256": canonical_sha256(body),
                 "built_at": dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
                 "platform": platform_record()}  # beside built_at: another machine, the same hash
     write_json_atomic(manifest, os.path.join(release, MANIFEST))
     return manifest
+
+
+def read_manifest(release: str) -> dict:
+    """RELEASE/manifest.json, whole; ContractError in one line when it cannot be read or holds no
+    `release` object (what explain and explore read; verify lists the same as a problem)."""
+    from xmdata.schemas import ContractError
+
+    path = os.path.join(release, MANIFEST)
+    try:
+        manifest = json.load(open(path, encoding="utf-8"))
+        if not isinstance(manifest, dict) or not isinstance(manifest.get("release"), dict):
+            raise TypeError("its release entry is not an object")
+        return manifest
+    except (OSError, ValueError, TypeError) as exc:  # ValueError: bad JSON or not UTF-8
+        raise ContractError(f"{path}: not a release manifest ({exc})") from None
 
 
 def verify_release(release: str) -> list[str]:
