@@ -64,7 +64,7 @@ def _at_least_zero(parse: Callable[[str], T]) -> Callable[[str], T]:
 
 # xmdata's own: what a user sets.
 CACHE = Setting("XMDATA_CACHE", os.path.join("~", ".cache", "xmdata"), _path,
-                "models, tiny models, staged releases, converted checkpoints, the service's state",
+                "models, tiny models, staged releases, converted checkpoints, geocoding tables, the service's state",
                 "a folder")
 EXECUTOR = Setting("XMDATA_EXECUTOR", "auto", str,
                    "where shards run when --executor is not given: auto, inprocess or dask",

