@@ -1,60 +1,12 @@
-"""Idle means small: an idle worker gives its models back, the service retires its idle workers and
-calls them back for the next command, and a service whose home is deleted stops itself."""
-import contextlib
-import json
-import os
-import shutil
-import subprocess
-import sys
+"""Idle means small: an idle worker gives its models back (the service retiring its idle workers and
+calling them back, and stopping once its home is deleted: tests/runtime/test_service.py)."""
 import time
 
-import psutil
 import pytest
 
 pytestmark = pytest.mark.slow
-XMDATA = os.path.join(os.path.dirname(sys.executable), "xmdata")
 IDLE_S = 3  # XMDATA_MODEL_IDLE_MINUTES=0.05
 BALLAST_MB = 200
-
-
-def xmdata(env, *args, timeout=300):
-    return subprocess.run([XMDATA, *args], env=env, capture_output=True, text=True, timeout=timeout)
-
-
-@pytest.fixture
-def own_env(tmp_path):
-    """A service of its own (its own Prefect home and state folder), never the test session's; its
-    workers retire after IDLE_S seconds without a task."""
-    from xmdata.runtime.settings import MODEL_IDLE_MINUTES
-
-    env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", "XMDATA_EXECUTOR")}
-    env.update(PREFECT_HOME=str(tmp_path / "prefect"), XMDATA_CACHE=str(tmp_path / "cache"),
-               **{MODEL_IDLE_MINUTES.name: str(IDLE_S / 60)})
-    yield env
-    xmdata(env, "down")
-
-
-def state_of(env):
-    folder = os.path.join(env["XMDATA_CACHE"], "service")
-    (name,) = [n for n in os.listdir(folder) if n.endswith(".json")]
-    return json.load(open(os.path.join(folder, name)))
-
-
-def workers(service):
-    """The service's worker processes (spawned by its nannies, which live in the service's process)."""
-    found = []
-    for proc in service.children():
-        with contextlib.suppress(psutil.Error):  # one that exits meanwhile, or a zombie not yet reaped: gone
-            if proc.status() != psutil.STATUS_ZOMBIE and "spawn_main" in " ".join(proc.cmdline()):
-                found.append(proc)
-    return found
-
-
-def wait_for(condition, timeout=60.0):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "waited in vain"
-        time.sleep(0.2)
 
 
 class Ballast:
@@ -108,30 +60,3 @@ def test_an_idle_worker_drops_its_models_and_its_memory_falls(monkeypatch):
         assert rss < loaded - 0.9 * BALLAST_MB * 2**20, (before, loaded, rss)  # given back to the system
     finally:
         close_local_cluster(cluster, client)
-
-
-def test_idle_workers_retire_come_back_and_the_service_stops_once_its_home_is_deleted(own_env, tmp_path):
-    from xmdata.data import sample_path
-
-    def lid(out):
-        run = xmdata(own_env, "identify-language", sample_path("captions.jsonl"), "--out", str(out), "--executor", "dask")
-        assert run.returncode == 0, run.stderr[-2000:]
-        return {name: open(os.path.join(out, "language_id", "data", name), "rb").read()
-                for name in sorted(os.listdir(os.path.join(out, "language_id", "data")))}
-
-    first = lid(tmp_path / "first")
-    state = state_of(own_env)
-    root = psutil.Process(state["pid"])
-    wait_for(lambda: state_of(own_env)["retired"] and not workers(root))
-    status = xmdata(own_env, "status")
-    assert status.returncode == 0 and "retired" in status.stdout and "Prefect server" in status.stdout, status.stdout
-    second = lid(tmp_path / "second")  # the workers called back: same shards, same bytes
-    assert second == first and state_of(own_env)["pid"] == state["pid"]
-    log = open(state["log"]).read()
-    assert "workers retired" in log and "workers back in" in log
-
-    # A service whose home is deleted stops itself (the same service: one start fewer for the suite)
-    tree = [root, *root.children(recursive=True)]
-    shutil.rmtree(own_env["PREFECT_HOME"], ignore_errors=True)  # the server may write to it meanwhile
-    gone, alive = psutil.wait_procs(tree, timeout=20)  # noticed within a second, then a clean stop
-    assert not alive, alive

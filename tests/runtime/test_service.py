@@ -1,15 +1,21 @@
-"""The xmdata service as a user drives it: up, status, a command that reuses it, down, and kill -9."""
+"""The xmdata service as a user drives it: up, status, a command that reuses it, idle workers
+retired and called back, down; kill -9, and a deleted home, stop it too."""
+import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import time
 
 import psutil
 import pytest
 
 pytestmark = pytest.mark.slow
 XMDATA = os.path.join(os.path.dirname(sys.executable), "xmdata")
+# Long enough for `status` to find the model still loaded after a command on a loaded machine.
+IDLE_S = 12  # XMDATA_MODEL_IDLE_MINUTES=0.2
 
 
 def xmdata(env, *args, timeout=300):
@@ -19,10 +25,13 @@ def xmdata(env, *args, timeout=300):
 @pytest.fixture(scope="module")
 def own_home(tmp_path_factory):
     """A service of its own (another Prefect home and state folder), not the test session's; its
-    database is made once for the module."""
+    database is made once for the module. Its workers retire after IDLE_S seconds without a shard."""
+    from xmdata.runtime.settings import MODEL_IDLE_MINUTES
+
     root = tmp_path_factory.mktemp("own-service")
     env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", "XMDATA_EXECUTOR")}
-    env.update(PREFECT_HOME=str(root / "prefect"), XMDATA_CACHE=str(root / "cache"))
+    env.update(PREFECT_HOME=str(root / "prefect"), XMDATA_CACHE=str(root / "cache"),
+               **{MODEL_IDLE_MINUTES.name: str(IDLE_S / 60)})
     return env
 
 
@@ -43,7 +52,36 @@ def state_of(env):
     return json.load(open(os.path.join(folder, name)))
 
 
-def test_up_status_reuse_down_and_every_port_on_loopback(own_env, tmp_path):
+def workers(service):
+    """The service's worker processes (spawned by its nannies, which live in the service's process)."""
+    found = []
+    for proc in service.children():
+        with contextlib.suppress(psutil.Error):  # one that exits meanwhile, or a zombie not yet reaped: gone
+            if proc.status() != psutil.STATUS_ZOMBIE and "spawn_main" in " ".join(proc.cmdline()):
+                found.append(proc)
+    return found
+
+
+def wait_for(condition, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "waited in vain"
+        time.sleep(0.2)
+
+
+def test_up_reuse_idle_workers_retire_come_back_and_down_on_loopback(own_env, tmp_path):
+    """One service's life as a user sees it: up, a command that reuses it, its idle workers retired
+    (after IDLE_S without a shard) and called back by the next command, down. Every port on 127.0.0.1."""
+    from xmdata.data import sample_path
+
+    def lid(out):
+        run = xmdata(own_env, "identify-language", sample_path("captions.jsonl"), "--out", str(out),
+                     "--executor", "dask")
+        assert run.returncode == 0, run.stderr[-2000:]
+        assert "started the local service" not in run.stderr and state_of(own_env)["pid"] == state["pid"]
+        return {name: open(os.path.join(out, "language_id", "data", name), "rb").read()
+                for name in sorted(os.listdir(os.path.join(out, "language_id", "data")))}
+
     assert xmdata(own_env, "status").returncode == 3  # not running
     up = xmdata(own_env, "up")
     assert up.returncode == 0, up.stderr[-2000:]
@@ -55,20 +93,33 @@ def test_up_status_reuse_down_and_every_port_on_loopback(own_env, tmp_path):
     ports = [c.laddr for p in tree for c in p.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN]
     assert ports and all(addr.ip == "127.0.0.1" for addr in ports), ports
 
-    from xmdata.data import sample_path
-
-    run = xmdata(own_env, "identify-language", sample_path("captions.jsonl"), "--out", str(tmp_path / "lid"),
-                 "--executor", "dask")
-    assert run.returncode == 0, run.stderr[-2000:]
-    assert "started the local service" not in run.stderr and state_of(own_env)["pid"] == state["pid"]
+    first = lid(tmp_path / "first")
     status = xmdata(own_env, "status")
     assert status.returncode == 0 and "language_identifier:lid.176" in status.stdout  # kept warm on a worker
 
+    root = psutil.Process(state["pid"])
+    wait_for(lambda: state_of(own_env)["retired"] and not workers(root))
+    status = xmdata(own_env, "status")
+    assert status.returncode == 0 and "retired" in status.stdout and "Prefect server" in status.stdout, status.stdout
+    assert lid(tmp_path / "second") == first  # the workers called back: same shards, same bytes
+    log = open(state["log"]).read()
+    assert "workers retired" in log and "workers back in" in log
+
+    tree = service_tree(state)  # with the workers called back
     down = xmdata(own_env, "down")
     assert down.returncode == 0 and "stopped" in down.stdout
     gone, alive = psutil.wait_procs(tree, timeout=30)
     assert not alive, alive
     assert xmdata(own_env, "status").returncode == 3
+
+
+def test_a_service_whose_home_is_deleted_stops_itself(own_home, tmp_path):
+    env = {**own_home, "PREFECT_HOME": str(tmp_path / "prefect"), "XMDATA_CACHE": str(tmp_path / "cache")}
+    assert xmdata(env, "up", "--workers", "1").returncode == 0
+    tree = service_tree(state_of(env))
+    shutil.rmtree(env["PREFECT_HOME"], ignore_errors=True)  # the server may write to it meanwhile
+    gone, alive = psutil.wait_procs(tree, timeout=20)  # noticed within a second, then a clean stop
+    assert not alive, alive
 
 
 def test_kill_9_of_the_service_leaves_nothing_running(own_env):
