@@ -12,8 +12,9 @@ import pytest
 
 # Before any Prefect import: keep its database and settings out of ~/.prefect. One folder per test
 # run, made by the first pytest process and inherited by xdist's workers (`./run test` runs -n auto):
-# the tiny models are built once, in the run's shared cache; each worker has its own Prefect home,
-# Dask scratch and so its own service (a service is keyed by PREFECT_HOME).
+# the tiny models are built once, in the run's shared cache, and the workers share one Prefect home
+# and so one service (a service is keyed by PREFECT_HOME: started once, its workers' imports and
+# model loads paid once, ~40 CPU-s); each worker has its own Dask scratch.
 _RUN = os.environ.setdefault("XMDATA_TEST_RUN", tempfile.mkdtemp(prefix="xmdata-test-"))
 _OWN = os.path.join(_RUN, os.environ.get("PYTEST_XDIST_WORKER", "main"))
 os.makedirs(_OWN, exist_ok=True)  # Prefect makes its home folder, but not the folders above it
@@ -25,7 +26,7 @@ def _default(name: str, value: str) -> None:
         os.environ[name] = value
 
 
-_default("PREFECT_HOME", os.path.join(_OWN, "prefect"))
+_default("PREFECT_HOME", os.path.join(_RUN, "prefect"))
 _default("DASK_TEMPORARY_DIRECTORY", os.path.join(_OWN, "dask"))
 _default("XMDATA_CACHE", os.path.join(_RUN, "cache"))  # the demo's tiny models, built once
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
@@ -65,12 +66,19 @@ def tiny_models(tmp_path_factory):
 @pytest.fixture(scope="session")
 def service():
     """The xmdata service (Prefect server + warm Dask cluster) for the whole test run, started as
-    the first CLI command would start it, and stopped at the end."""
-    from xmdata.runtime.service import ensure_service, stop_service
+    the first CLI command would start it by whichever xdist worker asks first (the others find it),
+    and stopped when the run ends (pytest_sessionfinish, in the process that started the workers)."""
+    from xmdata.runtime.service import ensure_service
 
-    state = ensure_service(quiet=True)
-    yield state
-    stop_service()
+    return ensure_service(quiet=True)
+
+
+def pytest_sessionfinish(session):
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return  # a worker: the others may still use the service
+    from xmdata.runtime.service import stop_service
+
+    stop_service()  # nothing when no test started it
 
 
 @pytest.fixture(scope="session")
