@@ -1,7 +1,7 @@
 """The Prefect UI, driven in headless Chromium as a user would: `xmdata serve`, open the release
-deployment, start a custom run with one parameter changed, wait for it, find its artifact. The server it
-starts asks for a password: the test reads it where the serve line says, as a user would, and logs in
-through the UI's login page.
+deployment, start a custom run with its parameters changed (a release.yaml of the user's own, and
+the shards), wait for it, find its artifacts. The server it starts asks for a password: the test
+reads it where the serve line says, as a user would, and logs in through the UI's login page.
 
 Needs Debian's chromium (`.ci/run` installs it); deselect locally with -m 'not browser'."""
 import base64
@@ -84,10 +84,36 @@ def api_status(url, body=None, auth=None):
         return refused.code
 
 
+# A release.yaml of the user's own, named in the run form: every kind of stage the card and the
+# look-inside artifact show (captions with LID, a selection map, translations with QE, CLIPScores),
+# at a third of the demo's cost (one target, 2 beams, no Q/A; the demo runs from the CLI tests).
+UI_CONFIG = """name: ui-release
+version: "0.1.0"
+description: A release started from the Prefect UI.
+license: cc0-1.0
+seed: 0
+shards: 8
+language_id: {{input: {captions}}}
+image_selection: {{input: {images}, per_language: 2, strategy: greedy, within: spread}}
+translation:
+  input: {captions}
+  columns: [text]
+  source: en
+  targets: [ar]
+  translator: {{backend: m2m100, model: "tiny:m2m100", num_beams: 2, num_candidates: 2}}
+  filters: {{qe_model: "tiny:cometkiwi"}}
+scoring: {{input: {captions}, images: {images}, clip_model: "tiny:open_clip", include_translations: true}}
+"""
+
+
 def test_release_runs_from_the_ui_with_a_changed_parameter(served, tmp_path):
     from playwright.sync_api import sync_playwright
 
+    from xmdata.data import sample_path
+
     ui, proc, log, password_file = served
+    config = tmp_path / "ui-release.yaml"
+    config.write_text(UI_CONFIG.format(captions=sample_path("captions.jsonl"), images=sample_path("images.csv")))
     assert stat.S_IMODE(os.stat(password_file).st_mode) == 0o600
     assert stat.S_IMODE(os.stat(os.path.dirname(password_file)).st_mode) == 0o700
     password = open(password_file, encoding="utf-8").read().strip()
@@ -109,13 +135,13 @@ def test_release_runs_from_the_ui_with_a_changed_parameter(served, tmp_path):
             page.on("response", lambda r: refused.append(f"{r.request.method} {r.url}")
                     if r.status == 401 and "/api/" in r.url else None)
             open_deployment(page, ui, "release", "demo-release")
-            run_id = start_custom_run(page, {"shards": "2"})  # the config says 8
+            run_id = start_custom_run(page, {"config": str(config), "shards": "2"})  # the config says 8
             assert "/runs/flow-run/" in page.url  # the UI went to the run's page
             # Meanwhile the page is parked: the run page redraws its log as it grows (Chromium spent
             # ~30 CPU-s on that); it is opened again once the run has ended.
             page.goto("about:blank")
             run = wait_for_flow_run(f"{ui}/api", run_id, timeout=900, auth=password)
-            assert run["parameters"]["shards"] == 2 and run["parameters"]["config"] == "demo"
+            assert run["parameters"]["shards"] == 2 and run["parameters"]["config"] == str(config)
             page.goto(f"{ui}/runs/flow-run/{run_id}")
             wait_for_ui_state(page, "Completed")
             assert find_artifact(page, ui, run_id, "release-card")
@@ -134,7 +160,7 @@ def test_release_runs_from_the_ui_with_a_changed_parameter(served, tmp_path):
         finally:
             page.screenshot(path=os.path.join(ARTEFACTS, "ui-release-run.png"), full_page=True)
             browser.close()
-    release = tmp_path / "releases" / "demo"  # relative to the serving process's directory
+    release = tmp_path / "releases" / "demo"  # the deployment's `out`, relative to the serving process's directory
     manifest = json.load(open(release / "manifest.json"))["release"]
     assert manifest["config"]["overrides"] == {"shards": 2} and manifest["stages"]["language_id"]["shards"] == 2
     verify = subprocess.run([os.path.join(BIN, "xmdata"), "release", "verify", str(release)],
