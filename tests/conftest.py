@@ -129,9 +129,19 @@ def demo_release(cli_env):
 
 
 def pytest_collection_modifyitems(config, items):
-    # The long end-to-end tests first: spread over xdist's workers from the start, they do not
-    # leave one worker finishing a minute-long test while the other has nothing left.
-    items.sort(key=lambda item: ("browser" not in item.keywords, "slow" not in item.keywords))
+    # The long end-to-end tests first: spread over xdist's workers from the start (`--dist load`
+    # hands them out in this order), they do not leave one worker finishing a minute-long test while
+    # the other has nothing left. The demo release is built by the first test that needs it, put
+    # first; the other tests that need it come after the long ones that do not, so that no worker
+    # starts by waiting ~40 s on the demo's lock.
+    def needs_demo(item):
+        return "demo_release" in getattr(item, "fixturenames", ())
+
+    items.sort(key=lambda item: ("browser" not in item.keywords, "slow" not in item.keywords, needs_demo(item)))
+    builder = next((item for item in items if needs_demo(item) and "slow" in item.keywords), None)
+    if builder is not None:
+        items.remove(builder)
+        items.insert(0, builder)
     gpu_items = [item for item in items if "gpu" in item.keywords]
     if not gpu_items:
         return
