@@ -15,7 +15,7 @@ import pytest
 pytestmark = pytest.mark.slow
 XMDATA = os.path.join(os.path.dirname(sys.executable), "xmdata")
 # Long enough for `status` to find the model still loaded after a command on a loaded machine.
-IDLE_S = 12  # XMDATA_MODEL_IDLE_MINUTES=0.2
+IDLE_S = 20  # XMDATA_MODEL_IDLE_MINUTES=0.333…
 
 
 def xmdata(env, *args, timeout=300):
