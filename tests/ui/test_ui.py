@@ -86,7 +86,7 @@ def api_status(url, body=None, auth=None):
 
 # A release.yaml of the user's own, named in the run form: every kind of stage the card and the
 # look-inside artifact show (captions with LID, a selection map, translations with QE, CLIPScores),
-# at a third of the demo's cost (one target, 2 beams, no Q/A; the demo runs from the CLI tests).
+# with less work than the demo (one target, 2 beams, no Q/A; the demo runs from the CLI tests).
 UI_CONFIG = """name: ui-release
 version: "0.1.0"
 description: A release started from the Prefect UI.
