@@ -128,28 +128,20 @@ def demo_release(cli_env):
     return Path(out)
 
 
-# The longest tests, as fresh-clone CI measured them (40–75 s each on 2 cores), in the order they start:
-# handed out one at a time (`--dist load --maxschedchunk 1`), none of them starts last while the
-# other worker has nothing left. The first builds the demo release that the fourth and fifth compare
-# with; the two between do not need it, so nobody waits on its lock.
-LONGEST_FIRST = (
-    "explain/test_explain.py::test_the_demo_release_explains_every_kind_of_row",
-    "ui/test_ui.py::test_release_runs_from_the_ui_with_a_changed_parameter",
-    "runtime/test_service.py::test_up_reuse_idle_workers_retire_come_back_and_down_on_loopback",
-    "release/test_release_hash.py::test_release_sha256_is_the_same_with_other_caches_prefect_homes_and_folders",
-    "release/test_demo_build.py::test_an_existing_scheduler_with_workers_on_other_cpu_kernels_builds_the_same_release",
-    "release/test_demo_build.py::test_sigkill_mid_run_resumes_without_redoing_and_matches",
-    "scoring/test_score_cluster.py::test_killed_worker_on_an_external_cluster_gives_the_same_scores",
-)
-
-
 def pytest_collection_modifyitems(config, items):
-    # Then the other browser and slow (end-to-end) tests, then the rest.
-    def rank(item):
-        first = next((i for i, name in enumerate(LONGEST_FIRST) if item.nodeid.endswith(name)), len(LONGEST_FIRST))
-        return first, "browser" not in item.keywords, "slow" not in item.keywords
+    # The long end-to-end tests first: spread over xdist's workers from the start (`--dist load`
+    # hands them out in this order), they do not leave one worker finishing a minute-long test while
+    # the other has nothing left. The demo release is built by the first test that needs it, put
+    # first; the other tests that need it come after the long ones that do not, so that no worker
+    # starts by waiting ~40 s on the demo's lock.
+    def needs_demo(item):
+        return "demo_release" in getattr(item, "fixturenames", ())
 
-    items.sort(key=rank)
+    items.sort(key=lambda item: ("browser" not in item.keywords, "slow" not in item.keywords, needs_demo(item)))
+    builder = next((item for item in items if needs_demo(item) and "slow" in item.keywords), None)
+    if builder is not None:
+        items.remove(builder)
+        items.insert(0, builder)
     gpu_items = [item for item in items if "gpu" in item.keywords]
     if not gpu_items:
         return

@@ -197,14 +197,3 @@ def test_tests_mirror_the_code_folders_and_their_helpers_live_in_support():
     for folder in folders - {"support"}:
         names = [f for f in os.listdir(os.path.join(tests, folder)) if f.endswith(".py")]
         assert all(f.startswith("test_") for f in names), (folder, names)  # helpers go to support/
-
-
-def test_the_longest_first_list_names_tests_that_exist():
-    """conftest's LONGEST_FIRST starts the longest tests first; a renamed one would silently start
-    wherever it falls and could leave a worker alone at the end of CI."""
-    from conftest import LONGEST_FIRST
-
-    root = os.path.dirname(os.path.abspath(__file__))
-    for name in LONGEST_FIRST:
-        path, test = name.split("::")
-        assert f"def {test}(" in open(os.path.join(root, path), encoding="utf-8").read(), name
