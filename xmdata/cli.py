@@ -6,7 +6,7 @@ import os
 import sys
 import typing
 
-from xmdata.cli_params import ParamFlags, add_param_flags, params_from_args
+from xmdata.cli_params import ParamFlags, add_param_flags, params_from_args, port_number
 from xmdata.cli_translate import add_translation_commands
 from xmdata.tasks.release.choices import MODEL_CHOICES
 from xmdata.runtime.session import EXECUTORS
@@ -133,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="a Prefect server on 127.0.0.1 and a process serving the deployments "
                            "of prefect.yaml; Ctrl-C stops both")
     serve.add_argument("--host", default="127.0.0.1", help="server address (default 127.0.0.1: this machine only)")
-    serve.add_argument("--port", type=int, default=4200)
+    serve.add_argument("--port", type=port_number, default=4200)
     serve.add_argument("--prefect-yaml", default=None, help="deployments file (default: the project's prefect.yaml)")
     serve.add_argument("--activate-schedules", action="store_true",
                        help="turn on the schedules prefect.yaml declares (off by default)")

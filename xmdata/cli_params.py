@@ -51,6 +51,13 @@ def flag_of(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
+def port_number(text: str) -> int:
+    """A TCP port for --port (0: a free one), refused in one line rather than by the server later."""
+    if not text.isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port (0-65535)")
+    return int(text)
+
+
 def _split_commas(text: str) -> list[str]:
     return [item.strip() for item in text.split(",") if item.strip()]
 

@@ -12,6 +12,8 @@ import os
 import secrets
 import urllib.parse
 
+from xmdata.cli_params import port_number
+
 IMAGES = "_images"  # the URL folder --images is served under, beside the release's own files
 
 
@@ -19,17 +21,11 @@ def add_explore_command(sub) -> None:
     p = sub.add_parser("explore", help="browse a release in a browser: images on a map, captions, translations "
                        "with their candidates and scores, CLIPScores, rejects (RELEASE/explore/index.html)")
     p.add_argument("release", help="a release folder (`xmdata release --out`)")
-    p.add_argument("--port", type=_port, default=0, help="port on 127.0.0.1 (default: a free one)")
+    p.add_argument("--port", type=port_number, default=0, help="port on 127.0.0.1 (default: a free one)")
     p.add_argument("--images", default=None,
                    help="the folder the release's image paths are relative to (the scoring stage's image folder), "
                         "served beside the release for the thumbnails; images are never copied into a release")
     p.add_argument("--no-serve", action="store_true", help="write explore/ if missing and print the page's path")
-
-
-def _port(text: str) -> int:
-    if not text.isdigit() or int(text) > 65535:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a port (0-65535)")
-    return int(text)
 
 
 def explore(args: argparse.Namespace) -> int:

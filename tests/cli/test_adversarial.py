@@ -300,7 +300,9 @@ def test_argument_errors_exit_2_in_the_cli_before_anything(tmp_path, capsys):
                   "--out", str(tmp_path / "o")],
                  ["translate", CAPTIONS, "--columns", "text", "--targets", "fr,de,fr", "--out", str(tmp_path / "o")],
                  ["select-images", IMAGES, "--seed", "-5", "--out", str(tmp_path / "o")],
-                 ["evaluate", "mmmeb", CAPTIONS, "--seed", "-1", "--out", str(tmp_path / "o")]):
+                 ["evaluate", "mmmeb", CAPTIONS, "--seed", "-1", "--out", str(tmp_path / "o")],
+                 ["serve", "--port", "99999"],  # one port bound for both: serve's was a traceback
+                 ["explore", str(tmp_path / "o"), "--port", "-1"]):
         try:  # argparse exits; a value the params model refuses returns 2 from main
             code = main(argv)
         except SystemExit as exc:
