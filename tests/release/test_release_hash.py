@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from support.cli_in_process import run_xmdata
 
 from xmdata.data import sample_path
 from xmdata.tasks.release.manifest import model_fingerprint
@@ -48,23 +49,34 @@ def _inputs(folder):
 
 
 @pytest.mark.slow
-def test_release_sha256_is_the_same_with_other_caches_prefect_homes_and_folders(tmp_path, prefect_server):
-    machines = {}
-    for machine in ("one", "two-with-a-longer-name"):  # two "machines" building side by side
-        root = tmp_path / machine
-        inputs = _inputs(root / "project")
+def test_release_sha256_is_the_same_with_other_caches_prefect_homes_and_folders(tmp_path, prefect_server,
+                                                                                monkeypatch):
+    """Two "machines" build side by side, each with its own cache (the tiny models built there) and
+    folder: one in a process of its own with its own Prefect home, the other in this test's process
+    (the session's Prefect home; the imports of torch, transformers, COMET and open_clip already
+    paid, ~17 CPU-s). Both use the session's Prefect API, so neither waits for a server to start."""
+    def environment(root):
         env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
-        # Their own cache (tiny models built there), Prefect home and folder; the session's Prefect
-        # API, so that neither waits for a server of its own to start.
         env.update(XMDATA_CACHE=str(root / "cache"), PREFECT_HOME=str(root / "prefect"),
                    PREFECT_API_URL=prefect_server, XMDATA_SERVICE="off", XMDATA_EXECUTOR="inprocess")
-        machines[root] = subprocess.Popen([os.path.join(BIN, "xmdata"), "release", "--config", "release.yaml",
-                                           "--out", str(root / "out"), "--quiet"], cwd=inputs, env=env,
-                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        return env
+
+    def release(root):
+        return ["release", "--config", "release.yaml", "--out", str(root / "out"), "--quiet"]
+
+    one, two = tmp_path / "one", tmp_path / "two-with-a-longer-name"
+    own = subprocess.Popen([os.path.join(BIN, "xmdata"), *release(one)],
+                           cwd=_inputs(one / "project"), env=environment(one),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        monkeypatch.chdir(_inputs(two / "project"))
+        here = run_xmdata(release(two), environment(two))
+    finally:
+        _, stderr = own.communicate(timeout=900)
+    assert own.returncode == 0, stderr[-3000:]
+    assert here.returncode == 0, here.stderr[-3000:]
     hashes = []
-    for root, proc in machines.items():
-        _, stderr = proc.communicate(timeout=900)
-        assert proc.returncode == 0, stderr[-3000:]
+    for root in (one, two):
         manifest = json.load(open(root / "out" / "manifest.json"))
         assert str(root) not in json.dumps(manifest["release"])  # no path of this machine in the facts
         hashes.append(manifest["release_sha256"])

@@ -5,8 +5,10 @@ import io
 import os
 
 import numpy as np
+import pytest
 
 
+@pytest.mark.slow  # ~16 CPU-s: global_land_mask's mask decompressed three times (cold, library, damaged)
 def test_cached_places_and_land_mask_answer_as_the_libraries_do(tmp_path, monkeypatch):
     from xmdata.runtime.settings import CACHE
     from xmdata.tasks.selection import geo_tables
