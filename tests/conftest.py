@@ -66,16 +66,11 @@ def tiny_models(tmp_path_factory):
 @pytest.fixture(scope="session")
 def service():
     """The xmdata service (Prefect server + warm Dask cluster) for the whole test run, started as
-    `xmdata up --workers 1` starts it by whichever xdist worker asks first (the others find it),
-    and stopped when the run ends (pytest_sessionfinish, in the process that started the workers).
-    One worker, not one per core: each worker the demo's model stages
-    reach imports torch, transformers, COMET and open_clip and loads the models (~20 CPU-s), and
-    the tests that use this cluster ask for where shards run and what they make, not how many ran
-    side by side (a service of two workers: test_service.py; shards over two workers:
-    test_score_cluster.py and test_storage.py)."""
+    the first CLI command would start it by whichever xdist worker asks first (the others find it),
+    and stopped when the run ends (pytest_sessionfinish, in the process that started the workers)."""
     from xmdata.runtime.service import ensure_service
 
-    return ensure_service(workers=1, quiet=True)
+    return ensure_service(quiet=True)
 
 
 def pytest_sessionfinish(session):
