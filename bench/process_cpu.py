@@ -88,6 +88,9 @@ def measure(command: list[str]) -> dict:
     started = time.monotonic()
     try:
         code = subprocess.call(command)
+    except OSError as exc:  # no such program, not executable
+        code = 127
+        print(f"process_cpu: cannot run {command[0]}: {exc.strerror}", file=sys.stderr)
     finally:
         wall = time.monotonic() - started
         done.set()
@@ -131,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         with open(args.json, "w") as out:
             json.dump(result, out, indent=2)
-    return 0
+    return result["exit"]  # the command's own: the wrapper does not hide a failure
 
 
 if __name__ == "__main__":
