@@ -6,7 +6,7 @@ looks. The kernel's process accounting (acct(2), needs root) writes one record p
 it ends, with its own user+system CPU (threads included, children not); a sampler beside it keeps
 each process's command line (the last one seen: exec changes it) to say what kind it was. A
 process still running when the command returns has no record and is not counted: stop what you
-start. Used for the CI budget of issue 29: `sudo .venv/bin/python -m bench.process_cpu -- env
+start. Accounting is machine-wide: whatever else ends meanwhile counts too, under its own kind. Used for the CI budget of issue 29: `sudo .venv/bin/python -m bench.process_cpu -- env
 CI=true bash .ci/run`.
 """
 from __future__ import annotations
