@@ -87,3 +87,7 @@ CONTRACTS.update({c.name: c for c in (CANDIDATES, TRANSLATIONS, QA_INPUT, QA_CAN
 from .scoring import SCORE_INPUT, SCORES  # noqa: E402  (kept in their own module)
 
 CONTRACTS.update({c.name: c for c in (SCORE_INPUT, SCORES)})
+
+from .clean import CLEAN_CAPTIONS, CLEAN_IMAGES, MATCHES  # noqa: E402  (kept in their own module)
+
+CONTRACTS.update({c.name: c for c in (CLEAN_IMAGES, CLEAN_CAPTIONS, MATCHES)})

@@ -168,6 +168,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_translation_commands(sub, _add_run_options)
     from xmdata.commands_images import add_download_images_command  # pydantic only: --help stays light
     add_download_images_command(sub, _add_run_options)
+    from xmdata.commands_clean import add_clean_commands  # pydantic only: --help stays light
+    add_clean_commands(sub, _add_run_options)
     from xmdata.commands_explain import add_explain_command  # argparse only
     add_explain_command(sub)
     from xmdata.commands_explore import add_explore_command  # argparse only

@@ -201,3 +201,5 @@ from xmdata.commands_explain import explain  # noqa: E402
 COMMANDS["explain"] = explain
 from xmdata.commands_explore import explore  # noqa: E402  (its module also declares its flags)
 COMMANDS["explore"] = explore
+from xmdata.commands_clean import clean  # noqa: E402  (its module also declares its flags)
+COMMANDS["dedup"] = COMMANDS["contamination"] = clean

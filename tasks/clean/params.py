@@ -1,0 +1,63 @@
+"""The options of `xmdata dedup` and `xmdata contamination`, declared once: the CLI's flags, the flows'
+parameter (the Prefect UI's form), the release config's `dedup:` and `contamination:` sections and
+what the stages run with. Light (pydantic only): the CLI builds its flags from it before any import
+of numpy, faiss or datasketch.
+
+The model-free tiers are on by default (perceptual hashes for images; normalised exact text and
+MinHash for captions); the embedding tier runs when a model is named. Where each default threshold
+comes from is said beside it (the bench that measured it).
+"""
+from __future__ import annotations
+
+from pydantic import Field, model_validator
+
+from xmdata.runtime.params import Params
+from xmdata.tasks.stage_params import DEFAULT_MAX_PIXELS
+
+# Images, model-free: multi-view 64-bit DCT hashes; a pair matches at <= this many differing bits
+# in its closest views (bench/clean_images.py: no false positive among unrelated real photos).
+DEFAULT_MAX_HASH_BITS = 10
+# Captions: MinHash over shingles, LSH candidates verified by their Jaccard (bench/clean_captions.py).
+DEFAULT_MIN_JACCARD = 0.7
+DEFAULT_NUM_PERM = 128
+# Embedding tier: clip-retrieval's query-time dedup keeps cosine >= 0.94 (its `deduplicate` option).
+DEFAULT_MIN_COSINE = 0.94
+DEFAULT_MAX_MATCHES = 10
+
+
+class CleanParams(Params):
+    image_hash: bool = Field(True, description="images: match perceptual hashes of several crops and scales "
+                             "(model-free; finds resized, re-encoded, brightened and cropped copies)")
+    max_hash_bits: int = Field(DEFAULT_MAX_HASH_BITS, ge=0, le=32,
+                               description="images: a pair matches at most this many of 64 hash bits apart")
+    exact_text: bool = Field(True, description="captions: match texts equal after NFKC, case folding, "
+                             "punctuation and whitespace removal")
+    minhash: bool = Field(True, description="captions: MinHash/LSH near-duplicates of the normalised texts")
+    min_jaccard: float = Field(DEFAULT_MIN_JACCARD, gt=0, le=1,
+                               description="captions: a pair matches at this Jaccard similarity of its shingles")
+    num_perm: int = Field(DEFAULT_NUM_PERM, ge=16, le=1024, description="captions: MinHash permutations")
+    model: str | None = Field(None, description="embedding tier: an open_clip model name or local folder; its "
+                              "image tower for images, its (multilingual) text tower for captions in contamination")
+    pretrained: str | None = Field(None, description="embedding tier: the model's pretrained tag or checkpoint")
+    reference_model: str | None = Field(None, description="the model that made a clip-retrieval embeddings "
+                                        "reference (such a folder does not record it); the input is embedded "
+                                        "with it to search that reference")
+    min_cosine: float = Field(DEFAULT_MIN_COSINE, ge=-1, le=1,
+                              description="embedding tier: a pair matches at this cosine similarity")
+    max_matches: int = Field(DEFAULT_MAX_MATCHES, ge=1, le=1000,
+                             description="at most this many matches a row, best first")
+    max_image_pixels: int = Field(DEFAULT_MAX_PIXELS, ge=1, description="refuse images with more pixels")
+
+    @model_validator(mode="after")
+    def _some_tier(self):
+        if not (self.image_hash or self.exact_text or self.minhash or self.model or self.reference_model):
+            raise ValueError("every tier is off: keep one of image_hash, exact_text, minhash, or name a model")
+        return self
+
+    def tiers(self, kind: str, against_embeddings: bool = False) -> list[str]:
+        """The methods that run on a KIND ('images' or 'captions') table, in the order they are reported."""
+        if kind == "images":
+            methods = ["image_hash"] if self.image_hash else []
+            return methods + (["image_embedding"] if self.model or (against_embeddings and self.reference_model) else [])
+        methods = (["exact_text"] if self.exact_text else []) + (["minhash"] if self.minhash else [])
+        return methods + (["text_embedding"] if self.model or (against_embeddings and self.reference_model) else [])
