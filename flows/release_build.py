@@ -32,6 +32,7 @@ from .download_images import download_images
 from .language_id import label_languages
 from .finish import step_report
 from .mmmeb import build_mmmeb
+from .release_clean import clean_release_inputs
 from .release_config import ReleaseConfig
 from .release_preflight import translation_texts
 from .release_refs import DOWNLOAD_FOLDER, DOWNLOADED, IMPORTED, replaced
@@ -65,6 +66,9 @@ def build_release_data(config: ReleaseConfig, work: str) -> Build:
     config = resolve_built(config, folders, work)
     if c := config.image_download:  # first: its images are there before any later stage runs
         build.add(*download_release_images(c, work, shards))
+    if config.dedup or config.contamination:  # before any stage selects, translates or scores a row
+        config, reports, stats, markdown = clean_release_inputs(config, work, shards)
+        build.add(reports, stats, "Clean sets", markdown)
     if c := config.language_id:
         build.add(*label_languages(c.input, work, shards, c))
     if c := config.image_selection:

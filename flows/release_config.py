@@ -19,7 +19,7 @@ from xmdata.data import DATA_DIR
 from xmdata.runtime.cluster_spec import ClusterOptions
 from xmdata.runtime.params import Strict
 from xmdata.tasks.release.choices import ModelChoice
-from xmdata.tasks.release.sections import ImageDownloadConfig, ImageSelectionConfig, ImportConfig, \
+from xmdata.tasks.release.sections import ContaminationConfig, DedupConfig, ImageDownloadConfig, ImageSelectionConfig, ImportConfig, \
     LanguageIdConfig, QATranslationConfig, ScoringConfig, TranslationConfig
 from xmdata.tasks.stage_params import DEFAULT_SHARDS, Seed, ShardCount
 
@@ -43,6 +43,10 @@ class ReleaseConfig(Strict):
                                              "part of the build; a stage reads one as import:<name>/<table>.parquet")
     image_download: ImageDownloadConfig | None = Field(None, description="download-images into WORK/image_download/"
                                                        ": every row with its status (as of the build)")
+    dedup: DedupConfig | None = Field(None, description="near-duplicate images and captions among the inputs, "
+                                      "removed before selection, translation and scoring")
+    contamination: ContaminationConfig | None = Field(None, description="input images and captions that match a "
+                                                      "reference (training data), removed before the other stages")
     language_id: LanguageIdConfig | None = None
     image_selection: ImageSelectionConfig | None = None
     translation: TranslationConfig | None = None

@@ -169,4 +169,6 @@ def absolute_paths(config: Strict, base: str) -> Strict:
     for section, keys in {**INPUT_FIELDS, "language_id": ["input", "lid_model"]}.items():
         if holder := getattr(config, section):
             config = replaced(config, (section,), {k: absolute(getattr(holder, k)) for k in keys})
+    if config.contamination:
+        config = replaced(config, ("contamination",), {"against": [absolute(p) for p in config.contamination.against]})
     return config

@@ -18,13 +18,8 @@ import numpy as np
 
 from xmdata.tasks.clean.pairs import Matches
 
-# Measured by `./run bench clean_images` (python -m bench clean_images) on 19 real photographs that
-# scikit-image and matplotlib ship, 608 copies (resized 50 %, JPEG q55-60, brightness +-12 %, cut
-# up to 5 % from any sides, all at once): at 8 bits 99.2 % of copies are found (missed: 5 crops of a
-# brick wall and a page of text, textures with little coarse structure), at 10 bits all; the
-# nearest of 2,635 unrelated pairs and of 43,200 copy-vs-other-image pairs lie 12 bits apart. 8
-# keeps two steps from them (a hash has 32 bits set, so distances are even: 9 acts as 8).
-DEFAULT_MAX_BITS = 8
+from xmdata.tasks.clean.params import DEFAULT_MAX_HASH_BITS as DEFAULT_MAX_BITS  # measured: see params.py
+
 BITS = 64
 CUTS = (0.0, 0.025, 0.05)  # what each view cuts from each side, as a fraction of that side
 WORK = 128  # the grey square every view is cut from

@@ -83,8 +83,9 @@ def sign_images(table: pa.Table, params: SignatureShard) -> tuple[pa.Table, pa.T
     paths = kept.column(RESOLVED).to_pylist()
     hashes, errors = hash_images(paths, params.max_image_pixels)
     bad = pa.array([e is not None for e in errors], pa.bool_())
-    refused = make_rejects(STAGE, UNREADABLE, kept.filter(bad).column("id").to_pylist(),
-                           [f"{p}: {e}" for p, e in zip(paths, errors) if e is not None])
+    ids = kept.column("id").to_pylist()
+    refused = concat_rejects([make_rejects(STAGE, reason, [i], [f"{p}: {why.strip()}"]) for i, p, e in zip(ids, paths, errors)
+                              if e is not None for reason, _, why in [e.partition(":")]])
     good = np.array([e is None for e in errors], bool)
     kept = kept.filter(pc.invert(bad))
     if params.image_hash:

@@ -19,19 +19,8 @@ import regex
 
 from xmdata.tasks.clean.pairs import Matches
 
-# Measured with `python -m bench clean_captions` (93 real captions of data/sample in 26 languages,
-# median 7 words, each with planted edits: one word changed / added / removed, a typo, two words
-# swapped, case and punctuation; 515 distinct same-language pairs of different images): exact
-# Jaccard of character n-gram sets, recall of planted pairs / distinct pairs above 0.6 =
-# n=3: 0.96 / 1, n=4: 0.92 / 1, n=5: 0.81 / 1, n=6: 0.73 / 0. Character n-grams serve every script
-# alike (CJK and Thai have no spaces); 4 keeps most edits of short captions, while the highest
-# distinct spaced-language pair scores 0.42 (3-grams: 0.49). The one distinct pair above 0.6 is a
-# Japanese caption contained in a longer one.
-DEFAULT_NGRAM = 4
-DEFAULT_JACCARD = 0.6
-# datasketch's default; `lsh_bands(0.6, 128)` = 25 bands of 5: P(candidate) = 1-(1-J^5)^25 is 0.23
-# at J=0.4, 0.87 at 0.6, 0.99 at 0.7 (every planted pair above the threshold was a candidate).
-DEFAULT_NUM_PERM = 128
+# Measured (`python -m bench clean_captions`) and declared once in params.py, with where each comes from.
+from xmdata.tasks.clean.params import DEFAULT_MIN_JACCARD as DEFAULT_JACCARD, DEFAULT_NGRAM, DEFAULT_NUM_PERM  # noqa: E402
 DEFAULT_SEED = 42
 
 _DROP = regex.compile(r"[\p{Cf}]+")  # zero-width joiners, direction marks: gone, not spaces

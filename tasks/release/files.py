@@ -18,6 +18,9 @@ from xmdata.runtime.atomic import replace_atomically, write_parquet_atomic
 TABLES = {
     "image_downloads": ("image_download/downloads.parquet", "every row of the image download with its status "
                         "(ok or the reason there is no image), as of the build"),
+    "clean_matches": ("clean/matches.parquet", "every near-duplicate and contamination match of the release's "
+                      "images and captions (dedup:, contamination:): id, match_id, match_source, method, score, "
+                      "measure and its unit, the check and the table"),
     "captions": ("language_id/data/*.parquet", "captions with their fastText language label and probability"),
     "images": ("selection.parquet", "geo-diverse images selected per language, with the back-off level"),
     "images_per_language": ("selection_summary.parquet", "selected images per language and level"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from xmdata.tasks.clean.params import CleanParams
 from xmdata.tasks.images.params import DownloadImagesParams
 from xmdata.tasks.importers.formats import FORMATS
 from xmdata.tasks.importers.options import ImportOptions
@@ -51,3 +52,14 @@ class ScoringConfig(ScoringParams):
     input: str = Field(description="captions: id, text, image_id [, language]")
     images: str = Field(description="images table whose `path` column the captions' image_id points at")
     include_translations: bool = True
+
+
+class DedupConfig(CleanParams):
+    """Near-duplicates among the release's own images (image_selection.input) and captions (language_id,
+    translation and scoring inputs), removed before any stage selects, translates or scores them."""
+
+
+class ContaminationConfig(CleanParams):
+    against: list[str] = Field(min_length=1, description="references (training data): image folders, images or "
+                               "captions tables, release folders, clip-retrieval embeddings folders; relative to "
+                               "the config")
