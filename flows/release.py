@@ -110,7 +110,7 @@ def release_facts(release: Release, summary: dict, work: str, work_folder: str |
         "config": {"file": os.path.basename(release.path), "sha256": release.sha256, "text": release.text,
                    "overrides": release.overrides,
                    "effective_sha256": canonical_sha256({"text": release.text, "overrides": release.overrides})},
-        "inputs": _input_facts(config.inputs(), base),
+        "inputs": _input_facts(config.inputs(), base) | reference_facts(config, base),
         "imports": {name: {"format": entry.format, "source": os.path.relpath(entry.source, base),
                            **recorded_source(work, name)} for name, entry in config.imports.items()},
         "models": model_facts(config, release.resolved),
@@ -120,6 +120,17 @@ def release_facts(release: Release, summary: dict, work: str, work_folder: str |
         "stages": summary["stages"],
         "work_folder": work_folder,
     }
+
+
+def reference_facts(config, base: str) -> dict:
+    """contamination.against: each reference's files, their count and one sha256 (a folder's hashes kept
+    by size, mtime and inode in XMDATA_CACHE, so re-checking a large reference reads none of it again)."""
+    from xmdata.tasks.clean.fingerprint import reference_fingerprint
+
+    if not config.contamination:
+        return {}
+    return {f"contamination.against[{n}]": {"path": os.path.relpath(path, base), **reference_fingerprint(path)}
+            for n, path in enumerate(config.contamination.against)}
 
 
 def _input_facts(inputs: list[tuple[str, str]], base: str) -> dict:

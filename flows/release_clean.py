@@ -20,6 +20,8 @@ from xmdata.runtime.atomic import write_parquet_atomic
 from xmdata.runtime.process import StageReport
 from xmdata.tasks.build.rejects import concat_rejects, make_rejects
 
+from xmdata.tasks.clean.references import reference_kinds
+
 from .clean import clean_rows
 from .finish import step_report
 from .release_config import ReleaseConfig
@@ -28,6 +30,21 @@ from .release_refs import replaced
 CAPTION_INPUTS = (("language_id", "input"), ("translation", "input"), ("scoring", "input"))
 CASCADE = {"dedup": "image_near_duplicate", "contamination": "image_contaminated"}
 MATCHES = "clean/matches.parquet"
+
+
+def check_clean_sections(config: ReleaseConfig) -> None:
+    """Every reference of `contamination:` exists and can be compared with some input of the release:
+    refused with the release's other preflight checks, before anything is written."""
+    from xmdata.schemas import ContractError
+
+    if not config.contamination:
+        return
+    kinds = ({"images"} if config.image_selection else set()) | \
+        ({"captions"} if any(getattr(config, s) for s, _ in CAPTION_INPUTS) else set())
+    for path in config.contamination.against:
+        if not reference_kinds(path) & kinds:
+            raise ContractError(f"contamination.against: {path}: holds {' or '.join(sorted(reference_kinds(path)))}, "
+                                f"and the release checks {' and '.join(sorted(kinds)) or 'no images or captions'}")
 
 
 def clean_release_inputs(config: ReleaseConfig, work: str, shards: int
@@ -75,16 +92,21 @@ def _check(path: str, kind: str, checks: list, work: str, shards: int, name: str
     from .clean import check_clean
 
     name = name or kind
-    kept_ids, refused, found, lines, rows = None, [], [], [], 0
+    kept_ids, refused, found, lines, rows, out = None, [], [], [], 0, None
     for mode, params in checks:
-        against = list(getattr(params, "against", []) or [])
+        against = [a for a in getattr(params, "against", None) or [] if kind in reference_kinds(a)]
+        if mode == "contamination" and not against:
+            continue  # no reference of this kind: nothing to compare with
         table_kind, table, references = check_clean(path, against, params, mode)
         rows = rows or table.num_rows
         if kept_ids is not None:  # the table as read (paths resolved from its own folder), less what went before
             table = table.filter(pc.is_in(table.column("id"), kept_ids))
         out = os.path.join(work, "clean", mode, name)
         _, _, report = clean_rows(mode, path, against, out, shards, params, checked=(table_kind, table, references))
-        refused.append(storage.read_parquet(os.path.join(out, "rejects.parquet")))
+        rejects = storage.read_parquet(os.path.join(out, "rejects.parquet"))
+        if kept_ids is not None:  # the input's bad ids were refused by the first check already
+            rejects = rejects.filter(pc.not_equal(rejects.column("stage"), table_kind))
+        refused.append(rejects)
         found.append(_labelled(storage.read_parquet(os.path.join(out, "matches.parquet")), mode, name))
         kept_ids = storage.read_parquet(os.path.join(out, "kept.parquet")).column("id")
         what = "inside the set" if mode == "dedup" else "against " + ", ".join(f"`{os.path.basename(a)}`" for a in against)
@@ -92,7 +114,14 @@ def _check(path: str, kind: str, checks: list, work: str, shards: int, name: str
                            for m, v in report["methods"].items()) or "no method"
         lines.append(f"- **{name}**, {mode} {what}: {report['rows']} rows, {report['kept']} kept; "
                      f"refused {report['rejected'] or 'none'}; {counts}.")
-    kept = storage.read_parquet(os.path.join(work, "clean", checks[-1][0], name, "kept.parquet"))
+    if out is None:  # nothing to check this table against
+        from xmdata.schemas.clean import MATCHES_SCHEMA
+        from xmdata.tasks.clean.inputs import RESOLVED, read_clean_input
+
+        _, table = read_clean_input(path)
+        return (table.drop_columns([c for c in (RESOLVED,) if c in table.column_names]), concat_rejects([]),
+                _labelled(MATCHES_SCHEMA.empty_table(), "none", name), {"rows": table.num_rows, "lines": []})
+    kept = storage.read_parquet(os.path.join(out, "kept.parquet"))
     return kept, concat_rejects(refused), pa.concat_tables(found), {"rows": rows, "lines": lines}
 
 

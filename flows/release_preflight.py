@@ -65,6 +65,10 @@ def preflight_release(config: ReleaseConfig) -> None:
     resolved to their folders (resolve_tiny_models)."""
     # An input written import:<name>/<table> (or image_download:<table>) exists only once the build's
     # imports (its download) ran: they check their own inputs, and the stage checks the table when it reads it.
+    if config.contamination:
+        from .release_clean import check_clean_sections
+
+        check_clean_sections(config)
     if (c := config.image_download) and not imported(c.input):
         from xmdata.tasks.images.runs import read_download_input
 

@@ -140,7 +140,8 @@ def open_embeddings_folder(path: str, kind: str, expected_dim: int | None = None
         except (ValueError, OSError) as error:
             raise ContractError(f"{npy}: not a readable .npy matrix ({error})") from None
         if matrix.ndim != 2 or matrix.dtype not in (np.float16, np.float32):
-            raise ContractError(f"{npy}: expected a 2-D float16 or float32 matrix, found {matrix.ndim}-D {matrix.dtype}")
+            raise ContractError(f"{npy}: expected a 2-D float16 or float32 matrix, "
+                                f"found {matrix.ndim}-D {matrix.dtype}")
         if dim is None:
             dim, dtype = matrix.shape[1], matrix.dtype
         if matrix.shape[1] != dim:
@@ -152,7 +153,8 @@ def open_embeddings_folder(path: str, kind: str, expected_dim: int | None = None
         schema = pq.read_schema(meta)
         column = next((c for c in ID_COLUMNS if c in schema.names), None)
         if column is None:
-            raise ContractError(f"{meta}: no 'key' or 'image_path' column to name the rows (columns: {', '.join(schema.names)})")
+            raise ContractError(f"{meta}: no 'key' or 'image_path' column to name the rows "
+                                f"(columns: {', '.join(schema.names)})")
         part_ids = pq.read_table(meta, columns=[column]).column(column).combine_chunks().cast(pa.string())
         if len(part_ids) != matrix.shape[0]:
             raise ContractError(f"{meta}: {len(part_ids)} rows, but {npy} has {matrix.shape[0]} vectors")

@@ -112,7 +112,9 @@ def build_ivf(reference, start: int = 0, stop: int | None = None):
 def search_ivf(index, query: np.ndarray, kk: int, nprobe: int) -> tuple[np.ndarray, np.ndarray]:
     """(cosines, ids), each (query rows, kk), best first; id -1 where fewer than kk were found."""
     index.nprobe = nprobe
-    return _search_by_list(index, query, kk) if len(query) >= index.nlist else index.search(query, kk)
+    # by list: at least as many queries as lists, and more probes than lists (faiss's bucket sort)
+    by_list = len(query) >= index.nlist and len(query) * nprobe > index.nlist + 1
+    return _search_by_list(index, query, kk) if by_list else index.search(query, kk)
 
 
 def _nearest(query: np.ndarray, rows: _Rows, kk: int, min_cosine: float, nprobe: int,
@@ -141,12 +143,13 @@ def _search_by_list(index, query: np.ndarray, kk: int) -> tuple[np.ndarray, np.n
     lists they probe, each list decoded once and matched against its queries with BLAS (faiss.knn).
     Measured 3x faster than index.search on 10,000 queries x 100,000 rows (which scans the probed
     lists again for every query, bound by memory bandwidth); used once there are at least as many
-    queries as lists (faiss's bucket sort needs more probes than lists). Its sequential loop is spelled out to leave out its progress lines."""
+    queries as lists. Its sequential loop is spelled out to leave out its progress lines."""
     from faiss.contrib.big_batch_search import BigBatchSearcher, BlockComputer
 
     searcher = BigBatchSearcher(index, query, kk)
     blocks = BlockComputer(index, method="knn_function")
-    searcher.decode_func, searcher.by_residual = blocks.decode_func, blocks.by_residual
+    # QT_fp16 codes are IEEE halves: numpy's cast equals sq.decode, measured 1.8x faster (200,000 x 1024)
+    searcher.decode_func, searcher.by_residual = lambda codes: codes.view(np.float16).astype(np.float32), False
     searcher.coarse_quantization()
     searcher.reorder_assign()
     for inverted_list in range(index.nlist):
@@ -200,7 +203,8 @@ def search_embeddings(query: np.ndarray, reference, min_cosine: float, k: int, *
     if not len(query) or not len(rows):
         return Matches.empty()
     kk = k + 1 if dedup else k
-    return _with_threads(threads, lambda: _finish(_nearest(query, rows, kk, min_cosine, nprobe, ivf_min_rows), k, dedup))
+    return _with_threads(threads, lambda: _finish(_nearest(query, rows, kk, min_cosine, nprobe, ivf_min_rows),
+                                                  k, dedup))
 
 
 def _search_shard(query, reference, start, stop, kk, min_cosine, nprobe, ivf_min_rows, threads) -> Matches:

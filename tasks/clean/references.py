@@ -45,6 +45,22 @@ def open_reference(source: str, input_kind: str, reference_model: str | None) ->
     return _same_kind(image_folder_reference(source, path), input_kind)
 
 
+def reference_kinds(source: str) -> set[str]:
+    """Which kinds of table a reference can be compared with, from its shape alone (a release or an
+    embeddings folder may hold both); a reference that does not exist is refused."""
+    path = os.path.abspath(source)
+    if not os.path.exists(path):
+        raise ContractError(f"reference {source}: not found")
+    if os.path.isfile(path):
+        from xmdata.schemas.readers import read_any
+
+        return {table_kind(read_any(path).column_names, source)}
+    embedded = {kind for kind, folder in EMBEDDING_FOLDERS.items() if os.path.isdir(os.path.join(path, folder))}
+    if embedded:
+        return embedded
+    return {"images", "captions"} if os.path.isfile(os.path.join(path, "manifest.json")) else {"images"}
+
+
 def _same_kind(ref: Reference, input_kind: str) -> Reference:
     if ref.kind != input_kind:
         raise ContractError(f"reference {ref.source}: holds {ref.kind}, the input holds {input_kind}: "

@@ -81,6 +81,28 @@ def backoff_section(per_language: pl.DataFrame) -> str:
             + "\n![selection map](plots/selection_map.png)\n")
 
 
+def clean_section(config, matches: pl.DataFrame | None, summary: dict) -> str:
+    """What was checked against what (before any stage selected, translated or scored), with counts."""
+    checks = []
+    if config.dedup:
+        checks.append("near-duplicates inside the set")
+    if config.contamination:
+        checks.append("overlap with " + ", ".join(f"`{os.path.basename(a)}`" for a in config.contamination.against))
+    refused = [{"table": stage.removeprefix("clean_"), "rows": s["rows_in"], "kept": s["rows_out"],
+                "refused": ", ".join(f"{k}: {v}" for k, v in s["rejected"].items()) or "0"}
+               for stage, s in summary["stages"].items() if stage.startswith("clean_")]
+    text = ("## Clean sets\n\nThe inputs were checked for " + " and ".join(checks) + " before any stage selected, "
+            "labelled, translated or scored a row (an image refused takes its captions with it). Every match is in "
+            "`data/clean_matches.parquet` (method, score, the raw measure and its unit); `xmdata explain DIR ID` "
+            "shows a row's.\n\n" + _table(refused))
+    if matches is not None and matches.height:
+        by = matches.group_by("check", "table", "method", "match_source").agg(matches=pl.len(),
+                                                                                  rows=pl.col("id").n_unique())
+        rows = by.with_columns(pl.col("match_source").map_elements(os.path.basename, return_dtype=pl.String))
+        text += "\n" + _table(rows.sort("check", "table", "method", "match_source").to_dicts())
+    return text
+
+
 def build_card(release: str, config, tables: dict[str, str], summary: dict) -> str:
     data = {name: _read(release, name) for name in tables}
     languages = set()
@@ -103,6 +125,8 @@ def build_card(release: str, config, tables: dict[str, str], summary: dict) -> s
                                         "what": d} for n, d in tables.items()])]
     if (d := data.get("image_downloads")) is not None:
         parts.append(download_section(d))
+    if getattr(config, "dedup", None) or getattr(config, "contamination", None):
+        parts.append(clean_section(config, data.get("clean_matches"), summary))
     if data.get("captions") is not None:
         parts.append(caption_section(data["captions"]))
     if data.get("images_per_language") is not None:
