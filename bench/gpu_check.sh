@@ -14,11 +14,11 @@ PY=${PY:-python3}
 if ls .whl/*.whl >/dev/null 2>&1; then
   $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 fi
-mkdir -p /tmp/xm/xmdata
-for d in runtime flows tasks schemas models data; do ln -sfn "$PWD/$d" "/tmp/xm/xmdata/$d"; done
-for f in xmdata/*; do ln -sfn "$PWD/$f" "/tmp/xm/xmdata/$(basename "$f")"; done
+# In the folder xmdata/ itself: python -m and pytest put the working folder first on sys.path, so
+# a package assembled elsewhere would lose to ./xmdata. The links stay on the device's copy.
+for d in runtime flows tasks schemas models data; do [ -e "xmdata/$d" ] || ln -s "../$d" "xmdata/$d"; done
 [ -d .gpu-tiny ] && export XMDATA_GPU_TINY=$PWD/.gpu-tiny
-export PYTHONPATH=/tmp/site:/tmp/xm:$PWD${PYTHONPATH:+:$PYTHONPATH}
+export PYTHONPATH=/tmp/site:$PWD${PYTHONPATH:+:$PYTHONPATH}
 
 {
   nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv

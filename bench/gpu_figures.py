@@ -42,7 +42,8 @@ def environment(root: Path, figures: dict) -> dict:
     return {"gpu": torch.cuda.get_device_name(), "memory_gib": round(props.total_memory / 2**30, 1),
             "sms": props.multi_processor_count, "torch": torch.__version__, "cuda": torch.version.cuda,
             "transformers": transformers.__version__, "numpy": numpy.__version__,
-            "python": sys.version.split()[0], "cpus": os.cpu_count()}
+            "python": sys.version.split()[0], "cpus": os.cpu_count(),
+            "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"), "affinity": len(os.sched_getaffinity(0))}
 
 
 @section
