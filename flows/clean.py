@@ -46,6 +46,10 @@ def check_clean(input_path: str, against: list[str], params: CleanParams, mode: 
     if mode == "dedup" and kind == "captions" and params.model and not (params.exact_text or params.minhash):
         raise ContractError("dedup of captions has no embedding tier (the cross-lingual tier is contamination's): "
                             "keep exact_text or minhash on")
+    if kind == "images" and not any(p and os.path.isfile(p) for p in table.column(RESOLVED).to_pylist()):
+        first = next((p for p in table.column("path").to_pylist() if p), None)
+        raise ContractError(f"{input_path}: none of its {table.num_rows} images is a file"
+                            + (f" (the first: {first}, read from the table's folder)" if first else " (no path given)"))
     references = [open_reference(r, kind, params.reference_model) for r in against]
     if any(r.kind == "embeddings" for r in references):
         from xmdata.tasks.clean.clip_retrieval import open_embeddings_folder

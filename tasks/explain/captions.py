@@ -2,6 +2,7 @@
 each kept translation (`<caption id>@<target>`); a pair id alone: its pair and its score."""
 from __future__ import annotations
 
+from .clean import clean_steps
 from .folders import Folders
 from .steps import first_row, found, stage_step
 from .trace import Step, Trace
@@ -11,7 +12,7 @@ SCORES = ["image_id", "status", "error_message", "clip_score", "ref_clip_score",
 
 
 def caption_trace(folders: Folders, caption_id: str) -> Trace | None:
-    steps, rows = [], []
+    steps, rows = clean_steps(folders, caption_id), []
     for stage, table, added in (("captions", "captions", []), ("language_id", "language_id", ["lid_label", "lid_prob"]),
                                 ("texts", "texts", [])):
         if made := stage_step(folders, stage, table, caption_id, added):

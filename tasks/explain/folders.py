@@ -29,6 +29,8 @@ TABLES = {
     "qa_instances": ("qa_instances/data/*.parquet", None),
     "qa_candidates": ("qa_candidates.parquet", None),
     "qa_parallel": ("qa_parallel.parquet", "data/qa_parallel.parquet"),
+    "clean_matches": ("clean/matches.parquet", "data/clean_matches.parquet"),  # a release's dedup:/contamination:
+    "matches": ("matches.parquet", None),  # xmdata dedup / contamination --out
 }
 # rejects a work folder keeps outside a stage folder, by their release name
 REJECTS_FILES = {"translation_selection": "translation_rejects.parquet", "qa_extraction": "qa_rejects.parquet"}

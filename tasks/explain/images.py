@@ -2,6 +2,7 @@
 the languages it was picked for, each with its back-off level (region, country, continent, global)."""
 from __future__ import annotations
 
+from .clean import clean_steps
 from .folders import Folders
 from .lookup import find_rows, stage_params
 from .steps import first_row, found, rows_of, stage_step
@@ -11,7 +12,7 @@ PLACE = ["country", "admin1", "continent", "geo_place_km", "geo_flag"]
 
 
 def image_trace(folders: Folders, image_id: str) -> Trace | None:
-    steps, rows = [], []
+    steps, rows = clean_steps(folders, image_id), []
     for stage, added in (("images", []), ("geocode", PLACE)):
         if made := stage_step(folders, stage, stage, image_id, added):
             steps.append(made[0])

@@ -23,6 +23,8 @@ STAGES = {
     "qa_candidate_lid": ("qa_translation", "filters", ["qa_translation.filters.lid_model"]),
     "qa_candidate_qe": ("qa_translation", "filters", ["qa_translation.filters.qe_model"]),
     "clip_score": ("scoring", None, ["scoring.clip_model"]),
+    "dedup": ("dedup", None, []),
+    "contamination": ("contamination", None, []),
 }
 # what a command's own --out folder keeps of its params and resolved models
 WORK_FILES = {"translation": "translate.json", "qa_translation": "translate_qa.json"}

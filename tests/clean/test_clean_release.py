@@ -79,3 +79,16 @@ def test_a_release_checks_its_inputs_before_selecting_labelling_and_publishes_wh
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["release"]["inputs"]["contamination.against[0]"]["path"] == "train.jsonl"
     assert run_xmdata(["release", "verify", out], dict(__import__("os").environ)).returncode == 0
+
+    # xmdata explain: a refused row's match (id, source, method, score) and a kept row's near-duplicates.
+    explained = run_xmdata(["explain", out, "cap-copy", "--json"], dict(__import__("os").environ))
+    assert explained.returncode == 0, explained.stderr
+    step = next(s for t in json.loads(explained.stdout)["traces"] for s in t["steps"] if s["stage"] == "clean")
+    assert step["outcome"] == "rejected" and step["reason"] == f"near_duplicate ({captions[1]['id']})"
+    assert {(m["match_id"], m["method"], m["match_source"]) for m in step["values"]["matches"]} >= {
+        (captions[1]["id"], "exact_text", "self")}
+    image = run_xmdata(["explain", out, "img-0003", "--json"], dict(__import__("os").environ))
+    step = next(s for t in json.loads(image.stdout)["traces"] for s in t["steps"] if s["stage"] == "clean")
+    assert step["outcome"] == "kept" and step["values"]["matched_by"][0]["id"] == "img-dup"
+    dup = run_xmdata(["explain", out, "img-dup"], dict(__import__("os").environ))
+    assert dup.returncode == 0 and "near_duplicate (img-0003)" in dup.stdout and "image_hash" in dup.stdout

@@ -250,6 +250,26 @@ REFUSED = [
     # explore: a folder that is not a release (tests/release/test_explore.py has the rest)
     ("explore/not-a-release", text("in.csv", "id,text\n"), "explore {d} --no-serve", "not a release (no data/"),
     ("explain/a-store-url", None, "explain s3://bucket/release cap-1", "explain reads a local folder"),
+    # dedup / contamination (tests/clean/ has the rest)
+    ("dedup/neither-kind", jsonl("in.jsonl", [{"id": "a", "caption": "x"}]), "dedup {d}/in.jsonl",
+     "neither an images table"),
+    ("dedup/no-language-code", jsonl("in.jsonl", [{"id": "a", "text": "x", "language": "gmq-xx-yy"}]),
+     "dedup {d}/in.jsonl", "is not a language code"),
+    ("dedup/nan-threshold", jsonl("in.jsonl", [{"id": "a", "text": "x", "language": "en"}]),
+     "dedup {d}/in.jsonl --min-cosine nan", "min-cosine"),
+    ("dedup/images-without-path", jsonl("in.jsonl", [{"id": "a", "path": None}]), "dedup {d}/in.jsonl", "path"),
+    ("contamination/no-such-reference", jsonl("in.jsonl", [{"id": "a", "text": "x", "language": "en"}]),
+     "contamination {d}/in.jsonl --against {d}/nothing-here", "not found"),
+    ("contamination/captions-against-an-image-folder",
+     all_of(jsonl("in.jsonl", [{"id": "a", "text": "x", "language": "en"}]), text("photos/a.jpg", b"x")),
+     "contamination {d}/in.jsonl --against {d}/photos", "cannot be compared"),
+    ("contamination/embeddings-without-a-model",
+     all_of(jsonl("in.jsonl", [{"id": "a", "text": "x", "language": "en"}]), text("emb/text_emb/x", "")),
+     "contamination {d}/in.jsonl --against {d}/emb", "--reference-model"),
+    ("release/contamination-reference-missing",
+     all_of(config("r.yaml", "name: x\ncontamination: {against: [gone.jsonl]}\nlanguage_id: {input: captions.jsonl}\n"),
+            jsonl("captions.jsonl", [{"id": "a", "text": "x", "language": "en"}])),
+     "release --config {d}/r.yaml", "gone.jsonl: not found"),
     ("explore/a-store-url", None, "explore s3://bucket/release --no-serve", "explore reads a local release"),
 ]
 NO_OUT = ("validate", "release --config {d}/r.yaml --out")
