@@ -87,7 +87,7 @@ def clean_rows(mode: str, input_path: str, against: list[str], out: str, shards:
         signed_refs.append((ref, gathered(ref_signed)))
         reports += [_renamed(ref_in, f"reference_{n:02d}_ingest"), _renamed(ref_signed, f"reference_{n:02d}_signatures")]
     query = gathered(signed)
-    matches = find_matches(kind, query, signed_refs, params) if query.num_rows else find_matches(kind, query, [], params)
+    matches = with_shown(find_matches(kind, query, signed_refs, params), kind, query, signed_refs)
     stage = f"{mode}_decision"
     groups = None
     if mode == "dedup":
@@ -105,6 +105,23 @@ def clean_rows(mode: str, input_path: str, against: list[str], out: str, shards:
     write_json_atomic(report, storage.join(out, "report.json"))
     write_text_atomic(report_markdown(report), storage.join(out, "report.md"))
     return reports, {f"{mode}_matches": {m: v["matches"] for m, v in report["methods"].items()}}, report
+
+
+SHOWN = {"images": "path", "captions": "text"}  # what a reader looks at: the image (as its table names it), the text
+
+
+def with_shown(matches: pa.Table, kind: str, query: pa.Table, references: list) -> pa.Table:
+    """The matches with what both sides show (`path`/`match_path` or `text`/`match_text`), so that a
+    page can put a pair side by side without the input tables (a refused row is in no published table)."""
+    column = SHOWN[kind]
+    mine = dict(zip(query.column("id").to_pylist(), query.column(column).to_pylist()))
+    theirs = {"self": mine} | {ref.source: dict(zip(table.column("id").to_pylist(), table.column(column).to_pylist()))
+                               for ref, table in references if table is not None}
+    shown = [mine.get(i) for i in matches.column("id").to_pylist()]
+    other = [theirs.get(s, {}).get(m) for s, m in zip(matches.column("match_source").to_pylist(),
+                                                      matches.column("match_id").to_pylist())]
+    return matches.append_column(column, pa.array(shown, pa.string())).append_column(
+        f"match_{column}", pa.array(other, pa.string()))
 
 
 def _renamed(report: StageReport, name: str) -> StageReport:

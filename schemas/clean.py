@@ -41,6 +41,7 @@ MATCHES_SCHEMA = pa.schema([
     pa.field("measure_unit", pa.string(), nullable=False),  # hamming_bits, cosine, jaccard, normalised_equal
 ])
 
+# What both sides show, written beside the matches: path/match_path (images) or text/match_text (captions).
 MATCHES = TableContract(
     name="matches", schema=MATCHES_SCHEMA,
     required=frozenset({"id", "match_id", "match_source", "method", "score", "measure", "measure_unit"}),

@@ -66,11 +66,26 @@ def tier_matches(method: str, query: pa.Table, reference: pa.Table | None, param
     return search_embeddings(q, _matrix(reference, "embedding", np.float32), params.min_cosine, k)
 
 
+# A reference larger than this is searched one index a shard of this many rows, each a task on the run's
+# Dask cluster (the reference travels as paths: a worker memory-maps its own rows), results merged
+# into the same K best. 1M x 1024 float16 is one IVF index of 2 GiB; build and search of it peaked at
+# 3.4 GiB against 100k query rows (`./run bench clean_sets`), within a 4 GB worker.
+REFERENCE_SHARD_ROWS = 1_000_000
+
+
 def folder_matches(query: pa.Table, folder, params: CleanParams) -> Matches:
     """The embedding tier against a clip-retrieval folder (read part by part, never whole)."""
-    from .embedding_search import search_embeddings
+    from .embedding_search import search_embeddings, search_sharded
 
-    return search_embeddings(_matrix(query, "embedding", np.float32), folder, params.min_cosine, params.max_matches)
+    vectors = _matrix(query, "embedding", np.float32)
+    if len(folder) <= REFERENCE_SHARD_ROWS:
+        return search_embeddings(vectors, folder, params.min_cosine, params.max_matches)
+    from xmdata.runtime.session import current_session
+
+    session = current_session()
+    client = None if session.executor == "inprocess" else session.client()
+    return search_sharded(vectors, folder, params.min_cosine, params.max_matches, REFERENCE_SHARD_ROWS,
+                          client=client, threads=1 if client else None)
 
 
 def as_table(found: Matches, method: str, query_ids: list[str], match_ids: list[str], source: str,

@@ -31,8 +31,8 @@ class SignatureShard(Params):
     kind: Literal["images", "captions"]
     image_hash: bool
     text_signatures: bool
-    num_perm: int
-    max_image_pixels: int
+    num_perm: int = CleanParams.model_fields["num_perm"]  # the one declaration, bounds included
+    max_image_pixels: int = CleanParams.model_fields["max_image_pixels"]
     model: ModelSpec | None = None
 
 

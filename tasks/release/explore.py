@@ -1,6 +1,6 @@
 """RELEASE/explore/: a static page to browse a release — images on a map with their selection level,
 captions per language, translations with their candidates, scores and decision, CLIPScores, rejects
-by stage and reason — built from the published tables; it opens from file://, no server needed.
+by stage and reason, the clean checks' near-duplicate groups and contamination matches side by side — built from the published tables; it opens from file://, no server needed.
 
 Same release, same bytes (the manifest hashes them): rows in sorted order, floats rounded, no time
 and no path of the build machine. Images are referenced by the path the scoring stage read (relative
@@ -22,7 +22,7 @@ from xmdata.tasks.release.explore_page import page_html
 from xmdata.tasks.release.manifest import read_manifest
 from xmdata.tasks.selection.land import land_path
 from xmdata.tasks.release.explore_tables import candidate_languages, candidates_by_language, images_table, \
-    link_texts, read_table, rejects_table, texts_table, rounded
+    link_texts, matches_table, read_table, rejects_table, texts_table, rounded
 
 FOLDER = "explore"
 
@@ -52,7 +52,9 @@ def explore_data(release: str) -> tuple[dict, dict[str, dict]]:
     rejects = rejects_table(release)
     images = images_table(read_table(release, "images"), captions, clip, read_table(release, "image_downloads"))
     texts = link_texts(texts_table(captions, translations, clip), images)
+    matches = matches_table(read_table(release, "clean_matches"), rejects)
     data = {"images": _columns(images), "texts": _columns(texts), "rejects": _columns(rejects),
+            "matches": _columns(matches),
             "candidate_languages": {lang: _file_name(lang) for lang in candidate_languages(candidates)},
             "land": land_path() if images.height else ""}  # the map's backdrop: no tiles offline
     return data, candidates_by_language(translations, candidates)

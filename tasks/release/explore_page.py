@@ -32,7 +32,7 @@ svg.map circle{cursor:pointer}code{background:#f2f2f2;padding:1px 4px}
 </style></head>
 <body>
 <header><h1>__TITLE__</h1><span id="summary"></span></header>
-<nav><button data-tab="images">Images</button><button data-tab="texts">Captions &amp; translations</button><button data-tab="rejects">Rejects</button></nav>
+<nav><button data-tab="images">Images</button><button data-tab="texts">Captions &amp; translations</button><button data-tab="rejects">Rejects</button><button data-tab="matches">Duplicates &amp; overlap</button></nav>
 <div id="filters">
 <label>language <select id="f-lang"><option value="">all</option></select></label>
 <label>stage <select id="f-stage"><option value="">all</option><option value="kept">kept</option></select></label>
@@ -58,7 +58,7 @@ function decode(t) {
   for (const k in t) if (k !== "rows") { const c = t[k]; out[k] = c && c.codes ? c.codes.map(i => i < 0 ? null : c.values[i]) : c; }
   return out;
 }
-const I = decode(RAW.images), T = decode(RAW.texts), R = decode(RAW.rejects);
+const I = decode(RAW.images), T = decode(RAW.texts), R = decode(RAW.rejects), M = decode(RAW.matches || {rows: 0});
 for (let i = 0; i < T.rows; i++) if (T.id[i] === "") T.id[i] = T.id[T.source[i]] + "@" + T.language[i];
 const range = n => Array.from({length: n}, (_, i) => i);
 const group = (n, key) => { const m = new Map(); for (let i = 0; i < n; i++) { const k = key(i); if (k == null) continue; if (!m.has(k)) m.set(k, []); m.get(k).push(i); } return m; };
@@ -108,7 +108,25 @@ const TABS = {
     cells: i => [esc(R.stage[i]), esc(R.reason[i]), esc(R.row_id[i]), `<span dir="auto">${esc(R.value[i])}</span>`],
     key: i => "reject/" + i,
   },
+  matches: {
+    n: () => M.rows, head: ["check", "group", "row", "matches", "method", "score", "measure"],
+    match: i => !F.q || [M.id[i], M.match_id[i], M.text[i], M.match_text[i]].some(v => (v || "").toLowerCase().includes(F.q)),
+    cells: i => [esc(M.check[i] + " · " + M.table[i]), esc(M.group[i]), side(M.id[i], M.path[i], M.text[i]),
+      side(M.match_id[i], M.match_path[i], M.match_text[i], M.match_source[i]), esc(M.method[i]),
+      `<span class="num">${num(M.score[i])}</span>`, `<span class="num">${num(M.measure[i])}</span> <span class="muted">${esc(M.measure_unit[i])}</span>`],
+    key: i => "match/" + i,
+  },
 };
+function side(id, path, text, source) {
+  const from = source && source !== "self" ? ` <span class="muted">in ${esc(source)}</span>` : "";
+  return (path ? thumb(path, "thumb") + "<br>" : "") + `<b>${esc(id)}</b>${from}` + (text ? `<br><span dir="auto">${esc(text.slice(0, 140))}</span>` : "");
+}
+function matchDetail(i) {
+  const pair = [[M.id[i], M.path[i], M.text[i], null], [M.match_id[i], M.match_path[i], M.match_text[i], M.match_source[i]]];
+  return `<h2>${esc(M.check[i])} match</h2><table><tr><th>method</th><td>${esc(M.method[i])}</td></tr><tr><th>score</th><td>${num(M.score[i])}</td></tr><tr><th>measure</th><td>${num(M.measure[i])} ${esc(M.measure_unit[i])}</td></tr><tr><th>group</th><td>${esc(M.group[i])}</td></tr></table>`
+    + pair.map(([id, path, text, source]) => `<h3>${esc(id)}${source && source !== "self" ? " (" + esc(source) + ")" : ""}</h3>` + (path ? thumb(path, "big") : "") + (text ? `<blockquote dir="auto">${esc(text)}</blockquote>` : "")).join("")
+    + rejectList(M.id[i]) + explainLine(M.id[i]);
+}
 function outcome(i) { return T.status[i] === "kept" && !T.stage[i] ? '<span class="ok">kept</span>' : `<span class="bad">${esc(T.stage[i] || T.status[i])}: ${esc(T.reason[i])}</span>`; }
 function place(i) { return I.latitude[i] == null ? '<span class="muted">no coordinates</span>' : `${esc(I.country[i] || "")} <span class="muted">${(+I.latitude[i]).toFixed(2)}, ${(+I.longitude[i]).toFixed(2)}</span>`; }
 function thumb(path, cls) {
@@ -200,11 +218,11 @@ function rejectDetail(r) {
     + (t != null ? `<p>The row: ${textLink(t)}</p>` : "") + (img != null ? `<p>The image: <a href="#image/${encodeURIComponent(id)}">${esc(id)}</a></p>` : "") + (id ? rejectList(id, x => x !== r) + explainLine(id) : "");
 }
 function route() {
-  const m = /^#(image|text|reject)\/(.*)$/.exec(location.hash), d = $("#detail");
+  const m = /^#(image|text|reject|match)\/(.*)$/.exec(location.hash), d = $("#detail");
   if (!m) return;
   const key = decodeURIComponent(m[2]);
-  const i = m[1] === "image" ? imageById.get(key) : m[1] === "text" ? textById.get(key) : (+key < R.rows ? +key : undefined);
-  d.innerHTML = i == null ? `<p class="bad">${esc(key)}: not in this release</p>` : m[1] === "image" ? imageDetail(i) : m[1] === "text" ? textDetail(i) : rejectDetail(i);
+  const i = m[1] === "image" ? imageById.get(key) : m[1] === "text" ? textById.get(key) : m[1] === "match" ? (+key < M.rows ? +key : undefined) : (+key < R.rows ? +key : undefined);
+  d.innerHTML = i == null ? `<p class="bad">${esc(key)}: not in this release</p>` : m[1] === "image" ? imageDetail(i) : m[1] === "text" ? textDetail(i) : m[1] === "match" ? matchDetail(i) : rejectDetail(i);
   d.dataset.key = m[1] + "/" + key;
 }
 function options(sel, values) { $(sel).insertAdjacentHTML("beforeend", values.map(v => `<option value="${esc(v)}">${esc(v)}</option>`).join("")); }
@@ -212,7 +230,8 @@ function init() {
   const langs = new Set([...T.language, ...selected.flat().map(p => p[0])].filter(Boolean));
   options("#f-lang", [...langs].sort()); options("#f-stage", [...new Set(R.stage.concat(T.stage))].filter(Boolean).sort());
   options("#f-reason", [...new Set(R.reason.concat(T.reason))].filter(Boolean).sort());
-  $("#summary").textContent = `${I.rows} images · ${T.rows} captions and translations · ${langs.size} languages · ${R.rows} rejects`;
+  $("#summary").textContent = `${I.rows} images · ${T.rows} captions and translations · ${langs.size} languages · ${R.rows} rejects` + (M.rows ? ` · ${M.rows} clean-check matches` : "");
+  if (!M.rows) document.querySelector('nav button[data-tab="matches"]').hidden = true;
   imageRoot = new URLSearchParams(location.search).get("images") || localStorage.getItem("xmdata-explore-images") || "";
   if (imageRoot && !imageRoot.endsWith("/")) imageRoot += "/";
   $("#f-images").value = imageRoot;

@@ -151,3 +151,21 @@ def rounded(v):
     if isinstance(v, float):
         return round(v, DIGITS) if math.isfinite(v) else None
     return v
+
+
+MATCH_SHOWN = ["check", "table", "group", "id", "match_id", "match_source", "method", "score", "measure", "measure_unit",
+               "path", "match_path", "text", "match_text"]
+
+
+def matches_table(matches: pl.DataFrame | None, rejects: pl.DataFrame) -> pl.DataFrame:
+    """The clean checks' pairs, each beside its group: a near-duplicate's group is the representative its
+    reject names (chains included), any other pair's the row it matched; sorted so a group's pairs sit together."""
+    if matches is None or not matches.height:
+        return pl.DataFrame(schema={c: pl.String for c in MATCH_SHOWN})
+    kept_as = rejects.filter(pl.col("reason") == "near_duplicate").select(id="row_id", group="value").unique("id")
+    frame = matches.join(kept_as, on="id", how="left").with_columns(pl.coalesce("group", "match_id").alias("group"))
+    for column in MATCH_SHOWN:
+        if column not in frame.columns:
+            frame = frame.with_columns(pl.lit(None, pl.String).alias(column))
+    frame = frame.with_columns(pl.col("match_source").map_elements(os.path.basename, return_dtype=pl.String))
+    return frame.select(MATCH_SHOWN).sort("check", "table", "group", "id", "method", "match_id", nulls_last=True)

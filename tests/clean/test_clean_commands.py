@@ -193,7 +193,9 @@ def test_contamination_against_an_image_folder_names_the_files_relative_path(env
                                                "matches": 2, "rows": 2}]
 
 
-def test_the_embedding_tier_searches_a_clip_retrieval_folder_with_the_named_model(env, tmp_path, tiny_models):
+@pytest.mark.parametrize("shard_rows", [None, 15])
+def test_the_embedding_tier_searches_a_clip_retrieval_folder_with_the_named_model(shard_rows, env, tmp_path, tiny_models,
+                                                                                  monkeypatch):
     """Tiny models have random weights: planted vectors check the plumbing. The folder holds the tiny
     model's own text embeddings of two eval captions (as clip-retrieval would have written them for
     training data) among unrelated unit vectors; exactly those two rows are found, cross-lingually."""
@@ -212,6 +214,8 @@ def test_the_embedding_tier_searches_a_clip_retrieval_folder_with_the_named_mode
                                                      (np.vstack([noise[20:], planted]),
                                                       {"key": [f"n{i}" for i in range(20, 40)] + ["hit5", "hit6"]})],
                             kind="text")
+    if shard_rows:  # a reference past the shard size: one index a shard of 15 rows, merged into the same matches
+        monkeypatch.setattr("xmdata.tasks.clean.match.REFERENCE_SHARD_ROWS", shard_rows)
     out = tmp_path / "out"
     run(env, "contamination", write_captions(tmp_path / "c.jsonl"), "--against", tmp_path / "emb",
         "--reference-model", model, "--min-cosine", "0.999", "--no-exact-text", "--no-minhash", "--out", out)

@@ -80,6 +80,16 @@ def test_a_release_checks_its_inputs_before_selecting_labelling_and_publishes_wh
     assert manifest["release"]["inputs"]["contamination.against[0]"]["path"] == "train.jsonl"
     assert run_xmdata(["release", "verify", out], dict(__import__("os").environ)).returncode == 0
 
+    # The explore page: the clean checks' pairs, each with what both sides show, beside its group.
+    page = (out / "explore" / "data.js").read_text()
+    data = json.loads(page[page.index("=") + 1:page.rindex(";")])
+    shown = {k: [None if c < 0 else v["values"][c] for c in v["codes"]] if isinstance(v, dict) else v
+             for k, v in data["matches"].items()}  # strings that repeat are coded, as the page decodes them
+    assert shown["rows"] == len(matches)
+    row = shown["id"].index("img-dup")
+    assert shown["path"][row] == "images/dup.jpg" and shown["match_path"][row] == "images/img-0003.png"
+    assert shown["group"][row] == "img-0003" and shown["check"][row] == "dedup"
+
     # xmdata explain: a refused row's match (id, source, method, score) and a kept row's near-duplicates.
     explained = run_xmdata(["explain", out, "cap-copy", "--json"], dict(__import__("os").environ))
     assert explained.returncode == 0, explained.stderr

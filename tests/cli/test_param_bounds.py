@@ -167,6 +167,8 @@ MINIMAL = {"identify-language": {"input_path": "in.jsonl", "out": "out"},
            "translate": {"input_path": "in.jsonl", "out": "out", "params": {"targets": ["fr"]}},
            "translate-qa": {"input_path": "in.jsonl", "out": "out", "params": {"targets": ["fr"]}},
            "download-images": {"input_path": "in.parquet", "out": "out"},
+           "dedup": {"input_path": "in.jsonl", "out": "out"},
+           "contamination": {"input_path": "in.jsonl", "against": ["train.jsonl"], "out": "out"},
            "release": {}}
 
 
