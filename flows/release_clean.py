@@ -1,8 +1,8 @@
 """A release's `dedup:` and `contamination:` sections: its own images and captions checked before any
 stage selects, translates or scores them (`xmdata dedup` and `xmdata contamination`'s own code).
 
-Images first (image_selection.input): a refused image takes its captions with it (`image_near_duplicate`,
-`image_contaminated`, the image named). Then the captions (language_id, translation and scoring inputs;
+Images first (image_selection.input): a refused image takes its captions and its Q/A instances with
+it (`image_near_duplicate`, `image_contaminated`, the image named). Then the captions (language_id, translation and scoring inputs;
 one check a distinct file). The stages read the kept rows: their inputs are pointed at
 WORK/clean/<table>.parquet. The image table the scorer reads paths from stays as it is (its folder is
 the image root); the captions it scores are the kept ones, so a refused image is never scored.
@@ -66,6 +66,9 @@ def clean_release_inputs(config: ReleaseConfig, work: str, shards: int
         kept_path = os.path.join(work, "clean", "images.parquet")
         write_parquet_atomic(kept, kept_path)
         config = replaced(config, ("image_selection",), {"input": kept_path})
+        if refused_images and config.qa_translation and os.path.isfile(config.qa_translation.input):
+            config, report = _qa_without_refused_images(config, path, refused_images, work)
+            reports.append(report)
     sources = sorted({getattr(getattr(config, s), f) for s, f in CAPTION_INPUTS if getattr(config, s)})
     for n, path in enumerate(sources):
         name = "captions" if len(sources) == 1 else f"captions_{n}"
@@ -149,6 +152,31 @@ def _without_refused_images(path: str, refused_images: dict[str, str], name: str
     kept_path = os.path.join(work, "clean", "cascade", f"{name}.parquet")
     write_parquet_atomic(table.filter(pc.invert(pa.array(gone, pa.bool_()))), kept_path)
     return kept_path, rejects, table.num_rows
+
+
+def _qa_without_refused_images(config: ReleaseConfig, images_path: str, refused_images: dict[str, str], work: str
+                               ) -> tuple[ReleaseConfig, StageReport]:
+    """Q/A instances whose image is a refused image's file (paths resolved from each table's folder,
+    links followed) refused with it; the QA translation reads the rest from WORK/clean/qa.parquet."""
+    from xmdata.tasks.clean.inputs import RESOLVED, read_clean_input
+    from xmdata.tasks.qa.input import read_qa_input
+
+    _, images = read_clean_input(images_path)
+    files = {os.path.realpath(f): i for i, f in zip(images.column("id").to_pylist(), images.column(RESOLVED).to_pylist())
+             if i in refused_images and f}
+    path = config.qa_translation.input
+    table, base = read_qa_input(path), os.path.dirname(os.path.abspath(path))
+    image_ids = [None if p is None else files.get(os.path.realpath(os.path.join(base, p)))
+                 for p in table.column("image").to_pylist()]
+    gone = [i is not None for i in image_ids]
+    rejects = concat_rejects([make_rejects("clean_qa", CASCADE[_mode(refused_images[i])], [r], [i])
+                              for r, i in zip(table.column("id").to_pylist(), image_ids) if i is not None])
+    report = step_report("clean_qa", table.num_rows, table.num_rows - sum(gone), rejects, work)
+    if not any(gone):
+        return config, report
+    kept_path = os.path.join(work, "clean", "qa.parquet")
+    write_parquet_atomic(table.filter(pc.invert(pa.array(gone, pa.bool_()))), kept_path)
+    return replaced(config, ("qa_translation",), {"input": kept_path}), report
 
 
 def _mode(reason: str) -> str:

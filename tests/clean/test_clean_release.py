@@ -35,6 +35,10 @@ def inputs(tmp_path):
     captions.append({**captions[1], "id": "cap-copy", "image_id": "img-0005"})
     with open(folder / "captions.jsonl", "w", encoding="utf-8") as f:
         f.writelines(json.dumps(c) + "\n" for c in captions)
+    with open(folder / "qa.jsonl", "w", encoding="utf-8") as f:  # MMEB-style instances naming their images
+        for n, image in enumerate(["images/dup.jpg", "images/img-0001.png"]):
+            f.write(json.dumps({"id": f"qa-{n}", "task": "A-OKVQA", "query": "<|image_1|>\nWhat is this?",
+                                "positive": "A picture", "image": image}) + "\n")
     with open(folder / "train.jsonl", "w", encoding="utf-8") as f:
         f.write(json.dumps({"id": "train-7", "text": captions[2]["text"].upper(), "language": "en"}) + "\n")
     return folder, captions
@@ -48,7 +52,9 @@ def test_a_release_checks_its_inputs_before_selecting_labelling_and_publishes_wh
         "dedup: {}\n"
         "contamination: {against: [train.jsonl]}\n"
         "language_id: {input: captions.jsonl}\n"
-        "image_selection: {input: images.csv, per_language: 1}\n")
+        "image_selection: {input: images.csv, per_language: 1}\n"
+        "qa_translation: {input: qa.jsonl, targets: [fr], translator: {backend: madlad, model: 'tiny:madlad', "
+        "num_beams: 1, num_candidates: 1}}\n")
     out = tmp_path / "release"
     result = run_xmdata(["release", "--config", config, "--out", out, "-q", "--executor", "inprocess"], {
         **__import__("os").environ})
@@ -63,6 +69,11 @@ def test_a_release_checks_its_inputs_before_selecting_labelling_and_publishes_wh
     assert caption_rejects["cap-dup-image"] == ("image_near_duplicate", "img-dup")
     assert caption_rejects["cap-copy"] == ("near_duplicate", captions[1]["id"])
     assert caption_rejects[captions[2]["id"]] == ("contaminated", f"{folder / 'train.jsonl'}:train-7")
+    qa = {r["row_id"]: (r["reason"], r["value"]) for r in pq.read_table(out / "rejects" / "clean_qa.parquet").to_pylist()}
+    assert qa == {"qa-0": ("image_near_duplicate", "img-dup")}
+    translated = set(pq.read_table(out / "rejects" / "translate_qa.parquet").column("row_id").to_pylist()) | set(
+        pq.read_table(out / "data" / "qa_parallel.parquet").column("id").to_pylist())  # the tiny model's nonsense
+    assert translated == {"qa-1"}  # qa-0 was never translated
     labelled = set(pq.read_table(out / "data" / "captions.parquet").column("id").to_pylist())
     cleaned = {i for i, (reason, _) in caption_rejects.items() if reason in
                ("near_duplicate", "contaminated", "image_near_duplicate")}  # the rest: the sample's own bad rows
