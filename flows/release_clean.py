@@ -101,6 +101,8 @@ def _check(path: str, kind: str, checks: list, work: str, shards: int, name: str
         if mode == "contamination" and not against:
             continue  # no reference of this kind: nothing to compare with
         table_kind, table, references = check_clean(path, against, params, mode)
+        for ref, shown in zip(references, display_names(against)):  # no path of the build machine in a release
+            ref.source = shown
         rows = rows or table.num_rows
         if kept_ids is not None:  # the table as read (paths resolved from its own folder), less what went before
             table = table.filter(pc.is_in(table.column("id"), kept_ids))
@@ -126,6 +128,13 @@ def _check(path: str, kind: str, checks: list, work: str, shards: int, name: str
                 _labelled(MATCHES_SCHEMA.empty_table(), "none", name), {"rows": table.num_rows, "lines": []})
     kept = storage.read_parquet(os.path.join(out, "kept.parquet"))
     return kept, concat_rejects(refused), pa.concat_tables(found), {"rows": rows, "lines": lines}
+
+
+def display_names(paths: list[str]) -> list[str]:
+    """How a release names its references in matches and rejects: the file or folder name (with `#N`
+    where two share one), never the build machine's path; manifest.json maps each to its path and hash."""
+    names = [os.path.basename(os.path.normpath(p)) for p in paths]
+    return [n if names.count(n) == 1 else f"{n}#{i}" for i, n in enumerate(names)]
 
 
 def _labelled(matches: pa.Table, mode: str, name: str) -> pa.Table:

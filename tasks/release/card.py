@@ -98,8 +98,7 @@ def clean_section(config, matches: pl.DataFrame | None, summary: dict) -> str:
     if matches is not None and matches.height:
         by = matches.group_by("check", "table", "method", "match_source").agg(matches=pl.len(),
                                                                                   rows=pl.col("id").n_unique())
-        rows = by.with_columns(pl.col("match_source").map_elements(os.path.basename, return_dtype=pl.String))
-        text += "\n" + _table(rows.sort("check", "table", "method", "match_source").to_dicts())
+        text += "\n" + _table(by.sort("check", "table", "method", "match_source").to_dicts())
     return text
 
 

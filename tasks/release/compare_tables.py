@@ -29,6 +29,7 @@ KEYS = {
     "mmmeb_candidates": ("task", "dataset", "language", "id"),
     "mmmeb_tasks": ("task", "dataset", "language"),
     "mmmeb_results": ("system", "task", "dataset", "language"),
+    "clean_matches": ("check", "table", "id", "method", "match_source", "match_id"),
 }
 
 

@@ -167,5 +167,4 @@ def matches_table(matches: pl.DataFrame | None, rejects: pl.DataFrame) -> pl.Dat
     for column in MATCH_SHOWN:
         if column not in frame.columns:
             frame = frame.with_columns(pl.lit(None, pl.String).alias(column))
-    frame = frame.with_columns(pl.col("match_source").map_elements(os.path.basename, return_dtype=pl.String))
     return frame.select(MATCH_SHOWN).sort("check", "table", "group", "id", "method", "match_id", nulls_last=True)

@@ -68,7 +68,7 @@ def test_a_release_checks_its_inputs_before_selecting_labelling_and_publishes_wh
                        pq.read_table(out / "rejects" / "clean_captions.parquet").to_pylist()}
     assert caption_rejects["cap-dup-image"] == ("image_near_duplicate", "img-dup")
     assert caption_rejects["cap-copy"] == ("near_duplicate", captions[1]["id"])
-    assert caption_rejects[captions[2]["id"]] == ("contaminated", f"{folder / 'train.jsonl'}:train-7")
+    assert caption_rejects[captions[2]["id"]] == ("contaminated", "train.jsonl:train-7")  # no build path
     qa = {r["row_id"]: (r["reason"], r["value"]) for r in pq.read_table(out / "rejects" / "clean_qa.parquet").to_pylist()}
     assert qa == {"qa-0": ("image_near_duplicate", "img-dup")}
     translated = set(pq.read_table(out / "rejects" / "translate_qa.parquet").column("row_id").to_pylist()) | set(
