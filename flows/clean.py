@@ -43,6 +43,12 @@ def check_clean(input_path: str, against: list[str], params: CleanParams, mode: 
         raise ContractError("contamination needs at least one reference (--against)")
     if params.model and params.reference_model and params.model != params.reference_model:
         raise ContractError("--model and --reference-model name two models; the input is embedded once: name one")
+    if kind == "captions" and params.model_backend == "copy_detection" and (params.model or params.reference_model):
+        raise ContractError("--model-backend copy_detection embeds images; the input holds captions")
+    if params.model_backend == "copy_detection" and params.model:
+        from xmdata.models.registry import get_model
+
+        get_model("embedder", embedding_spec(params))  # a file that is no TorchScript model: refused here
     if mode == "dedup" and kind == "captions" and params.model and not (params.exact_text or params.minhash):
         raise ContractError("dedup of captions has no embedding tier (the cross-lingual tier is contamination's): "
                             "keep exact_text or minhash on")

@@ -89,3 +89,56 @@ class HfEmbedder:
             with torch.inference_mode():
                 parts.append(self.model.get_image_features(pixel_values=pixels.to(self.spec.device)).float().cpu().numpy())
         return _unit(np.concatenate(parts)) if parts else np.zeros((0, self.model.config.projection_dim), np.float32)
+
+
+class CopyDetectionEmbedder:
+    """An image copy-detection model saved as TorchScript (SSCD's published `*.torchscript.pt`), loaded
+    with torch.jit.load alone: no code of its project. Preprocessing as its README recommends for batches
+    (facebookresearch/sscd-copy-detection, "Preprocessing"): resize to a 320x320 square (skewed), ImageNet
+    mean and std; descriptors L2-normalised. It embeds images only."""
+
+    SIDE = 320
+    MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+
+    def __init__(self, spec: ModelSpec):
+        self.spec, self.model = spec, None
+
+    def load(self) -> None:
+        import torch
+
+        path = resolve_local_path(self.spec)
+        try:
+            self.model = torch.jit.load(path, map_location=self.spec.device).eval()
+        except (RuntimeError, ValueError, OSError) as exc:
+            raise ModelError(f"copy_detection: {path} is not a TorchScript model ({' '.join(str(exc).split())[:200]})") from exc
+
+    def embedding_dim(self) -> int:
+        return int(self.embed_images([_blank(self.SIDE)]).shape[1])
+
+    def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
+        raise ModelError("copy_detection: a copy-detection model embeds images, not texts")
+
+    def embed_images(self, images: Sequence[Any]) -> np.ndarray:
+        import torch
+
+        mean, std = torch.tensor(self.MEAN).view(3, 1, 1), torch.tensor(self.STD).view(3, 1, 1)
+        parts = []
+        for i in range(0, len(images), BATCH):
+            pixels = torch.stack([
+                (torch.from_numpy(np.asarray(im.convert("RGB").resize((self.SIDE, self.SIDE), _bilinear()), np.float32)
+                                  / 255.0).permute(2, 0, 1) - mean) / std for im in images[i:i + BATCH]])
+            with torch.inference_mode():
+                parts.append(self.model(pixels.to(self.spec.device)).float().cpu().numpy())
+        return _unit(np.concatenate(parts)) if parts else np.zeros((0, 0), np.float32)
+
+
+def _blank(side: int):
+    from PIL import Image
+
+    return Image.new("RGB", (side, side))
+
+
+def _bilinear():
+    from PIL import Image
+
+    return Image.Resampling.BILINEAR

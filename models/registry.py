@@ -22,7 +22,8 @@ BACKENDS: dict[str, dict[str, str]] = {
     },
     "quality_estimator": {"cometkiwi": "xmdata.models.cometkiwi:CometKiwiEstimator"},
     "clip_scorer": {"open_clip": "xmdata.models.open_clip_scorer:OpenClipScorer"},
-    "embedder": {"open_clip": "xmdata.models.embedders:OpenClipEmbedder", "hf": "xmdata.models.embedders:HfEmbedder"},
+    "embedder": {"open_clip": "xmdata.models.embedders:OpenClipEmbedder", "hf": "xmdata.models.embedders:HfEmbedder",
+                 "copy_detection": "xmdata.models.embedders:CopyDetectionEmbedder"},
 }
 
 MODELS = ModelCache()  # this process's loaded models (model_cache.py); MEMORY_ENV bounds them

@@ -9,6 +9,8 @@ comes from is said beside it (the bench that measured it).
 """
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field, model_validator
 
 from xmdata.runtime.params import Params
@@ -50,6 +52,10 @@ class CleanParams(Params):
     num_perm: int = Field(DEFAULT_NUM_PERM, ge=16, le=1024, description="captions: MinHash permutations")
     model: str | None = Field(None, description="embedding tier: an open_clip model name or local folder; its "
                               "image tower for images, its (multilingual) text tower for captions in contamination")
+    model_backend: Literal["open_clip", "copy_detection"] = Field(
+        "open_clip", description="embedding tier: open_clip (image and text towers), or copy_detection: an image "
+        "copy-detection model saved as TorchScript, e.g. SSCD's *.torchscript.pt (images only; SSCD's README puts "
+        "copies of sscd_disc_mixup at cosine > 0.75)")
     pretrained: str | None = Field(None, description="embedding tier: the model's pretrained tag or checkpoint")
     reference_model: str | None = Field(None, description="the model that made a clip-retrieval embeddings "
                                         "reference (such a folder does not record it); the input is embedded "

@@ -41,7 +41,7 @@ def embedding_spec(params: CleanParams) -> ModelSpec | None:
     name = params.model or params.reference_model
     if not name:
         return None
-    return ModelSpec("open_clip", name, options={"pretrained": params.pretrained} if params.pretrained else {})
+    return ModelSpec(params.model_backend, name, options={"pretrained": params.pretrained} if params.pretrained else {})
 
 
 def embedding_dim(spec: ModelSpec) -> int:
@@ -49,6 +49,10 @@ def embedding_dim(spec: ModelSpec) -> int:
     config JSON, else open_clip's registry (a ModelError for a name it does not know)."""
     from xmdata.models.base import ModelError, resolve_local_path
 
+    if spec.backend == "copy_detection":  # TorchScript records no width: one blank image through it
+        from xmdata.models.registry import get_model
+
+        return get_model("embedder", spec).embedding_dim()
     if spec.is_local:
         import json
         from pathlib import Path

@@ -222,3 +222,31 @@ def test_the_embedding_tier_searches_a_clip_retrieval_folder_with_the_named_mode
     matches = pq.read_table(out / "matches.parquet").to_pylist()
     assert {(m["id"], m["match_id"]) for m in matches if m["id"] in ("a5", "a6")} == {("a5", "hit5"), ("a6", "hit6")}
     assert all(m["method"] == "text_embedding" and m["measure_unit"] == "cosine" for m in matches)
+
+
+def test_a_copy_detection_model_saved_as_torchscript_is_the_image_embedding_tier(env, tmp_path):
+    """SSCD ships its models as TorchScript; a tiny scripted network (random weights) of the same kind
+    checks the plumbing: an exact copy is found at cosine 1, unrelated photos are not."""
+    import torch
+
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 5, stride=4), torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(4),
+                              torch.nn.Flatten(), torch.nn.Linear(64, 16))
+    torch.manual_seed(0)
+    torch.jit.script(net.eval()).save(str(tmp_path / "tiny.torchscript.pt"))
+    photos = real_photos(tmp_path / "photos")
+    (photos / "astronaut_copy.png").write_bytes((photos / "astronaut.png").read_bytes())
+    table = photos / "images.csv"
+    table.write_text("id,path\np1,astronaut.png\np2,coffee.png\np3,chelsea.png\np4,astronaut_copy.png\n")
+    out = tmp_path / "out"
+    run(env, "dedup", table, "--out", out, "--no-image-hash", "--model", tmp_path / "tiny.torchscript.pt",
+        "--model-backend", "copy_detection", "--min-cosine", "0.9999")
+    matches = pq.read_table(out / "matches.parquet").to_pylist()
+    assert [(m["id"], m["match_id"], m["method"]) for m in matches] == [("p4", "p1", "image_embedding")]
+    assert matches[0]["measure"] == pytest.approx(1.0, abs=1e-5)
+    refused = run_xmdata(["dedup", write_captions(tmp_path / "c.jsonl"), "--model", tmp_path / "tiny.torchscript.pt",
+                          "--model-backend", "copy_detection", "--out", tmp_path / "o2"], env)
+    assert refused.returncode == 2 and "embeds images" in refused.stderr
+    (tmp_path / "not.pt").write_bytes(b"nope")
+    refused = run_xmdata(["dedup", table, "--model", tmp_path / "not.pt", "--model-backend", "copy_detection",
+                          "--out", tmp_path / "o3"], env)
+    assert refused.returncode == 2 and "not a TorchScript model" in refused.stderr and not (tmp_path / "o3").exists()
