@@ -106,9 +106,13 @@ class CopyDetectionEmbedder:
     def load(self) -> None:
         import torch
 
+        import warnings
+
         path = resolve_local_path(self.spec)
         try:
-            self.model = torch.jit.load(path, map_location=self.spec.device).eval()
+            with warnings.catch_warnings():  # torch deprecates TorchScript; SSCD publishes its models in it
+                warnings.simplefilter("ignore", DeprecationWarning)
+                self.model = torch.jit.load(path, map_location=self.spec.device).eval()
         except (RuntimeError, ValueError, OSError) as exc:
             raise ModelError(f"copy_detection: {path} is not a TorchScript model ({' '.join(str(exc).split())[:200]})") from exc
 
