@@ -64,8 +64,10 @@ def scoring_vit_h14(root: Path, figures: dict) -> dict:
     from xmdata.models.tiny_corpus import generate_sentences
     from xmdata.models.tiny_xlmr import build_tiny_xlmr
 
-    if os.environ.get("XMDATA_GPU_TINY"):  # built beforehand: build_tiny_xlmr needs transformers<5
-        shutil.copytree(Path(os.environ["XMDATA_GPU_TINY"]) / "xlm-roberta", root / "xlmr")
+    from xmdata.runtime.settings import GPU_TINY
+
+    if GPU_TINY.get():  # built beforehand: build_tiny_xlmr needs transformers<5
+        shutil.copytree(Path(GPU_TINY.get()) / "xlm-roberta", root / "xlmr")
     else:
         build_tiny_xlmr(root / "xlmr", generate_sentences(seed=0))  # the tokenizer the shape's text tower uses
     return scoring_main(root, ceiling_flops(figures), pairs=int(os.environ.get("GPU_BENCH_PAIRS", 4096)))

@@ -105,7 +105,9 @@ REQUIRE_BROWSER = Setting("XMDATA_REQUIRE_BROWSER", False, _flag,
 PEAK_BF16_TFLOPS = Setting("XMDATA_PEAK_BF16_TFLOPS", None, _at_least_zero(float),
                            "the GPU's peak bf16 TFLOP/s, for bench/scoring_gpu.py's utilisation", "TFLOP/s")
 VENV = Setting("XMDATA_VENV", ".venv", str, "the virtual environment ./run uses (read by ./run, a shell script)")
-DEVELOPMENT = (TEST_RUN, TEST_ARTEFACTS, REQUIRE_BROWSER, PEAK_BF16_TFLOPS, VENV)
+GPU_TINY = Setting("XMDATA_GPU_TINY", None, _path, "a folder with the tiny XLM-R built beforehand, for the gpu tests "
+                   "and bench.gpu_figures on a machine whose transformers cannot build it (bench/gpu_check.sh)")
+DEVELOPMENT = (TEST_RUN, TEST_ARTEFACTS, REQUIRE_BROWSER, PEAK_BF16_TFLOPS, VENV, GPU_TINY)
 
 # Other tools' variables, read here where xmdata decides something from them.
 PREFECT_API_URL = Setting("PREFECT_API_URL", None, str, "a Prefect server to use instead of the service's")

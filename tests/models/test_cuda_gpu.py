@@ -24,12 +24,12 @@ def tiny_xlmr(out, sentences):
     """The tiny XLM-R tokenizer and config; XMDATA_GPU_TINY: a folder holding one built beforehand
     (build_tiny_xlmr needs transformers<5's sentencepiece XLMRobertaTokenizer; a GPU machine may
     have transformers 5, and loading what it built works there)."""
-    import os
     import shutil
 
     from xmdata.models.tiny_xlmr import build_tiny_xlmr
+    from xmdata.runtime.settings import GPU_TINY
 
-    prebuilt = os.environ.get("XMDATA_GPU_TINY")
+    prebuilt = GPU_TINY.get()
     if prebuilt:
         return Path(shutil.copytree(Path(prebuilt) / "xlm-roberta", out / "xlm-roberta"))
     return build_tiny_xlmr(out / "xlm-roberta", sentences)
