@@ -167,7 +167,11 @@ def load_release_config(config: str, sample: bool = False, models: ModelChoice =
     given = {k: v for k, v in {"shards": shards, "seed": seed}.items() if v is not None}
     try:
         text = open(path, encoding="utf-8").read()
-        as_written = ReleaseConfig.model_validate({**apply_sample(yaml.safe_load(text) or {}, sample), **given})
+        raw = yaml.safe_load(text) or {}
+        if not isinstance(raw, dict):
+            raise ContractError(f"release config {path}: a release config is a YAML mapping of sections (name:, "
+                                f"language_id:, translation:, …), not a {type(raw).__name__}")
+        as_written = ReleaseConfig.model_validate({**apply_sample(raw, sample), **given})
     except (OSError, UnicodeDecodeError, yaml.YAMLError, ValidationError, AttributeError) as exc:
         raise ContractError(f"release config {path}: {_one_paragraph(exc)}") from exc
     as_written = absolute_paths(as_written, os.path.dirname(path))

@@ -1,6 +1,6 @@
 """The one tolerance for decisions on float scores: QE and LID thresholds, best candidates, metric ties.
 
-Issue 31: the same demo built with other CPU kernels (ATEN_CPU_CAPABILITY=default, oneDNN SSE4.1, MKL
+Measured (tests/release/test_demo_build.py, the other-kernels build): the same demo built with other CPU kernels (ATEN_CPU_CAPABILITY=default, oneDNN SSE4.1, MKL
 SSE4.2, OpenBLAS Nehalem) moved clip_score by up to 3.9e-7, sequence_score by 1.4e-6 and qe_score by
 1.3e-7. 1e-5 is 7x the largest of these (and 25x the largest score that decides anything, qe_score):
 scores closer than this are ties, broken by a stable key; rows this close to a threshold keep the

@@ -197,3 +197,13 @@ def test_tests_mirror_the_code_folders_and_their_helpers_live_in_support():
     for folder in folders - {"support"}:
         names = [f for f in os.listdir(os.path.join(tests, folder)) if f.endswith(".py")]
         assert all(f.startswith("test_") for f in names), (folder, names)  # helpers go to support/
+
+
+def test_what_users_read_names_its_sources_never_an_internal_issue():
+    """Reports, cards and messages say where a figure comes from (a file, a commit), not an issue number."""
+    import re
+
+    found = [f"{rel}:{n}" for rel in module_files().values()
+             for n, line in enumerate(open(os.path.join(ROOT, rel), encoding="utf-8").read().splitlines(), 1)
+             if re.search(r"\bissues? #?\d+", line, re.IGNORECASE)]
+    assert not found, found

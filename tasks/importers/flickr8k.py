@@ -26,9 +26,9 @@ TOKEN_FILE = "Flickr8k.token.txt"
 README = "the Flickr8K readme (Hodosh et al., 2013)"
 CLIPSCORE = "CLIPScore's flickr8k_example (jmhessel/clipscore@1036465)"
 # 5,822 and 40,460: the readme as public copies quote it. 158 / 5,664 / 16,992: the rule of CLIPScore's
-# download.py applied to the real files by the issue's own run (the files are behind a form: not re-run here).
-EXPERT_COUNTS = Published(f"{README}; the pairs {CLIPSCORE}'s rule leaves out, as counted on the real files "
-                          "in issue 28 (not re-run here)",
+# download.py applied to the real files once (they are behind a form: not re-run here).
+EXPERT_COUNTS = Published(f"{README}; the pairs {CLIPSCORE}'s rule leaves out, as counted by applying that rule "
+                          "to the real Flickr8k_text files (behind a registration form: not re-run here)",
                           {"pairs": 5822, "own_reference_pairs": 158, "evaluation_pairs": 5664,
                            "evaluation_judgements": 16992, "captions": 40460})
 CROWDFLOWER_COUNTS = Published(README, {"pairs": 47830, "captions": 40460})

@@ -266,6 +266,8 @@ REFUSED = [
     ("contamination/embeddings-without-a-model",
      all_of(jsonl("in.jsonl", [{"id": "a", "text": "x", "language": "en"}]), text("emb/text_emb/x", "")),
      "contamination {d}/in.jsonl --against {d}/emb", "--reference-model"),
+    ("release/a-yaml-list", config("r.yaml", "- name: x\n- language_id: {input: captions.jsonl}\n"),
+     "release --config {d}/r.yaml", "a release config is a YAML mapping of sections"),
     ("release/contamination-reference-missing",
      all_of(config("r.yaml", "name: x\ncontamination: {against: [gone.jsonl]}\nlanguage_id: {input: captions.jsonl}\n"),
             jsonl("captions.jsonl", [{"id": "a", "text": "x", "language": "en"}])),
