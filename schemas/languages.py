@@ -35,12 +35,30 @@ def _normalised(raw: str) -> str | None:
 
     text = raw.strip().replace("_", "-")
     text = ALIASES.get(text.lower(), text)
-    if not text or not langcodes.tag_is_valid(text):
-        return None
+    if not text or text.lower().startswith(("x-", "i-")) or not langcodes.tag_is_valid(text):
+        return None  # x-: a private tag; i-: a grandfathered IANA tag, no ISO code
     language = langcodes.Language.get(langcodes.standardize_tag(text)).language
     if language is None or language in NOT_A_LANGUAGE or "qaa" <= language <= "qtz":  # qaa-qtz: private use
         return None
+    if language in collections():  # ISO 639-5 (gmq, map, art, sgn, bh, nah): a family, not one language
+        return None
     return language
+
+
+@lru_cache(maxsize=1)
+def collections() -> frozenset[str]:
+    """The codes IANA's language subtag registry (the copy langcodes ships) marks `Scope: collection`."""
+    from pathlib import Path
+
+    import langcodes
+
+    registry = Path(langcodes.__file__).parent / "data" / "language-subtag-registry.txt"
+    found = set()
+    for record in registry.read_text(encoding="utf-8").split("%%"):
+        fields = dict(line.split(": ", 1) for line in record.strip().splitlines() if ": " in line)
+        if fields.get("Type") == "language" and fields.get("Scope") == "collection":
+            found.add(fields["Subtag"])
+    return frozenset(found)
 
 
 def language_code(raw, where: str) -> str:
@@ -49,7 +67,7 @@ def language_code(raw, where: str) -> str:
     code = _normalised(raw) if isinstance(raw, str) else None
     if code is None:
         raise LanguageCodeError(f"{where}: {raw!r} is not a language code (expected ISO 639-1 such as 'en', "
-                                "or ISO 639-3 such as 'fil')")
+                                "or ISO 639-3 such as 'fil'; not a collective ISO 639-5 code or a private tag)")
     return code
 
 

@@ -66,9 +66,15 @@ class LanguageAreas:
     def from_dict(cls, spec: dict, country_continent: dict[str, str] | None = None,
                   validate: bool = True) -> "LanguageAreas":
         continent_of = country_continent if country_continent is not None else load_continents()
-        languages = {code: LanguageArea(code, tuple(v["regions"]), tuple(v["countries"]),
-                                        tuple(v["continents"]), dict(v.get("codes", {})))
-                     for code, v in spec["languages"].items()}
+        from xmdata.schemas.languages import language_code
+
+        languages = {}
+        for key, v in spec["languages"].items():  # keyed by the project's one code: `iw` is `he`
+            code = language_code(key, f"language areas: key {key!r}")
+            if code in languages:
+                raise ValueError(f"language areas: keys {languages[code].code!r} and {key!r} name one language ({code})")
+            languages[code] = LanguageArea(code, tuple(v["regions"]), tuple(v["countries"]), tuple(v["continents"]),
+                                           dict(v.get("codes", {})))
         areas = cls(languages, dict(continent_of))
         if validate:
             validate_areas(areas)

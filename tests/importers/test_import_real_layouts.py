@@ -170,6 +170,11 @@ def test_one_language_code_system_on_the_way_in(tmp_path, capsys):
         "en", "ja", "he", "zh", "fil", "fil", "quz", "de"]
     with pytest.raises(LanguageCodeError, match="f.txt line 3: 'xx' is not a language code"):
         language_code("xx", "f.txt line 3")
+    # ISO 639-5 collective codes name families, private tags nothing standard: refused with the place
+    for code in ("gmq", "map", "sgn", "bh", "nah", "x-klingon", "qaa"):
+        with pytest.raises(LanguageCodeError, match=f"g.tsv line 2: '{code}' is not a language code"):
+            language_code(code, "g.tsv line 2")
+    assert [language_code(c, "x") for c in ("zh", "ar", "no", "sw")] == ["zh", "ar", "no", "sw"]  # macrolanguages stay
     maxm = {"dataset": "maxm", "version": "v1", "split": "iw", "annotations": [
         {"image_id": "k1", "image_url": "u", "qa_pairs": [{"question_id": "q1", "question": "מה זה?", "answers": ["חתול"]}]}]}
     (tmp_path / "maxm").mkdir()

@@ -4,6 +4,7 @@ import os
 
 import polars as pl
 import pytest
+from support.language_columns import language_code_problems
 from support.recipe_releases import build_recipe
 
 from xmdata.tasks.release.manifest import verify_release
@@ -26,6 +27,7 @@ mmmeb_release = recipe_release("mmmeb")
 
 def common_card_checks(result, *paper_models):
     card, manifest = result["card"], result["manifest"]
+    assert not language_code_problems(result["release"]), language_code_problems(result["release"])
     assert manifest["release"]["config"]["overrides"] == {"sample": True, "models": "tiny"}
     assert "## How this copy was built" in card and "## How to cite" in card and "```bibtex" in card
     for model in paper_models:  # the paper's model is named even though a tiny one was built with

@@ -205,3 +205,14 @@ def test_a_release_is_checked_once_per_command_and_the_cli_hands_the_flow_what_i
     assert calls == {"load": 2, "preflight": 2}
     cli, python = (json.loads((tmp_path / d / "manifest.json").read_text()) for d in ("cli", "python"))
     assert cli["release_sha256"] == python["release_sha256"]
+
+
+def test_every_language_column_of_the_demo_release_holds_the_one_code_system(demo_release):
+    """XM3600 writes Hebrew `iw`: the selection tables say `he`, as the captions and scores do, so that a
+    join of images and captions by language keeps Hebrew."""
+    import pyarrow.parquet as pq
+    from support.language_columns import language_code_problems
+
+    assert not language_code_problems(demo_release), language_code_problems(demo_release)
+    languages = set(pq.read_table(demo_release / "data" / "images_per_language.parquet").column("language").to_pylist())
+    assert "he" in languages and "iw" not in languages
