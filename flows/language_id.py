@@ -12,7 +12,7 @@ from xmdata.schemas.readers import read_input
 from xmdata.tasks.build.ingest import ingest
 from xmdata.tasks.translation.language_id import language_id_stage
 from xmdata.tasks.stage_params import DEFAULT_SHARDS, LanguageIdParams, ShardCount
-from xmdata.tasks.build.summary import label_counts
+from xmdata.tasks.build.summary import frame_label_counts
 
 from .finish import finish_build
 
@@ -23,7 +23,20 @@ def label_languages(input_path: str, out: str, shards: int, params: LanguageIdPa
     remove_stray_temp_files(out)  # what a killed run left half-written
     ingested = ingest(captions, "captions", shards, out)
     labelled = run_stage(language_id_stage(ModelSpec("fasttext", params.lid_model)), ingested.data_paths, out)
-    return [ingested, labelled], {"lid_label": label_counts(labelled.data_paths, "lid_label")}
+    return [ingested, labelled], lid_distributions(labelled.data_paths)
+
+
+def lid_distributions(paths: list[str]) -> dict:
+    """Rows per label (the project's code); model labels that name no single language (lid.176's `sh`,
+    `nah`, `eml`) counted apart by the model's own label, never guessed."""
+    import polars as pl
+
+    from xmdata.runtime import storage
+
+    frame = pl.concat([pl.from_arrow(storage.read_parquet(p, columns=["lid_label", "lid_label_raw"])) for p in paths])
+    unmapped = frame.filter(pl.col("lid_label").is_null())
+    return {"lid_label": frame_label_counts(frame.drop_nulls("lid_label"), "lid_label"),
+            "lid_label_no_single_language": frame_label_counts(unmapped, "lid_label_raw")}
 
 
 @flow(name="identify-language")

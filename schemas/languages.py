@@ -22,6 +22,16 @@ ALIASES = {
     "bat-smg": "sgs", "roa-rup": "rup", "fiu-vro": "vro", "zh-classical": "lzh", "zh-min-nan": "nan",
 }
 LANGUAGE_COLUMNS = ("language", "source_language")  # the columns of any table that hold a language code
+# Labels a language-ID model gives that the normaliser would misread or refuse: fastText lid.176 names
+# Wikipedia editions (https://fasttext.cc/docs/en/language-identification.html lists its 176 labels).
+# A label that names no single language maps to None: counted as such, never guessed.
+MODEL_LABELS = {
+    "als": "gsw",  # Alemannic (Wikipedia's als); ISO's als is Tosk Albanian
+    "bh": "bho",  # Wikipedia's Bihari edition is written in Bhojpuri; ISO's bh is the collective Bihari languages
+    "sh": None,  # Serbo-Croatian: Serbian, Croatian, Bosnian, Montenegrin
+    "nah": None,  # Nahuatl: a collective code (ISO 639-5)
+    "eml": None,  # Emilian-Romagnol: retired by ISO, split into Emilian (egl) and Romagnol (rgn)
+}
 NOT_A_LANGUAGE = {"und", "mul", "zxx", "mis"}  # "undetermined", "multiple", "no content", "uncoded"
 
 
@@ -69,6 +79,16 @@ def language_code(raw, where: str) -> str:
         raise LanguageCodeError(f"{where}: {raw!r} is not a language code (expected ISO 639-1 such as 'en', "
                                 "or ISO 639-3 such as 'fil'; not a collective ISO 639-5 code or a private tag)")
     return code
+
+
+def label_code(label: str | None) -> str | None:
+    """A language-ID model's label as the project's code (lid.176's `tl` -> `fil`, `als` -> `gsw`); None
+    for a label that names no single language (`sh`, `nah`, `eml`) or none at all (`und`)."""
+    if label is None:
+        return None
+    if label in MODEL_LABELS:
+        return MODEL_LABELS[label]
+    return _normalised(label)
 
 
 def is_normalised(code) -> bool:

@@ -42,9 +42,10 @@ IMAGES = TableContract(
 LANGUAGE_ID = TableContract(
     name="language_id",
     schema=CAPTIONS.schema.append(pa.field("lid_label", pa.string())).append(
-        pa.field("lid_prob", pa.float32())),
+        pa.field("lid_prob", pa.float32())).append(pa.field("lid_label_raw", pa.string())),
     required=frozenset({"id", "text", "lid_label", "lid_prob"}),
-    description="Captions with the fastText label and its probability.",
+    description="Captions with the fastText label as the project's code (null: a label that names no single "
+                "language), its probability, and the model's own label (lid_label_raw).",
 )
 
 REJECTS = TableContract(

@@ -22,7 +22,8 @@ CANDIDATES = TableContract(
         pa.field("candidate", pa.string()), pa.field("beam_rank", pa.int32()),
         pa.field("sequence_score", pa.float32()),  # length-normalised log-probability of the beam
         pa.field("lid_label", pa.string()), pa.field("lid_prob", pa.float32()),
-        pa.field("lid_match", pa.bool_()),  # the label is one the target language accepts
+        pa.field("lid_label_raw", pa.string()),  # the model's own label; lid_label is the project's code
+        pa.field("lid_match", pa.bool_()),  # the model's label is one the target language accepts
         pa.field("qe_score", pa.float32()),  # COMETKiwi; null where the label did not match
     ]),
     required=frozenset({"id", "column", "target_language", "status", "candidate"}),
@@ -72,6 +73,7 @@ QA_CANDIDATES = TableContract(
         pa.field("beam_rank", pa.int32()), pa.field("sequence_score", pa.float32()),
         pa.field("output", pa.string()),  # the model's whole packed output
         pa.field("lid_label", pa.string()), pa.field("lid_prob", pa.float32()),
+        pa.field("lid_label_raw", pa.string()),  # the model's own label
         pa.field("lid_match", pa.bool_()), pa.field("qe_score", pa.float32()),
     ]),
     required=frozenset({"id", "task", "part", "target_language", "status"}),

@@ -14,7 +14,8 @@ from .lookup import find_rejects, find_rows, shard_record_of, stage_models, stag
 from .steps import rows_of
 from .trace import Step
 
-SHOWN = ["segment", "beam_rank", "candidate", "status", "lid_label", "lid_prob", "lid_match", "qe_score"]
+SHOWN = ["segment", "beam_rank", "candidate", "status", "lid_label", "lid_label_raw", "lid_prob", "lid_match",
+         "qe_score"]
 CHOSEN = ["text", "beam_rank", "lid_label", "lid_prob", "qe_score", "qe_quartile", "candidates", "lid_passed"]
 
 
@@ -93,7 +94,7 @@ def candidate_verdict(c: dict, best: dict, min_lid_prob: float, min_qe: float | 
     if c["status"] != "ok":
         return f"no candidate: {c['status']}"
     if not c["lid_match"]:
-        return f"LID says {c['lid_label']}, not the target"
+        return f"LID says {c.get('lid_label_raw') or c['lid_label']}, not the target"
     if c["lid_prob"] is None:
         return "no LID probability"
     if c["lid_prob"] < min_lid_prob:

@@ -9,7 +9,7 @@ import os
 import polars as pl
 
 DIGITS = 4  # scores as the page shows them; rounding also keeps the files small
-CANDIDATE_COLUMNS = ["segment", "beam_rank", "candidate", "sequence_score", "lid_label", "lid_prob",
+CANDIDATE_COLUMNS = ["segment", "beam_rank", "candidate", "sequence_score", "lid_label", "lid_label_raw", "lid_prob",
                      "lid_match", "qe_score", "status"]
 
 

@@ -14,6 +14,7 @@ from xmdata.models.registry import get_model
 from xmdata.runtime.params import Params
 from xmdata.runtime.placement import needs_gpu
 from xmdata.runtime.stage import Stage
+from xmdata.schemas.languages import label_code
 
 from .language_id import LIGHT_ROWS
 from xmdata.tasks.build.rejects import make_rejects, no_rejects
@@ -49,6 +50,8 @@ def identify_candidate_language(table: pa.Table, params: CandidateLidShard) -> t
     matches = [label in accepted.get(target, ()) for label, target in zip(labels, targets)]
     n = table.num_rows
     table = table.set_column(table.schema.get_field_index("lid_label"), "lid_label",
+                             _scatter(n, positions, [label_code(label) for label in labels], pa.string()))
+    table = table.set_column(table.schema.get_field_index("lid_label_raw"), "lid_label_raw",
                              _scatter(n, positions, labels, pa.string()))
     table = table.set_column(table.schema.get_field_index("lid_prob"), "lid_prob",
                              _scatter(n, positions, probs, pa.float32()))
@@ -76,7 +79,7 @@ def estimate_candidate_quality(table: pa.Table, params: CandidateQeShard) -> tup
 
 def candidate_lid_stage(model: ModelSpec, accepted_labels: dict[str, list[str]], name: str = LID_STAGE) -> Stage:
     """`name`: QA translation runs the same stage on its candidates as qa_candidate_lid."""
-    return Stage(name, version="1", fn=identify_candidate_language,
+    return Stage(name, version="2", fn=identify_candidate_language,  # 2: lid_label in the project's codes
                  params=CandidateLidShard(model=model, accepted_labels=accepted_labels), inline_rows=LIGHT_ROWS)
 
 

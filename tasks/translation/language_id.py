@@ -9,6 +9,7 @@ from xmdata.models.base import ModelSpec
 from xmdata.models.registry import get_model
 from xmdata.runtime.params import Params
 from xmdata.runtime.stage import Stage
+from xmdata.schemas.languages import label_code
 
 
 from xmdata.tasks.build.rejects import blank_mask, concat_rejects, split_by_mask
@@ -51,18 +52,20 @@ class LanguageIdShard(Params):
 
 
 def identify_language(table: pa.Table, params: LanguageIdShard) -> tuple[pa.Table, pa.Table]:
-    """Add lid_label / lid_prob; rows with no text are rejected as empty_text, rows without a letter
+    """Add lid_label (the project's code of the model's label, null for one that names no single
+    language), lid_prob and lid_label_raw (the model's own label); rows with no text are rejected as empty_text, rows without a letter
     (digits, symbols, control characters, image placeholders only) as no_letters."""
     column = params.text_column
     # Placeholders are not words of the text's language (fastText reads "<|image_1|> Ein Hund." as en).
     kept, rejects, texts = split_unlabelable(table, column)
     model = get_model("language_identifier", params.model)
     labels, probs = model.predict(model.prepare(texts))
-    kept = kept.append_column("lid_label", pa.array(labels, pa.string()))
+    kept = kept.append_column("lid_label", pa.array([label_code(label) for label in labels], pa.string()))
     kept = kept.append_column("lid_prob", pa.array(probs, pa.float32()))
+    kept = kept.append_column("lid_label_raw", pa.array(labels, pa.string()))
     return kept, rejects
 
 
 def language_id_stage(model: ModelSpec, text_column: str = "text") -> Stage:
-    return Stage(STAGE, version="2", fn=identify_language,  # 2: no_letters rejects, placeholders not read
+    return Stage(STAGE, version="3", fn=identify_language,  # 3: lid_label in the project's codes, lid_label_raw
                  params=LanguageIdShard(model=model, text_column=text_column), inline_rows=LIGHT_ROWS)

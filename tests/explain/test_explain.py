@@ -32,7 +32,7 @@ def test_a_translated_caption_shows_every_candidate_and_why_one_was_chosen(relea
     assert trace["kind"] == "caption" and trace["input"]["text"] == "A brown dog runs across the green park."
     by = steps(trace)
     assert by["language_id"]["values"]["lid_label"] == "en" and by["language_id"]["model"][0]["ref"] == "lid.176"
-    assert by["language_id"]["record"]["code_version"].endswith("/language_id-2")
+    assert by["language_id"]["record"]["code_version"].endswith("/language_id-3")
     assert by["captions"]["reason"] == "another row with this id was refused: duplicate_id"  # the first row went on
     fr = by["select_translations -> fr"]
     assert fr["outcome"] == "kept" and fr["values"]["text"] == "fr-c1-0" and fr["params"]["min_lid_prob"] == 0.5

@@ -57,3 +57,22 @@ def test_wrong_type_that_cannot_cast_is_reported():
     table = pa.table({"id": ["a"], "text": [[1, 2]]})
     with pytest.raises(ContractError, match="column 'text': has type"):
         conform(table, CAPTIONS, "t")
+
+
+def test_a_language_id_models_labels_map_through_one_stated_table_and_the_raw_label_is_kept():
+    import pyarrow as pa
+
+    from xmdata.models.base import ModelSpec
+    from xmdata.schemas.languages import is_normalised, label_code
+    from xmdata.tasks.translation.language_id import LanguageIdShard, identify_language
+
+    assert [label_code(x) for x in ("tl", "als", "bh", "he", "no", "en")] == ["fil", "gsw", "bho", "he", "no", "en"]
+    assert [label_code(x) for x in ("sh", "nah", "eml", "und", None)] == [None] * 5  # no single language: not guessed
+    texts = ["Magandang umaga po sa inyong lahat, salamat sa pagdating ninyo dito ngayon.",
+             "Der Hund läuft schnell über die grüne Wiese."]
+    table = pa.table({"id": ["t", "d"], "text": texts})
+    kept, _ = identify_language(table, LanguageIdShard(model=ModelSpec("fasttext", "lid.176"), text_column="text"))
+    rows = {r["id"]: r for r in kept.to_pylist()}
+    assert rows["t"]["lid_label_raw"] == "tl" and rows["t"]["lid_label"] == "fil"  # the tables' Filipino
+    assert rows["d"]["lid_label"] == rows["d"]["lid_label_raw"] == "de"
+    assert all(is_normalised(r["lid_label"]) for r in rows.values())

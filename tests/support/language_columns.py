@@ -6,9 +6,8 @@ import pyarrow.parquet as pq
 
 from xmdata.schemas.languages import LANGUAGE_COLUMNS, is_normalised
 
-# Columns that hold a code of the project's system. lid_label is a model's own label (fastText's `tl`, `als`),
-# kept as the model gave it.
-CODE_COLUMNS = (*LANGUAGE_COLUMNS, "target_language")
+# Columns that hold a code of the project's system (a model's own label is lid_label_raw, kept as it gave it).
+CODE_COLUMNS = (*LANGUAGE_COLUMNS, "target_language", "lid_label")
 
 
 def language_code_problems(release) -> list[str]:

@@ -21,6 +21,7 @@ def cand(id, text, rank, label="fr", prob=0.9, qe=0.0, column="caption", element
                 target_language=target, status=status, candidate=text if status == "ok" else None,
                 beam_rank=rank if status == "ok" else None, sequence_score=None if status != "ok" else -0.1 * rank,
                 lid_label=label if status == "ok" else None, lid_prob=prob if status == "ok" else None,
+                lid_label_raw=label if status == "ok" else None,
                 lid_match=match, qe_score=qe if match else None)
 
 
