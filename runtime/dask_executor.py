@@ -10,11 +10,12 @@ A worker lost mid-task has the task rerun elsewhere, where its finished shards a
 records (a hash, not the work). A task that keeps killing workers (KilledWorker) has its unfinished
 shards run again one to a task, so that only the shard that kills is recorded as failed.
 
-A cluster this run started on this machine (a LocalCluster) that has had no worker, nor a worker
-process starting, for NO_WORKERS_S — every worker process died and its nanny could not start
-another — would leave the stage waiting forever: its unfinished shards fail instead, named, and a
-rerun finishes them. A cluster elsewhere (an address, the service, SLURM) may be waiting for
-workers to come, and is left to its manager.
+A cluster with no worker that can run the stage (none at all; no GPU worker for a GPU stage) for
+XMDATA_NO_WORKER_SECONDS — every worker died and its nanny could not start another ("Failed to
+restart worker"), or none ever came — would leave the stage waiting forever: its unfinished shards
+fail instead, in one line naming the cluster and where its workers log, and a rerun finishes them.
+A cluster that starts slowly, or scales from zero, has that long. The count is asked of the
+scheduler only while nothing has come back for WATCH_S, never per task.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ import time
 import uuid
 from typing import Iterator
 
+from . import settings
 from .executors import Outcome, failure_reason, is_input_error, shard_outcome
 from .placement import placement
 from .process import run_shard_job
@@ -32,7 +34,7 @@ from .storage import storage_options
 Job = tuple[int, str]
 TASK_S = 0.5
 TASKS_PER_THREAD = 4
-NO_WORKERS_S = 60.0  # no worker and none starting, this long: the nannies gave up
+WATCH_S = 2.0  # nothing back this long: the scheduler is asked how many workers it has
 
 
 def shards_on_worker(group: list[Job], stage: Stage, root: str, options: dict | None) -> list[Outcome]:
@@ -50,8 +52,9 @@ def shards_per_task(seconds: list[float], remaining: int, threads: int) -> int:
 class DaskExecutor:
     where = "cluster"
 
-    def __init__(self, client):
-        self.client = client
+    def __init__(self, client, worker_log: str = "the workers' own output, where they were started"):
+        """`worker_log`: where the cluster's workers write their logs, named when none is left."""
+        self.client, self.worker_log = client, worker_log
 
     def run(self, stage: Stage, jobs: list[Job], root: str) -> Iterator[Outcome]:
         from distributed import as_completed
@@ -65,9 +68,10 @@ class DaskExecutor:
         seconds: list[float] = []
         returned: set[int] = set()
         try:
-            for batch in self._batches(running):
-                if batch is None:  # no worker left: every shard not back yet fails, named
-                    yield from ((index, None, no_workers_reason()) for index, _ in jobs if index not in returned)
+            for batch in self._batches(running, tasks):
+                if batch is None:  # no worker left: every shard not back yet fails, for one reason
+                    reason = no_worker_reason(self.client, self.worker_log, bool(tasks.where.get("resources")))
+                    yield from ((index, None, reason) for index, _ in jobs if index not in returned)
                     return
                 finished, failed = [], []
                 for future in batch:  # each status read once: it changes under us
@@ -98,27 +102,27 @@ class DaskExecutor:
         finally:  # Ctrl-C or an input error: nothing of this stage keeps running on the cluster
             self.client.cancel([f for f in tasks.groups if not f.done()])
 
-    def _batches(self, running) -> Iterator[list | None]:
-        """`running.batches()`, and None once a LocalCluster of ours has had no worker, nor one
-        starting, for NO_WORKERS_S."""
-        from distributed import LocalCluster
-
-        cluster = getattr(self.client, "cluster", None)  # the LocalCluster object when we started it
-        if not isinstance(cluster, LocalCluster):
-            yield from running.batches()
-            return
-        seen = time.monotonic()
+    def _batches(self, running, tasks: "_Tasks") -> Iterator[list | None]:
+        """`running.batches()`, and None once the cluster has had no worker for the stage for
+        XMDATA_NO_WORKER_SECONDS: asked of the scheduler only after WATCH_S with nothing back."""
+        limit = settings.NO_WORKER_SECONDS.get()
+        seen = asked = time.monotonic()  # the clock starts with the stage: a cluster may be starting
         while not running.is_empty():
             if running.has_ready():
                 yield running.next_batch(block=False)
+                seen = asked = time.monotonic()  # something came back: a worker was there
                 continue
-            if has_workers(cluster):
-                seen = time.monotonic()
-            elif time.monotonic() - seen > NO_WORKERS_S:
-                yield None
-                return
             with running.thread_condition:  # woken by a finished future, as Dask's own loop is
                 running.thread_condition.wait(timeout=0.1)
+            now = time.monotonic()
+            if now - asked < WATCH_S or running.has_ready():
+                continue
+            asked = now
+            if tasks.workers_for_stage():
+                seen = now
+            elif now - seen >= limit:
+                yield None
+                return
 
     def _gather(self, futures: list) -> list[tuple]:
         """(future, its outcomes) in one gather; on the rare failure (a result lost with its worker,
@@ -149,19 +153,10 @@ class DaskExecutor:
             yield group[0][0], None, failure_reason(exc)
 
 
-def has_workers(cluster) -> bool:
-    """A worker registered, or a nanny's worker process alive: starting, or restarting after a death
-    (on a loaded machine that takes tens of seconds, and is no reason to fail anything)."""
-    if cluster.scheduler.workers:
-        return True
-    nannies = list(cluster.workers.values())
-    processes = (getattr(getattr(nanny, "process", None), "process", None) for nanny in nannies)
-    return any(process is not None and process.is_alive() for process in processes)
-
-
-def no_workers_reason() -> str:
-    return (f"no worker: the cluster started for this run had none, and none starting, for "
-            f"{NO_WORKERS_S:.0f} s (its worker processes died and were not restarted)")
+def no_worker_reason(client, worker_log: str, gpu: bool) -> str:
+    return (f"no {'GPU ' if gpu else ''}worker on the cluster {client.scheduler.address} for "
+            f"{settings.NO_WORKER_SECONDS.get():g} s ({settings.NO_WORKER_SECONDS.name}): its workers died "
+            f"and none came back, or none came (worker log: {worker_log})")
 
 
 class _Tasks:
@@ -174,6 +169,14 @@ class _Tasks:
         self.token = uuid.uuid4().hex[:8]
         self.groups: dict = {}
         self.rounds = 0
+
+    def workers_for_stage(self) -> int:
+        """The workers the scheduler has now that can run the stage's tasks (GPU ones for a GPU stage)."""
+        if not self.where.get("resources"):
+            return self.client.scheduler_info(n_workers=0)["n_workers"]
+        workers = self.client.scheduler_info(n_workers=-1)["workers"].values()
+        return sum(all((w.get("resources") or {}).get(k, 0) >= v for k, v in self.where["resources"].items())
+                   for w in workers)
 
     def submit(self, groups: list[list[Job]]) -> list:
         # One `map` a round, not a `submit` a task: one graph message, the stage pickled once.

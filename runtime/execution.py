@@ -27,10 +27,18 @@ class ShardsFailed(RuntimeError):
 
     def __init__(self, stage: str, failed: dict[int, str]):
         self.stage, self.failed = stage, failed
-        listed = "; ".join(f"shard-{i:05d}: {reason}" for i, reason in sorted(failed.items())[:10])
-        more = f" (and {len(failed) - 10} more)" if len(failed) > 10 else ""
+        shards: dict[str, list[int]] = {}  # a reason many shards share (no worker left) said once
+        for index, reason in sorted(failed.items()):
+            shards.setdefault(reason, []).append(index)
+        listed = "; ".join(f"{_named(indexes)}: {reason}" for reason, indexes in list(shards.items())[:10])
+        more = f" (and {len(shards) - 10} more reasons)" if len(shards) > 10 else ""
         super().__init__(f"stage {stage}: {len(failed)} shard(s) failed — {listed}{more}. "
                          f"Finished shards are kept; run the same command again to finish these.")
+
+
+def _named(indexes: list[int], shown: int = 5) -> str:
+    more = f" and {len(indexes) - shown} more" if len(indexes) > shown else ""
+    return ", ".join(f"shard-{i:05d}" for i in indexes[:shown]) + more
 
 
 def run_stage(stage: Stage, input_paths: list[str], root: str) -> StageReport:

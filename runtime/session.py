@@ -80,13 +80,27 @@ class ExecutionSession:
                 pending_rows <= SMALL_ROWS and not self.has_warm_cluster)
             if small:
                 return InProcessExecutor()
-        return DaskExecutor(self.client())
+        return DaskExecutor(self.client(), self.worker_log())
 
     def client(self):
         with self._lock:  # one client, whichever thread asks first
             if self._client is None:
                 self._connect()
             return self._client
+
+    def worker_log(self) -> str:
+        """Where the workers of the cluster this session is connected to write their logs."""
+        from distributed import LocalCluster
+
+        if isinstance(self._cluster, LocalCluster):  # its nannies log here, its workers inherit stderr
+            return "this command's stderr"
+        if self._cluster is not None:
+            return f"the job logs of its {type(self._cluster).__name__}"
+        if self.address:
+            return "the workers' own output, where they were started"
+        from .service import paths
+
+        return paths()["log"]  # the service's: its workers inherit its stdout and stderr
 
     def _connect(self) -> None:
         if self.warm_address:

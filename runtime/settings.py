@@ -90,11 +90,16 @@ BIND = Setting("XMDATA_BIND", "127.0.0.1", str,
 GPU_WORKERS = Setting("XMDATA_GPU_WORKERS", None, _at_least_zero(int),
                       "this many GPU workers instead of the GPUs found (without CUDA: a resource for "
                       "the CPU tests)", "a count (>= 0)")
+# Long enough for a loaded machine to restart a worker (tens of seconds) or a cluster to start.
+NO_WORKER_SECONDS = Setting("XMDATA_NO_WORKER_SECONDS", 120.0, _at_least_zero(float),
+                            "a stage on a Dask cluster that has had no worker for it this long fails, naming "
+                            "the cluster and its workers' log (a batch queue's cluster: raise it, or inf)",
+                            "seconds (>= 0, inf)")
 PROGRESS = Setting("XMDATA_PROGRESS", False, _flag,
                    "progress bars on stderr for runs the CLI did not start (the CLI shows them "
                    "unless --quiet)", "0 or 1")
 USER = (CACHE, EXECUTOR, DASK_ADDRESS, SERVICE, IDLE_MINUTES, MODEL_IDLE_MINUTES, MODEL_MEMORY_GB, BIND,
-        GPU_WORKERS, PROGRESS)
+        GPU_WORKERS, NO_WORKER_SECONDS, PROGRESS)
 
 # xmdata's own, for its tests, benchmarks and scripts only.
 TEST_RUN = Setting("XMDATA_TEST_RUN", None, str, "the folder one test run shares with its subprocesses")

@@ -1,7 +1,9 @@
 """The Dask executor: what a worker imports, cheap shards sharing a task, and what happens when
 workers die — one killed, one shard that keeps killing them, or all of them gone for good."""
+import contextvars
 import os
 import sys
+import threading
 import time
 
 import pytest
@@ -121,23 +123,90 @@ def test_a_shard_that_keeps_killing_workers_fails_while_the_others_finish(local_
     assert {k: v for k, v in calls(tmp_path).items() if k != "s7"} == others
 
 
-def dies(table, params):
+REFUSING_PRELOAD = """import os
+if os.path.exists({marker!r}):
+    raise RuntimeError("no worker process can start on this machine now")
+"""
+
+
+def breaks_worker_starts(table, params):
+    """From now on every worker process fails as it starts (the preload above), then this one dies:
+    its nanny's restart fails for real ("Failed to restart worker"), and no worker is left."""
+    open(params["broken"], "w").close()
     os._exit(1)
 
 
+def finished_within(seconds: float, fn) -> dict:
+    """`fn()` in a thread (this context: the session), its result or exception; fails the test if it
+    is still running after `seconds` — a hang, not a slow run."""
+    ended: dict = {}
+
+    def call():
+        try:
+            ended["result"] = fn()
+        except Exception as exc:  # noqa: BLE001 — the test looks at it
+            ended["error"] = exc
+
+    thread = threading.Thread(target=contextvars.copy_context().run, args=(call,), daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"still waiting after {seconds} s"
+    return ended
+
+
 @pytest.mark.slow
-def test_a_cluster_whose_workers_all_died_fails_the_stage_naming_its_shards(monkeypatch, tmp_path):
+def test_a_cluster_left_without_a_worker_fails_the_stage_in_one_line_naming_it(monkeypatch, tmp_path):
+    import dask
+    import distributed  # noqa: F401 — its config defaults first: leaving the `set` below restores them
+
+    preload = tmp_path / "refusing_preload.py"
+    preload.write_text(REFUSING_PRELOAD.format(marker=str(tmp_path / "broken")))
+    stage = Stage("breaks", "1", breaks_worker_starts, {"broken": str(tmp_path / "broken")})
+    monkeypatch.setenv("XMDATA_NO_WORKER_SECONDS", "2")
+    with dask.config.set({"distributed.worker.preload": [str(preload)]}):  # read by each nanny
+        with execution_session("dask", workers=1) as session:
+            address = session.client().scheduler.address
+            ended = finished_within(60, lambda: run_stage(stage, write_shards(tmp_path, 3), str(tmp_path / "out")))
+    failure = ended.get("error")
+    assert isinstance(failure, ShardsFailed) and failure.failed.keys() == {0, 1, 2}, ended
+    message = str(failure)  # what the CLI prints after "xmdata: error: ", exit 1
+    assert "\n" not in message and message.count("no worker") == 1, message
+    assert (f"shard-00000, shard-00001, shard-00002: no worker on the cluster {address} for 2 s "
+            f"(XMDATA_NO_WORKER_SECONDS)") in message and address.startswith("tls://")
+    assert "(worker log: this command's stderr)" in message
+
+
+@pytest.mark.slow
+def test_a_cluster_with_no_worker_for_a_while_is_waited_for(local_cluster, monkeypatch, tmp_path):
+    """Scaled to zero, as an adaptive cluster is, then back: the stage waits and finishes."""
     from xmdata.runtime import dask_executor
 
-    async def cannot_start():
-        raise RuntimeError("no worker process could start")
+    client = local_cluster.client()
+    client.cluster.scale(0)
+    while client.scheduler_info(n_workers=0)["n_workers"]:
+        time.sleep(0.1)
+    seen, asked = [], dask_executor._Tasks.workers_for_stage
 
-    monkeypatch.setattr(dask_executor, "NO_WORKERS_S", 1.0)
-    with execution_session("dask", workers=1) as session:
-        for nanny in session.client().cluster.workers.values():  # as the CI hang: the restart fails
-            nanny.instantiate = cannot_start
-        started = time.monotonic()
-        with pytest.raises(ShardsFailed, match="shard-00002: no worker: the cluster started for this run "
-                                               "had none, and none starting, for 1 s") as failure:
-            run_stage(Stage("dies", "1", dies), write_shards(tmp_path, 3), str(tmp_path / "out"))
-    assert failure.value.failed.keys() == {0, 1, 2} and time.monotonic() - started < 30
+    def workers_come_after_two_asks(tasks):
+        seen.append(asked(tasks))
+        if len(seen) == 2:
+            client.cluster.scale(2)
+        return seen[-1]
+
+    monkeypatch.setattr(dask_executor._Tasks, "workers_for_stage", workers_come_after_two_asks)
+    monkeypatch.setenv("XMDATA_NO_WORKER_SECONDS", "60")
+    try:
+        ended = finished_within(120, lambda: run_stage(counting_stage(tmp_path, victim="none"),
+                                                        write_shards(tmp_path, 3), str(tmp_path / "out")))
+    finally:
+        client.cluster.scale(2)
+        client.wait_for_workers(2, timeout=60)
+    assert seen[:2] == [0, 0] and ended["result"].shards_run == 3, ended
+
+
+def test_the_no_worker_failure_names_where_the_workers_log():
+    from xmdata.runtime.service import paths
+    from xmdata.runtime.session import ExecutionSession
+
+    assert ExecutionSession("dask", service_address="tls://127.0.0.1:1").worker_log() == paths()["log"]
+    assert ExecutionSession("dask", address="tls://127.0.0.1:1").worker_log().startswith("the workers' own output")

@@ -118,6 +118,13 @@ def test_shard_failures_exit_1_naming_the_shards(monkeypatch, capsys):
     assert "shard-00003: KilledWorker" in err and "shard-00007" in err and "run the same command again" in err
 
 
+def test_a_reason_many_shards_share_is_said_once():
+    failed = {i: "no worker on the cluster tls://127.0.0.1:1" for i in range(7)} | {9: "MemoryError: "}
+    message = str(ShardsFailed("translate", failed))
+    assert ("8 shard(s) failed — shard-00000, shard-00001, shard-00002, shard-00003, shard-00004 and 2 more: "
+            "no worker on the cluster tls://127.0.0.1:1; shard-00009: MemoryError: .") in message
+
+
 def test_the_least_recently_used_model_is_released_past_the_memory_limit(tiny_models, monkeypatch):
     from xmdata.models import registry
     from xmdata.models.model_cache import ModelCache, model_bytes
