@@ -22,6 +22,7 @@ def main() -> dict:
     from xmdata.tasks.build.batch_loader import PrefetchingLoader
     from xmdata.tasks.build.image_decode import ImageRef, decode_image
     from xmdata.tasks.scoring.score import clip_score_stage, encode_texts, loader_plan
+    from xmdata.tasks.stage_params import ScoringParams
 
     root = Path(tempfile.mkdtemp(prefix="xmdata-gpu-breakdown-"))
     spec = open_clip_spec(random_vit_b_32(root / "vit-b-32"))
@@ -54,7 +55,7 @@ def main() -> dict:
     model.truncated(texts)
     out["truncated_texts_s"] = round(len(texts) / (time.perf_counter() - started), 1)
     table = pa.table({"id": [f"p{i:05d}" for i in range(len(paths))], "image_path": paths, "text": texts})
-    stage = clip_score_stage(spec, str(root), batch_size=256)
+    stage = clip_score_stage(ScoringParams(clip_model=spec.name_or_path, batch_size=256), spec, str(root))
     stage.fn(table.slice(0, 256), stage.params)
     started = time.perf_counter()
     stage.fn(table, stage.params)

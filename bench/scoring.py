@@ -71,10 +71,10 @@ def measure_case(model_dir: str, root: Path, paths: list[str], shards: int, core
     same process, threads and model instance as the flow's shards."""
     from distributed import Client, LocalCluster
 
-    from xmdata.flows.score import clip_model_spec
     from xmdata.runtime.session import execution_session
+    from xmdata.tasks.stage_params import ScoringParams
 
-    spec, n = clip_model_spec(model_dir, None), len(paths)
+    spec, n = ScoringParams(clip_model=model_dir).spec(), len(paths)
     pairs = write_pairs(root / f"pairs-{n}.parquet", paths)
     texts = pq.read_table(pairs).column("text").to_pylist()
     started = time.perf_counter()

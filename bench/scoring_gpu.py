@@ -67,10 +67,11 @@ def bare_pairs_per_second(model, pixels, tokens, batches: int) -> float:
 
 def stage_pairs_per_second(spec, root: Path, paths: list[str], batch_size: int, busy=None) -> float:
     from xmdata.tasks.scoring.score import clip_score_stage
+    from xmdata.tasks.stage_params import ScoringParams
 
     texts = [f"photo {i}: a red bicycle by a blue house in the evening light" for i in range(len(paths))]
     table = pa.table({"id": [f"p{i:05d}" for i in range(len(paths))], "image_path": paths, "text": texts})
-    stage = clip_score_stage(spec, str(root), batch_size=batch_size)
+    stage = clip_score_stage(ScoringParams(clip_model=spec.name_or_path, batch_size=batch_size), spec, str(root))
     stage.fn(table.slice(0, batch_size), stage.params)  # warm-up
     with busy if busy is not None else BusySampler(1.0):
         started = time.perf_counter()
@@ -134,11 +135,10 @@ class BusySampler:
 
 
 def open_clip_spec(model_dir: str, autocast: str = "bfloat16"):
-    """The spec flows.score.clip_model_spec makes for a local dir on cuda (without importing the flow)."""
-    from xmdata.models.base import ModelSpec
+    """The spec `xmdata score` makes for a local dir on cuda."""
+    from xmdata.tasks.stage_params import ScoringParams
 
-    return ModelSpec("open_clip", str(Path(model_dir).resolve()), device="cuda",
-                     options=(("pretrained", None), ("autocast", autocast)))
+    return ScoringParams(clip_model=str(Path(model_dir).resolve()), device="cuda", autocast=autocast).spec()
 
 
 def peak_flops(device_name: str) -> float | None:

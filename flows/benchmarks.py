@@ -21,7 +21,6 @@ from xmdata.tasks.evaluation.runner import run_metric
 
 from .benchmark_config import BenchmarksConfig
 from .finish import step_report
-from xmdata.tasks.stage_params import ScoringParams
 
 from .score import score_pairs
 from xmdata.tasks.translation.params import TranslateParams
@@ -86,8 +85,7 @@ def build_benchmarks(config: BenchmarksConfig, folders: dict[str, str], work: st
             translated, _, _ = translate_texts(pairs.select(["id", *columns]), out, shards, params)
             set_reports += translated + [selection_report(out, name, work)]
             pairs = with_translations(pairs, os.path.join(out, "translated.parquet"), columns)
-        scoring = ScoringParams(**config.model_dump(include=set(ScoringParams.model_fields)))
-        scored, _ = score_pairs(pairs, out, shards, entry.images, scoring, refs)
+        scored, _ = score_pairs(pairs, out, shards, entry.images, config, refs)  # config: its ScoringParams
         for report in set_reports + scored:
             report.stage = report.stage if report.stage.startswith("benchmarks/") else f"benchmarks/{name}/{report.stage}"
         reports += set_reports + scored

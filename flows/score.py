@@ -2,14 +2,12 @@
 by shard on Dask, the open_clip model loaded once per worker."""
 from __future__ import annotations
 
-import os
 import posixpath
 import time
 import polars as pl
 import pyarrow as pa
 from prefect import flow
 
-from xmdata.models.base import ModelSpec, looks_like_path
 from xmdata.runtime import storage
 from xmdata.runtime.atomic import remove_stray_temp_files
 from xmdata.runtime.execution import run_stage
@@ -23,29 +21,14 @@ from xmdata.tasks.build.summary import frame_label_counts
 from .finish import finish_build
 
 
-def clip_model_spec(clip_model: str, pretrained: str | None, device: str = "cpu",
-                    autocast: str | None = "bfloat16") -> ModelSpec:
-    """An open_clip name or local dir, its pretrained tag or checkpoint; paths made absolute, since
-    the workers of an external cluster run elsewhere. autocast applies on CUDA only."""
-    def absolute(name):
-        return storage.absolute(os.path.expanduser(name)) if name and looks_like_path(name) else name
-
-    options = {"pretrained": absolute(pretrained)}
-    if device.startswith("cuda") and autocast and autocast != "none":
-        options["autocast"] = autocast
-    return ModelSpec("open_clip", absolute(clip_model), device=device, options=options)
-
-
 def score_pairs(source: str | pa.Table, out: str, shards: int, image_root: str | None, params: ScoringParams,
                 references_column: str | None = None) -> tuple[list[StageReport], dict]:
     """Ingest the pairs (a file or a table) into `pairs` shards and score each on the flow's runner."""
     pairs = read_score_input(source, references_column)  # refuses a broken input before writing anything
     remove_stray_temp_files(out)
     ingested = ingest(pairs, "pairs", shards, out)
-    model = clip_model_spec(params.clip_model, params.pretrained, params.device, params.autocast)
-    stage = clip_score_stage(model, storage.absolute(image_root) if image_root else None, references_column,
-                             None if params.embeddings == "none" else params.embeddings, params.batch_size,
-                             params.weight, params.prefix, params.max_image_pixels)
+    stage = clip_score_stage(params, params.spec(), storage.absolute(image_root) if image_root else None,
+                             references_column)
     scored = run_stage(stage, ingested.data_paths, out)
     return [ingested, scored], score_distributions(scored.data_paths)
 

@@ -1,20 +1,28 @@
 """open_clip as a ClipScorer: image and text embeddings, L2-normalised, for image-caption scores.
 
 spec.name_or_path is an open_clip model name ("xlm-roberta-base-ViT-B-32") or a local directory
-holding one model config JSON (its file stem becomes the model name) and optionally its weights;
-spec.option("pretrained") is a pretrained tag or a checkpoint path; spec.option("autocast")
-("bfloat16" or "float16") runs the forward under torch.autocast on CUDA.
+holding one model config JSON (its file stem becomes the model name) and optionally its weights.
+Its options are OpenClipOptions, which ScoringParams.spec() fills (the defaults are ScoringParams').
 """
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Literal, Sequence
+
+from xmdata.runtime.params import Params
 
 from .base import ModelError, ModelSpec, hub_error, looks_like_path, resolve_local_path
 
 PRECISION = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 WEIGHT_FILES = ("open_clip_model.safetensors", "open_clip_pytorch_model.bin")  # open_clip's own names
+
+
+class OpenClipOptions(Params):
+    """Which weights and how the forward runs. None is "not given", not a choice: a local folder's own
+    weights, no autocast (a CPU spec has none; the embedding tiers name weights only when given)."""
+    pretrained: str | None = None  # a pretrained tag or a checkpoint path
+    autocast: Literal["bfloat16", "float16"] | None = None  # the forward under torch.autocast, on CUDA only
 
 
 def local_model_config(directory: Path) -> tuple[str, Path | None]:
@@ -56,6 +64,7 @@ def worker_device(device: str) -> str:
 class OpenClipScorer:
     def __init__(self, spec: ModelSpec):
         self.spec = spec
+        self.options = spec.typed_options(OpenClipOptions)
         self.model = self.preprocess = self.tokenizer = self.dtype = None
         self.embed_dim = self.context_length = 0
         self.device = spec.device
@@ -67,7 +76,7 @@ class OpenClipScorer:
         if self.spec.device.startswith("cuda") and not torch.cuda.is_available():
             raise ModelError(f"open_clip: device {self.spec.device!r} asked for, but no CUDA device is visible")
         self.device = worker_device(self.spec.device)
-        name, pretrained = self.spec.name_or_path, self.spec.option("pretrained")
+        name, pretrained = self.spec.name_or_path, self.options.pretrained
         if self.spec.is_local:
             path = Path(resolve_local_path(self.spec))
             name, found_weights = local_model_config(path) if path.is_dir() else (path.stem, None)
@@ -157,9 +166,8 @@ class OpenClipScorer:
 
         import torch
 
-        dtype = self.spec.option("autocast")
-        if dtype and self.device.startswith("cuda"):
-            return torch.autocast("cuda", dtype=getattr(torch, dtype))
+        if self.options.autocast and self.device.startswith("cuda"):
+            return torch.autocast("cuda", dtype=getattr(torch, self.options.autocast))
         return contextlib.nullcontext()
 
     def _embed(self, encode, inputs, pad_to: int | None):

@@ -6,13 +6,17 @@ Light on purpose (pydantic and constants only): the CLI builds its flags from th
 """
 from __future__ import annotations
 
-from typing import Annotated, Literal
+import os
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field
 
 from xmdata.runtime.params import Params
 
-# Declared here, where the CLI reads them without importing numpy or PIL; the scoring code takes them from here.
+if TYPE_CHECKING:
+    from xmdata.models.base import ModelSpec
+
+# The defaults of fields below, and of other params models' (images/clean: the pixel limit), declared once.
 DEFAULT_WEIGHT = 2.5  # w of CLIPScore (Hessel et al., 2021)
 DEFAULT_MAX_PIXELS = 64_000_000  # 8000 x 8000; below PIL's own bomb threshold (~89 M), so ours decides
 
@@ -55,3 +59,18 @@ class ScoringParams(Params):
     device: Literal["cpu", "cuda"] = Field("cpu", description="where the model runs")
     autocast: Literal["bfloat16", "float16", "none"] = Field("bfloat16", description="autocast dtype on CUDA")
     max_image_pixels: int = Field(DEFAULT_MAX_PIXELS, ge=1, description="refuse images with more pixels")
+
+    def spec(self) -> ModelSpec:
+        """The open_clip model these name, as the shard and the backend receive it (OpenClipOptions):
+        local paths made absolute, since the workers of an external cluster run elsewhere; autocast
+        only on CUDA, where it applies (so a CPU spec, and its params hash, has none)."""
+        from xmdata.models.base import ModelSpec, looks_like_path
+        from xmdata.runtime import storage
+
+        def absolute(name):
+            return storage.absolute(os.path.expanduser(name)) if name and looks_like_path(name) else name
+
+        options = {"pretrained": absolute(self.pretrained)}
+        if self.device == "cuda" and self.autocast != "none":
+            options["autocast"] = self.autocast
+        return ModelSpec("open_clip", absolute(self.clip_model), device=self.device, options=options)

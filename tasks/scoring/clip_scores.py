@@ -1,6 +1,6 @@
 """CLIPScore and RefCLIPScore from embeddings (Hessel et al., 2021), in plain numpy.
 
-CLIP-S(c, v)       = w · max(cos(c, v), 0)                 w = 2.5 by default
+CLIP-S(c, v)       = w · max(cos(c, v), 0)                 w: ScoringParams.weight (the paper's 2.5)
 RefCLIP-S(c, R, v) = H-Mean(CLIP-S(c, v), max(max_{r∈R} cos(c, r), 0))
 
 The reference term is *not* multiplied by w: that is the paper's Eq. and its reference code
@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from xmdata.tasks.stage_params import DEFAULT_WEIGHT
-
 
 def normalised(embeddings: np.ndarray) -> np.ndarray:
     rows = np.asarray(embeddings, dtype=np.float64)
@@ -29,7 +27,7 @@ def cosine_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.einsum("ij,ij->i", normalised(a), normalised(b))
 
 
-def clip_score(image_emb: np.ndarray, text_emb: np.ndarray, weight: float = DEFAULT_WEIGHT) -> np.ndarray:
+def clip_score(image_emb: np.ndarray, text_emb: np.ndarray, weight: float) -> np.ndarray:
     """w · max(cos(image, text), 0), one per row."""
     return weight * np.maximum(cosine_rows(image_emb, text_emb), 0.0)
 

@@ -30,7 +30,8 @@ def _embeddings(emb: np.ndarray, ok: np.ndarray, dtype: str) -> pa.Array:
 
 def scored_table(table: pa.Table, pairs: ShardPairs, image_emb: np.ndarray, failures: dict, text_emb: np.ndarray,
                  truncated: np.ndarray, params, stage: str) -> tuple[pa.Table, pa.Table]:
-    """(input columns but image bytes + status, error_message, scores [, embeddings]; rejects)."""
+    """(input columns but image bytes + status, error_message, scores [, embeddings]; rejects);
+    params: the stage's ScoringParams (weight, embeddings)."""
     errors = [e if e is not None or pairs.image_of[i] not in failures else failures[pairs.image_of[i]]
               for i, e in enumerate(pairs.errors)]
     ok = np.array([e is None for e in errors], dtype=bool)
@@ -58,7 +59,7 @@ def scored_table(table: pa.Table, pairs: ShardPairs, image_emb: np.ndarray, fail
     out = table.drop_columns([c for c in ("image_bytes",) if c in table.column_names])
     for f in SCORE_FIELDS:
         out = out.append_column(f, columns[f.name])
-    if params.embeddings:
+    if params.embeddings != "none":
         out = out.append_column("image_embedding", _embeddings(images, ok, params.embeddings))
         out = out.append_column("text_embedding", _embeddings(texts, ok, params.embeddings))
     return out, _rejects(table, pairs, errors, stage)

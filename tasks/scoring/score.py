@@ -8,6 +8,7 @@ from functools import partial
 
 import numpy as np
 import pyarrow as pa
+from pydantic import model_serializer
 
 from xmdata.models.base import ModelSpec
 from xmdata.models.oom_backoff import FAILED, OUT_OF_MEMORY, BatchSizes, report, run_with_backoff
@@ -19,7 +20,7 @@ from xmdata.runtime.stage import Stage
 
 from xmdata.tasks.build.batch_loader import PrefetchingLoader
 from xmdata.tasks.build.image_decode import decode_image
-from xmdata.tasks.stage_params import DEFAULT_MAX_PIXELS, DEFAULT_WEIGHT
+from xmdata.tasks.stage_params import ScoringParams
 from xmdata.tasks.scoring.output import scored_table
 from xmdata.tasks.scoring.pairs import collect_pairs
 
@@ -96,24 +97,31 @@ def encode_images(model, loader: PrefetchingLoader, count: int, batch_size: int,
 
 
 class ScoreShard(Params):
-    """What every shard runs with (hashed into its record); the values are ScoringParams'."""
+    """What a shard runs with: the stage's params whole, their open_clip model resolved
+    (ScoringParams.spec) and what the input says, not the options: its image root and references."""
+    params: ScoringParams
     model: ModelSpec
     image_root: str | None
     references_column: str | None
-    embeddings: str | None  # None, "float16" or "float32"
-    batch_size: int | None  # None: the device's default
-    weight: float
-    prefix: str
-    max_pixels: int
+
+    @model_serializer
+    def _record(self) -> dict:
+        # What is hashed: the names and values shards were recorded with when they took the options
+        # one by one, so that a shard finished then is still finished (tests/scoring/test_score_params.py).
+        return {"model": self.model.to_dict(), "image_root": self.image_root,
+                "references_column": self.references_column,
+                "embeddings": None if self.params.embeddings == "none" else self.params.embeddings,
+                "batch_size": self.params.batch_size, "weight": self.params.weight, "prefix": self.params.prefix,
+                "max_pixels": self.params.max_image_pixels}
 
 
-def score_table(table: pa.Table, params: ScoreShard) -> tuple[pa.Table, pa.Table]:
+def score_table(table: pa.Table, shard: ScoreShard) -> tuple[pa.Table, pa.Table]:
     """The stage function: (one scores row per input row, rejects)."""
-    model = get_model("clip_scorer", params.model)
+    model, params = get_model("clip_scorer", shard.model), shard.params
     batch_size = params.batch_size or model.default_batch_size()
-    pairs = collect_pairs(table, params.references_column, params.prefix)
+    pairs = collect_pairs(table, shard.references_column, params.prefix)
     threads, in_threads, finish = loader_plan(model)
-    load = partial(decode_image, root=params.image_root, max_pixels=params.max_pixels, preprocess=in_threads)
+    load = partial(decode_image, root=shard.image_root, max_pixels=params.max_image_pixels, preprocess=in_threads)
     # Decoding starts now, in threads; encoding the texts meanwhile keeps the model busy from the start.
     sizes = BatchSizes()
     with PrefetchingLoader(pairs.images, batch_size, load, threads) as loader:
@@ -128,16 +136,15 @@ def score_table(table: pa.Table, params: ScoreShard) -> tuple[pa.Table, pa.Table
     return scored_table(table, pairs, image_emb, failures, text_emb, truncated, params, STAGE)
 
 
-def clip_score_stage(model: ModelSpec, image_root: str | None, references_column: str | None = None,
-                     embeddings: str | None = None, batch_size: int | None = None,
-                     weight: float = DEFAULT_WEIGHT, prefix: str = "",
-                     max_pixels: int = DEFAULT_MAX_PIXELS) -> Stage:
-    """embeddings: None, "float16" or "float32". batch_size None: the device's default.
+def clip_score_stage(params: ScoringParams, model: ModelSpec, image_root: str | None,
+                     references_column: str | None = None) -> Stage:
+    """`model`: params' open_clip model resolved (ScoringParams.spec), once by the flow. A config section
+    that adds fields of its own (ScoringConfig, BenchmarksConfig) reaches the shard as ScoringParams.
 
     batch_size is a parameter of the output on CUDA (padded fixed-shape batches), so it is hashed
     with the rest: a rerun with another batch size redoes the shards.
     """
+    params = ScoringParams.model_validate(params.model_dump(include=set(ScoringParams.model_fields)))
     return Stage(STAGE, version="1", fn=score_table, params=ScoreShard(
-        model=model, image_root=image_root, references_column=references_column, embeddings=embeddings,
-        batch_size=batch_size, weight=weight, prefix=prefix, max_pixels=max_pixels),
+        params=params, model=model, image_root=image_root, references_column=references_column),
         gpu=needs_gpu(model.device))

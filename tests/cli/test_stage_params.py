@@ -179,6 +179,7 @@ def test_shard_params_hash_as_the_dicts_before_them_so_finished_shards_stay_fini
     from xmdata.tasks.translation.language_id import language_id_stage
     from xmdata.tasks.qa.translate import translate_qa_stage
     from xmdata.tasks.scoring.score import clip_score_stage
+    from xmdata.tasks.stage_params import ScoringParams
     from xmdata.tasks.translation.params import TranslateParams, TranslateQaParams
     from xmdata.tasks.translation.translate import translate_stage
 
@@ -197,7 +198,7 @@ def test_shard_params_hash_as_the_dicts_before_them_so_finished_shards_stay_fini
               (translate_qa_stage(qa, spec, labels),
                {"translator": spec.to_dict(), "source_language": "en", "target_languages": ["fr"],
                 "labels": {"fr": {"question": ["Question"], "answer": ["Réponse"]}}, **generation}),
-              (clip_score_stage(spec, "/img", None, None, None, 2.5, "", 64_000_000),
+              (clip_score_stage(ScoringParams(clip_model="/m"), spec, "/img"),
                {"model": spec.to_dict(), "image_root": "/img", "references_column": None, "embeddings": None,
                 "batch_size": None, "weight": 2.5, "prefix": "", "max_pixels": 64_000_000})]
     for stage, params in before:

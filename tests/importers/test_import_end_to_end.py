@@ -14,6 +14,7 @@ from xmdata.cli import main
 from xmdata.tasks.evaluation.params import evaluate_options
 from xmdata.tasks.evaluation.runner import run_metric
 from xmdata.tasks.scoring.score import clip_score_stage
+from xmdata.tasks.stage_params import ScoringParams
 from xmdata.tasks.scoring.input import read_score_input
 
 pytestmark = pytest.mark.slow
@@ -30,7 +31,8 @@ def test_valse_import_score_stage_and_evaluate_from_the_run_folder(tiny_models, 
         (out / "visual7w").mkdir(exist_ok=True)
         Image.new("RGB", (32, 32), (40 * k, 200, 90)).save(out / "visual7w" / f"v7w_{k}.jpg")
     pairs = read_score_input(str(out / "pairs.parquet"))
-    stage = clip_score_stage(tiny_models["open_clip"], str(out))
+    clip = tiny_models["open_clip"]
+    stage = clip_score_stage(ScoringParams(clip_model=clip.name_or_path), clip, str(out))
     scores, rejects = stage.fn(pairs, stage.params)
     assert rejects.column("reason").to_pylist() == ["missing_image", "missing_image"]
     for kind, table in (("data", scores), ("rejects", rejects)):  # the score run's layout

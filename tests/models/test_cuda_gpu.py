@@ -77,8 +77,9 @@ def pairs(tmp_path_factory):
 
 def run_stage(spec, root, table, batch_size=8):
     from xmdata.tasks.scoring.score import clip_score_stage
+    from xmdata.tasks.stage_params import ScoringParams
 
-    stage = clip_score_stage(spec, str(root), batch_size=batch_size)
+    stage = clip_score_stage(ScoringParams(clip_model=spec.name_or_path, batch_size=batch_size), spec, str(root))
     return stage.fn(table, stage.params)
 
 

@@ -13,6 +13,7 @@ from xmdata.models.oom_backoff import FAILED, BatchSizes, is_out_of_memory, run_
 from xmdata.models.registry import get_model
 from xmdata.tasks.translation.candidate_scores import CandidateQeShard, estimate_candidate_quality
 from xmdata.tasks.scoring.score import clip_score_stage
+from xmdata.tasks.stage_params import ScoringParams
 from xmdata.tasks.translation.options import FilterOptions
 from xmdata.tasks.translation.params import TranslateParams
 from xmdata.tasks.translation.translate import translate_stage
@@ -125,7 +126,8 @@ def test_clip_scoring_refuses_the_image_that_fails_alone(tiny_models, tmp_path, 
         Image.new("RGB", (40, 30), colour).save(tmp_path / f"{i}.png")
     table = pa.table({"id": [f"p{i}" for i in range(5)], "text": ["a dog", "a cat", "a tree", "water", "a book"],
                       "image_path": [f"{i}.png" for i in range(5)]})
-    stage = clip_score_stage(tiny_models["open_clip"], str(tmp_path), batch_size=4)
+    clip = tiny_models["open_clip"]
+    stage = clip_score_stage(ScoringParams(clip_model=clip.name_or_path, batch_size=4), clip, str(tmp_path))
     expected, _ = stage.fn(table, stage.params)
     scorer = get_model("clip_scorer", tiny_models["open_clip"])
     real = scorer.predict

@@ -67,13 +67,15 @@ def test_a_stage_needs_a_gpu_exactly_when_its_model_runs_on_cuda(device, gpu, ti
     from xmdata.tasks.translation.candidate_scores import candidate_lid_stage, candidate_qe_stage
     from xmdata.tasks.translation.language_id import language_id_stage
     from xmdata.tasks.scoring.score import clip_score_stage
+    from xmdata.tasks.stage_params import ScoringParams
     from xmdata.tasks.qa.translate import translate_qa_stage
     from xmdata.tasks.translation.translate import translate_stage
 
     assert needs_gpu(device) is gpu
     on = {name: replace(tiny_models[name], device=device or "cpu") for name in ("cometkiwi", "open_clip", "m2m100")}
     labels = {"fr": {"question": ["Question"], "answer": ["Réponse"]}}
-    stages = [candidate_qe_stage(on["cometkiwi"]), clip_score_stage(on["open_clip"], None),
+    stages = [candidate_qe_stage(on["cometkiwi"]),
+              clip_score_stage(ScoringParams(clip_model=on["open_clip"].name_or_path), on["open_clip"], None),
               translate_stage(TranslateParams(targets=["fr"]), on["m2m100"]),
               translate_qa_stage(TranslateQaParams(targets=["fr"]), on["m2m100"], labels)]
     assert [stage.gpu for stage in stages] == [gpu] * 4

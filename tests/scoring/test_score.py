@@ -16,6 +16,7 @@ from xmdata.tasks.build.batch_loader import PrefetchingLoader
 from xmdata.tasks.scoring.clip_scores import clip_score, ref_clip_score
 from xmdata.tasks.scoring.score import clip_score_stage
 from xmdata.tasks.scoring.input import demo_score_input, read_score_input
+from xmdata.tasks.stage_params import ScoringParams
 
 
 def reference_scores(image, text, refs, w=2.5):
@@ -104,8 +105,11 @@ def cases_table(image_root):
                      "text": [r[3] for r in rows]}), {r[0]: r[4] for r in rows}
 
 
-def run_stage_fn(table, spec, root, **options):
-    stage = clip_score_stage(spec, str(root), **{"batch_size": 4, "max_pixels": 100 * 100, **options})
+def run_stage_fn(table, spec, root, references_column=None, **options):
+    params = ScoringParams(clip_model=spec.name_or_path, pretrained=spec.option("pretrained"),
+                           **{"batch_size": 4, "max_image_pixels": 100 * 100, **options})
+    assert params.spec() == spec  # the tiny model, named as a user names it
+    stage = clip_score_stage(params, spec, str(root), references_column)
     return stage.fn(table, stage.params)
 
 
