@@ -13,7 +13,7 @@ from xmdata.models.fasttext_lid import check_fasttext_file
 from xmdata.runtime import storage
 from xmdata.schemas import CAPTIONS, IMAGES, ContractError
 from xmdata.schemas.readers import read_any, read_input
-from xmdata.tasks.scoring.input import check_clip_model
+from xmdata.tasks.scoring.input import check_clip_model, check_some_pair_scorable, pairs_from_captions
 
 from .release_config import ModelChoice, Release, ReleaseConfig, load_release_config
 from .release_refs import BUILT, IMPORT_PATH_OPTIONS, resolve_tiny_models
@@ -88,11 +88,14 @@ def preflight_release(config: ReleaseConfig) -> None:
 
         preflight_qa(c.input, c)  # as translate_qa_rows runs it
     if c := config.scoring:
-        if not imported(c.input):
-            read_input(c.input, CAPTIONS)
-        if not imported(c.images) and "path" not in read_input(c.images, IMAGES).column_names:
+        captions = None if imported(c.input) else read_input(c.input, CAPTIONS)
+        images = None if imported(c.images) else read_input(c.images, IMAGES)
+        if images is not None and "path" not in images.column_names:
             raise ContractError(f"scoring.images {c.images}: no path column")
         check_clip_model(c.clip_model, c.pretrained, "scoring.pretrained")
+        if captions is not None and images is not None:  # the pairs as release_build.scoring_pairs makes them
+            check_some_pair_scorable(pairs_from_captions(captions, images), storage.absolute(os.path.dirname(c.images)),
+                                     f"scoring ({c.input} against {c.images})")
     if c := config.benchmarks:  # its inputs are imports (checked by the import); its models are not
         from .translate import check_before_loading
 

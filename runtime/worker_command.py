@@ -6,8 +6,9 @@ resource GPU=1, so translation, QE and scoring shards go there (placement.py). T
 `CUDA_VISIBLE_DEVICES=0 dask worker ADDRESS --nthreads 1 --resources GPU=1`.
 
 A `tls://` scheduler: `--tls-ca-file/--tls-cert/--tls-key`, or Dask's own TLS config (its CA file and
-*worker* certificate and key), which `dask worker` reads itself: without either it is refused in
-one line. A plain `tcp://` one off this machine is joined with a one-line warning.
+*worker* certificate and key, or one PEM file holding both; the client's keys are for clients), which
+`dask worker` reads itself: without either it is refused in one line. A plain `tcp://` one off this
+machine is joined with a one-line warning.
 """
 from __future__ import annotations
 
@@ -31,11 +32,22 @@ def worker_target(address: str, ca: str | None, cert: str | None, key: str | Non
 
         missing = [f"distributed.comm.tls.{k}" for k in WORKER_TLS
                    if not dask.config.get(f"distributed.comm.tls.{k}", None)]
+        if missing == ["distributed.comm.tls.worker.key"] and _holds_a_key(
+                dask.config.get("distributed.comm.tls.worker.cert")):
+            missing = []  # one PEM file with the certificate and its key, as Dask allows
         if missing:
             raise ContractError(f"xmdata worker {address}: a tls:// scheduler needs --tls-ca-file, --tls-cert "
                                 f"and --tls-key, or Dask's config {', '.join(missing)}")
         return DaskTarget(address)
     return external_target(address, ca, cert, key)
+
+
+def _holds_a_key(pem: str) -> bool:
+    try:
+        with open(pem, encoding="utf-8", errors="replace") as f:
+            return "PRIVATE KEY-----" in f.read()
+    except OSError:
+        return False  # named as missing; `dask worker` would say no better
 
 
 def worker_command(args) -> int:

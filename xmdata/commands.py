@@ -103,9 +103,9 @@ def validate(args) -> int:
 def score(args) -> int:
     from xmdata.flows.score import score_flow
     from xmdata.models.base import ModelError
-    from xmdata.tasks.scoring.input import check_clip_model, read_score_input
+    from xmdata.tasks.scoring.input import check_clip_model, check_some_pair_scorable, read_score_input
 
-    read_score_input(args.input, args.references_column)  # fail in a second, before any server starts
+    pairs = read_score_input(args.input, args.references_column)  # fail in a second, before any server starts
     if args.image_root and storage.is_url(args.image_root):
         from xmdata.runtime.storage_check import check_location
 
@@ -114,6 +114,8 @@ def score(args) -> int:
         raise ContractError(f"--image-root {args.image_root}: not a folder")
     params = args.params
     check_clip_model(params.clip_model, params.pretrained)
+    root = storage.absolute(args.image_root or os.path.dirname(storage.absolute(args.input)))
+    check_some_pair_scorable(pairs, root, args.input)  # every row refused for one reason: a wrong input
     if params.device == "cuda":
         import torch
 

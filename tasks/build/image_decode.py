@@ -34,16 +34,23 @@ class Decoded:
 
 
 def resolve_under_root(root: str, relative: str) -> str | None:
-    """The real path of `relative` under `root`, or None when it escapes the root.
+    """The path of `relative` under `root`, or None when its text climbs out of the root.
 
-    Symlinks are resolved first, so `..`, an absolute path elsewhere and a link pointing outside all
-    escape; an absolute path that lands inside the root is accepted.
+    The rule is on the text alone (`..` past the root, an absolute path elsewhere): links are the
+    user's own and are followed wherever they lead — an image root that is a link to a big folder,
+    per-file links as the Hugging Face cache makes them. An absolute path inside the root, or inside
+    the folder the root links to, is accepted. The path returned is normalised, so the OS opens
+    exactly what was checked (no `..` left to climb out of a linked folder's parent).
     """
     if storage.is_url(root):
         return _resolve_under_url_root(root, relative)
-    real_root = os.path.realpath(root)
-    full = os.path.realpath(os.path.join(real_root, relative))
-    return full if full.startswith(real_root.rstrip(os.sep) + os.sep) else None
+    root = os.path.abspath(root)
+    full = os.path.normpath(os.path.join(root, relative))
+    return full if any(_under(full, base) for base in {root, os.path.realpath(root)}) else None
+
+
+def _under(path: str, base: str) -> bool:
+    return path.startswith(base.rstrip(os.sep) + os.sep)
 
 
 def _resolve_under_url_root(root: str, relative: str) -> str | None:

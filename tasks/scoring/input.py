@@ -8,7 +8,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from xmdata.data import sample_path
-from xmdata.schemas import CAPTIONS, IMAGES
+from xmdata.runtime import storage
+from xmdata.schemas import CAPTIONS, IMAGES, ContractError
 from xmdata.schemas.readers import read_any, read_input
 from xmdata.schemas.scoring import check_image_columns, score_input_contract
 from xmdata.schemas.validate import conform
@@ -20,6 +21,37 @@ def read_score_input(source: str | pa.Table, references_column: str | None = Non
     raw, name = (source, "pairs table") if isinstance(source, pa.Table) else (read_any(source), source)
     check_image_columns(raw.column_names, name)
     return conform(raw, contract, source=name)
+
+
+def check_some_pair_scorable(pairs: pa.Table, image_root: str, where: str) -> None:
+    """A whole input that no row of could score is refused in one line before anything is written:
+    every row without a text or an image, or no image path reaching a readable file under the image
+    root (checked over the distinct paths, stopping at the first found). A stage would otherwise
+    reject every row for that one reason and end `done`. A root in an object store is not listed."""
+    from collections import Counter
+
+    from xmdata.tasks.build.image_decode import resolve_under_root
+    from xmdata.tasks.scoring.pairs import unscorable
+
+    errors = unscorable(pairs)
+    if pairs.num_rows and all(errors):
+        counts = ", ".join(f"{n} {reason}" for reason, n in Counter(e[0] for e in errors).most_common())
+        raise ContractError(f"{where}: no pair can be scored ({counts}): every row lacks a text or an image")
+    if storage.is_url(image_root) or ("image_bytes" in pairs.column_names and pairs.column("image_bytes").null_count
+                                      < pairs.num_rows):
+        return  # images in an object store, or carried in the table
+    paths = [p for p in dict.fromkeys(pairs.column("image_path").to_pylist()) if (p or "").strip()]
+    inside = 0
+    for path in paths:
+        if (full := resolve_under_root(image_root, path)) is not None:
+            inside += 1
+            if os.path.isfile(full) and os.access(full, os.R_OK):
+                return
+    if paths:
+        why = (f"climbs out of the image root {image_root} (path_outside_root)" if not inside else
+               f"is a readable file under the image root {image_root} (missing_image)")
+        raise ContractError(f"{where}: none of the {len(paths)} image paths {why}, e.g. {paths[0]!r}; "
+                            f"every pair would be refused")
 
 
 def check_clip_model(clip_model: str, pretrained: str | None, option: str = "--pretrained") -> None:

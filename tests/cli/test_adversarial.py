@@ -369,7 +369,7 @@ def test_identify_language_rejects_texts_with_nothing_to_label_and_counts_every_
     assert stages["captions"]["rows_in"] == len(rows) and stages["language_id"]["rows_out"] == 3  # ok, huge, mixed
 
 
-def test_photo_folder_refuses_bombs_symlinks_out_and_broken_files_with_reasons(tmp_path):
+def test_photo_folder_refuses_bombs_and_broken_files_with_reasons_and_follows_links(tmp_path):
     from support.bad_inputs import png_bomb
     from xmdata.tasks.selection.image_folder import images_from_folder
 
@@ -387,8 +387,9 @@ def test_photo_folder_refuses_bombs_symlinks_out_and_broken_files_with_reasons(t
     os.symlink(tmp_path / "missing.jpg", photos / "dangling.jpg")
     kept, rejects = images_from_folder(str(photos))
     reasons = dict(zip(rejects.column("row_id").to_pylist(), rejects.column("reason").to_pylist()))
-    assert reasons == {"bomb.png": "image_too_large", "dangling.jpg": "path_outside_folder",
-                       "empty.jpg": "unreadable_exif", "link.jpg": "path_outside_folder", "no-exif.jpg": "no_gps",
+    # A link is followed wherever it leads (its photo has no GPS); a broken one is unreadable.
+    assert reasons == {"bomb.png": "image_too_large", "dangling.jpg": "unreadable_exif",
+                       "empty.jpg": "unreadable_exif", "link.jpg": "no_gps", "no-exif.jpg": "no_gps",
                        "noise.jpg": "unreadable_exif"}
     assert kept.num_rows + rejects.num_rows == 6
 

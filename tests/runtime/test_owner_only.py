@@ -241,9 +241,47 @@ def test_a_worker_for_a_tls_scheduler_without_flags_needs_dasks_worker_certifica
     with dask.config.set({**client_only, "distributed.comm.tls.worker.cert": tls.cert,
                           "distributed.comm.tls.worker.key": tls.key}):
         assert main(["worker", "tls://127.0.0.1:1"]) == 0
+    both = tmp_path / "worker.pem"  # one file with the certificate and its key, as Dask allows
+    both.write_text(open(tls.cert).read() + open(tls.key).read())
+    with dask.config.set({"distributed.comm.tls.ca-file": tls.ca, "distributed.comm.tls.worker.cert": str(both)}):
+        assert main(["worker", "tls://127.0.0.1:1"]) == 0
+    with dask.config.set({"distributed.comm.tls.ca-file": tls.ca, "distributed.comm.tls.worker.cert": tls.cert}):
+        assert main(["worker", "tls://127.0.0.1:1"]) == 2  # a certificate without its key
+    assert capsys.readouterr().err.endswith("Dask's config distributed.comm.tls.worker.key\n")
     assert main(["worker", "tls://127.0.0.1:1", *tls.worker_flags()]) == 0
-    assert [c[2:] for c in started] == [["tls://127.0.0.1:1", "--nthreads", "1", "--no-dashboard"],
-                                        ["tls://127.0.0.1:1", "--nthreads", "1", "--no-dashboard", *tls.worker_flags()]]
+    assert [c[2:] for c in started] == [["tls://127.0.0.1:1", "--nthreads", "1", "--no-dashboard"]] * 2 + \
+        [["tls://127.0.0.1:1", "--nthreads", "1", "--no-dashboard", *tls.worker_flags()]]
+
+
+@pytest.mark.slow  # a scheduler and a worker of their own (~10 s)
+def test_a_worker_with_only_dasks_worker_tls_config_joins_a_tls_scheduler(tmp_path):
+    """Dask's CA file and *worker* certificate and key, from the environment as `dask worker` reads
+    them (no client keys, no flags): `xmdata worker tls://…` is not refused and its worker joins."""
+    from distributed import Client
+
+    from xmdata.runtime.prefect_api import free_port, stop_process_group
+
+    tls = new_dask_credentials().write(str(tmp_path / "tls"))
+    port = free_port()
+    address = f"tls://127.0.0.1:{port}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DASK_")}
+    worker_env = {**env, "DASK_DISTRIBUTED__COMM__TLS__CA_FILE": tls.ca,
+                  "DASK_DISTRIBUTED__COMM__TLS__WORKER__CERT": tls.cert, "DASK_DISTRIBUTED__COMM__TLS__WORKER__KEY": tls.key}
+    with open(tmp_path / "scheduler.log", "wb") as scheduler_log, open(tmp_path / "worker.log", "wb") as worker_log:
+        scheduler = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), "dask"), "scheduler", "--host",
+                                      "127.0.0.1", "--port", str(port), "--no-dashboard", *tls.worker_flags()],
+                                     env=env, stdout=scheduler_log, stderr=subprocess.STDOUT, start_new_session=True)
+        worker = subprocess.Popen([XMDATA, "worker", address], env=worker_env, stdout=worker_log,
+                                  stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            with Client(address, security=tls.security(), timeout=60, set_as_default=False) as client:
+                client.wait_for_workers(1, timeout=120)
+                workers = list(client.scheduler_info(n_workers=-1)["workers"])
+            assert worker.poll() is None, (tmp_path / "worker.log").read_text()[-2000:]
+            assert len(workers) == 1 and workers[0].startswith("tls://127.0.0.1:")
+        finally:
+            stop_process_group(worker)
+            stop_process_group(scheduler)
 
 INTRUDER = textwrap.dedent('''
     import base64, json, os, socket, ssl, sys, urllib.error, urllib.request

@@ -84,7 +84,7 @@ CASES = [  # id, image_path, image_bytes, text, expected reason (None: scored)
     ("truncated", "img/truncated.png", None, "a red square", "corrupt_image"),
     ("too-large", "img/big.png", None, "a red square", "image_too_large"),
     ("dotdot", "../outside.png", None, "a red square", "path_outside_root"),
-    ("link-out", "img/link-out.png", None, "a red square", "path_outside_root"),
+    ("link-out", "img/link-out.png", None, "a red square", None),  # links are followed wherever they lead
     ("folder", "img", None, "a red square", "missing_image"),
     ("link-in", "img/link-in.png", None, "a red square", None),
     ("ok-bytes", None, png_bytes(), "a green square", None),
@@ -130,8 +130,8 @@ def test_every_bad_image_is_refused_with_its_reason_and_the_shard_goes_on(tiny_m
     assert {r["stage"] for r in refused.values()} == {"clip_score"}
     assert refused["dotdot"]["value"] == "../outside.png" and refused["empty-text"]["value"] == "   "
     assert "200x200 pixels, limit 10000" in rows["too-large"]["error_message"]
-    # The same image and text by relative path, by a link inside the root and by absolute path: one score.
-    for other in ("link-in", "abs-in"):
+    # The same image and text by relative path, by links in and out of the root and by absolute path: one score.
+    for other in ("link-in", "link-out", "abs-in"):
         assert rows[other]["clip_score"] == pytest.approx(rows["ok-path"]["clip_score"], abs=1e-6)
 
 
