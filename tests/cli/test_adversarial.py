@@ -74,9 +74,12 @@ REFUSED = [
      "select-images {d}/photos", "no photos"),
     ("select/areas-not-json", text("areas.json", "{not json"), f"select-images {IMAGES} --languages {{d}}/areas.json",
      "areas.json"),
-    ("select/areas-unknown-region", text("areas.json", '{"languages": {"xx": {"regions": ["IN/Atlantis"], '
+    ("select/areas-unknown-region", text("areas.json", '{"languages": {"hi": {"regions": ["IN/Atlantis"], '
                                                        '"countries": ["IN"], "continents": ["AS"]}}}'),
      f"select-images {IMAGES} --languages {{d}}/areas.json", "IN/Atlantis"),
+    ("select/areas-key-no-language", text("areas.json", '{"languages": {"xx": {"regions": ["IN"], '
+                                                        '"countries": ["IN"], "continents": ["AS"]}}}'),
+     f"select-images {IMAGES} --languages {{d}}/areas.json", "key 'xx': 'xx' is not a language code"),
     ("select/areas-missing", None, f"select-images {IMAGES} --languages {{d}}/none.json", "none.json"),
     ("select/no-longitude", text("in.csv", "id,latitude\na,1\n"), "select-images {d}/in.csv", "'longitude'"),
     ("select/latitude-as-words", jsonl("in.jsonl", [{"id": "a", "latitude": "north", "longitude": 2}]),

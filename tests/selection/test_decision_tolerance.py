@@ -44,7 +44,8 @@ def candidates(qe: np.ndarray, lid: np.ndarray, units: int, beams: int) -> pa.Ta
         "segment": [0] * n, "source_text": ["src"] * n, "target_language": ["fr"] * n, "status": ["ok"] * n,
         "candidate": [f"u{u}b{b}" for u, b in zip(unit, np.tile(np.arange(beams), units))],
         "beam_rank": np.tile(np.arange(beams), units).tolist(), "sequence_score": [-0.1] * n,
-        "lid_label": ["fr"] * n, "lid_prob": lid.astype(np.float32).tolist(), "lid_match": [True] * n,
+        "lid_label": ["fr"] * n, "lid_prob": lid.astype(np.float32).tolist(), "lid_label_raw": ["fr"] * n,
+        "lid_match": [True] * n,
         "qe_score": qe.tolist()}).cast(CANDIDATES.schema)
 
 
