@@ -14,7 +14,7 @@ from xmdata.runtime.execution import run_stage
 from xmdata.runtime.process import StageReport
 from xmdata.tasks.build.ingest import ingest
 from xmdata.tasks.scoring.score import clip_score_stage
-from xmdata.tasks.scoring.input import read_score_input
+from xmdata.tasks.scoring.input import check_some_pair_scorable, read_score_input
 from xmdata.tasks.stage_params import DEFAULT_SHARDS, ScoringParams, ShardCount
 from xmdata.tasks.build.summary import frame_label_counts
 
@@ -25,6 +25,8 @@ def score_pairs(source: str | pa.Table, out: str, shards: int, image_root: str |
                 references_column: str | None = None) -> tuple[list[StageReport], dict]:
     """Ingest the pairs (a file or a table) into `pairs` shards and score each on the flow's runner."""
     pairs = read_score_input(source, references_column)  # refuses a broken input before writing anything
+    if image_root:  # a UI or Python run checks as the CLI does: no pair could score is a wrong input
+        check_some_pair_scorable(pairs, image_root, source if isinstance(source, str) else "the pairs to score")
     remove_stray_temp_files(out)
     ingested = ingest(pairs, "pairs", shards, out)
     stage = clip_score_stage(params, params.spec(), storage.absolute(image_root) if image_root else None,
