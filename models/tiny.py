@@ -1,7 +1,8 @@
 """Tiny, untrained, offline models for every backend, built with the real classes.
 
 For tests and demos: `build_tiny_models(dir)` returns a ModelSpec per backend, all local paths, and
-writes `manifest.json` with the same specs. The same seed gives byte-identical weight files.
+writes `manifest.json` with the same specs. The same seed gives byte-identical files on any CPU
+(tiny_init.py); only the files that name the build folder differ between two folders.
 """
 from __future__ import annotations
 
@@ -21,7 +22,9 @@ from .tiny_xlmr import OPEN_CLIP_WEIGHTS, build_tiny_cometkiwi, build_tiny_open_
 
 MANIFEST = "manifest.json"
 # Bumped when the builders make different files, so a cache of older tiny models is not reused.
-BUILD_REVISION = 3  # 2: the tiny M2M100 tokenizer lists its language tokens (CTranslate2 converts it); 3: hf_clip
+# 2: the tiny M2M100 tokenizer lists its language tokens (CTranslate2 converts it); 3: hf_clip;
+# 4: weights drawn by tiny_init.py, the same on every CPU.
+BUILD_REVISION = 4
 
 
 def build_tiny_models(out_dir: str | os.PathLike, seed: int = 0) -> dict[str, ModelSpec]:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .tiny_init import portable_init
+
 
 def build_tiny_hf_clip(out_dir: Path, xlmr_dir: Path, seed: int) -> Path:
-    import torch
     from transformers import AutoTokenizer, CLIPConfig, CLIPImageProcessor, CLIPModel
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -18,8 +19,7 @@ def build_tiny_hf_clip(out_dir: Path, xlmr_dir: Path, seed: int) -> Path:
         vision_config={"hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2,
                        "image_size": 32, "patch_size": 16},
         projection_dim=8)
-    torch.manual_seed(seed)
-    CLIPModel(config).save_pretrained(out_dir, safe_serialization=True)
+    portable_init(seed, "hf_clip", lambda: CLIPModel(config)).save_pretrained(out_dir, safe_serialization=True)
     tokenizer.save_pretrained(out_dir)
     CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}).save_pretrained(out_dir)
     return out_dir

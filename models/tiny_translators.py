@@ -1,7 +1,8 @@
 """Tiny M2M100 and MADLAD-style T5 translators, built offline with the real classes.
 
-Untrained (random weights): they exercise loading, language handling, beam search and decoding,
-not translation quality. d_model 32 and one layer per side keep each under 40k parameters.
+Untrained (random weights, the same on every CPU: tiny_init.py): they exercise loading, language
+handling, beam search and decoding, not translation quality. d_model 32 and one layer per side keep
+each under 40k parameters.
 """
 from __future__ import annotations
 
@@ -9,18 +10,14 @@ import json
 from pathlib import Path
 
 from .tiny_corpus import LANGUAGES, train_sentencepiece
+from .tiny_init import portable_init
 
 M2M100_TINY_SIZES = dict(d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
                   decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64)
-
-
-def seeded_init(seed: int, build):
-    """build() with torch's RNG at `seed`, leaving the caller's RNG state as it was."""
-    import torch
-
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        return build()
+# The tiny M2M100's weight stream (tiny_init.py). Untrained, it writes about the same salad for every
+# target; stream 2's is Arabic script to lid.176, which the demo and tests show: `ar` candidates pass
+# language ID and reach COMETKiwi, `fr` and `de` are rejected (streams 0 and 1 write Latin salad).
+M2M100_STREAM = "m2m100/2"
 
 
 def build_tiny_m2m100(out_dir: Path, sentences: list[str], seed: int) -> Path:
@@ -46,7 +43,7 @@ def build_tiny_m2m100(out_dir: Path, sentences: list[str], seed: int) -> Path:
     vocab_size = tokenizer.vocab_size + len(tokenizer.lang_token_to_id) + tokenizer.num_madeup_words
     config = M2M100Config(vocab_size=vocab_size, max_position_embeddings=1024, pad_token_id=1,
                           bos_token_id=0, eos_token_id=2, decoder_start_token_id=2, **M2M100_TINY_SIZES)
-    model = seeded_init(seed, lambda: M2M100ForConditionalGeneration(config))
+    model = portable_init(seed, M2M100_STREAM, lambda: M2M100ForConditionalGeneration(config))
     model.save_pretrained(out_dir)
     tokenizer.save_pretrained(out_dir)
     return out_dir
@@ -65,7 +62,7 @@ def build_tiny_madlad(out_dir: Path, sentences: list[str], seed: int) -> Path:
     config = T5Config(vocab_size=len(tokenizer), d_model=32, d_kv=16, d_ff=64, num_layers=1,
                       num_decoder_layers=1, num_heads=2, feed_forward_proj="gated-gelu",
                       tie_word_embeddings=False, pad_token_id=0, eos_token_id=1, decoder_start_token_id=0)
-    model = seeded_init(seed, lambda: T5ForConditionalGeneration(config))
+    model = portable_init(seed, "madlad", lambda: T5ForConditionalGeneration(config))
     model.save_pretrained(out_dir)
     tokenizer.save_pretrained(out_dir)
     return out_dir

@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 
 from .tiny_corpus import train_sentencepiece
-from .tiny_translators import seeded_init
+from .tiny_init import portable_init
 
 OPEN_CLIP_NAME = "xmdata-tiny-xlm-roberta-ViT-P16"
 OPEN_CLIP_WEIGHTS = "open_clip_model.safetensors"
@@ -51,7 +51,7 @@ def build_tiny_cometkiwi(out_dir: Path, xlmr_dir: Path, seed: int) -> Path:
         word_layer=1, loss="mse", dropout=0.1, batch_size=16, hidden_sizes=[16], activations="Tanh",
         final_activation=None, input_segments=["mt", "src"], word_level_training=False,
         load_pretrained_weights=False, local_files_only=True)
-    model = seeded_init(seed, lambda: UnifiedMetric(**hparams))
+    model = portable_init(seed, "cometkiwi", lambda: UnifiedMetric(**hparams))
     (out_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
     torch.save({"state_dict": model.state_dict(), "hyper_parameters": dict(model.hparams),
                 "pytorch-lightning_version": pytorch_lightning.__version__},
@@ -75,6 +75,6 @@ def build_tiny_open_clip(out_dir: Path, xlmr_dir: Path, seed: int) -> Path:
     }
     (out_dir / f"{OPEN_CLIP_NAME}.json").write_text(json.dumps(config, indent=2))
     open_clip.add_model_config(out_dir)
-    model = seeded_init(seed, lambda: open_clip.create_model(OPEN_CLIP_NAME, pretrained_text=False))
+    model = portable_init(seed, "open_clip", lambda: open_clip.create_model(OPEN_CLIP_NAME, pretrained_text=False))
     save_file(model.state_dict(), str(out_dir / OPEN_CLIP_WEIGHTS))
     return out_dir

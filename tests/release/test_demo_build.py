@@ -123,15 +123,17 @@ def test_an_existing_scheduler_with_workers_on_other_cpu_kernels_builds_the_same
     (one: a second cost its own imports and model loads, ~15 CPU-s, and proved nothing more) — given
     to the demo with the three certificate files; a client without them is refused. The command
     and its worker run under other CPU math kernels (what another machine's CPU does to
-    torch, oneDNN, MKL and OpenBLAS): `xmdata release compare` finds the same rows, ids, texts and
-    decisions as the in-process release, numbers within the tolerance. (Byte equality of a cluster
-    build: the SIGKILL test above.)"""
+    torch, oneDNN, MKL and OpenBLAS) and build their own tiny models, in a cache of their own, as
+    another machine does: `xmdata release compare` finds the same models (the same bytes), rows,
+    ids, texts and decisions as the in-process release, numbers within the tolerance. (Byte
+    equality of a cluster build: the SIGKILL test above.)"""
     from distributed import Client
 
     from xmdata.runtime.owner_only import new_dask_credentials
     from xmdata.runtime.prefect_api import free_port, stop_process_group
 
-    other = {**cluster_env, **OTHER_KERNELS}  # processes of their own: kernels are chosen when torch loads
+    # Processes of their own (kernels are chosen when torch loads), their tiny models built anew.
+    other = {**cluster_env, **OTHER_KERNELS, "XMDATA_CACHE": str(tmp_path / "cache")}
     tls = new_dask_credentials("test-cluster").write(str(tmp_path / "tls"))
     address = f"tls://127.0.0.1:{free_port()}"
     dask = os.path.join(BIN, "dask")
@@ -161,6 +163,7 @@ def test_an_existing_scheduler_with_workers_on_other_cpu_kernels_builds_the_same
             stop_process_group(proc)
     platform = json.load(open(out / "manifest.json"))["platform"]
     assert "default" in json.dumps(platform).lower()  # the record says which kernels built it
+    assert list((tmp_path / "cache").glob("tiny-models-*/manifest.json"))  # its own tiny models
     compare = run_xmdata(["release", "compare", reference_release, out], cluster_env)
     assert compare.returncode == 0, compare.stdout[-2000:] + compare.stderr[-3000:]
     assert "the same" in compare.stdout
