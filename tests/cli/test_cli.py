@@ -42,7 +42,7 @@ def test_validate_reports_mistyped_rows(tmp_path, capsys):
 
 def test_broken_language_areas_exit_2_before_anything_is_written(tmp_path, capsys):
     areas = tmp_path / "areas.json"
-    areas.write_text('{"languages": {"xx": {"regions": ["IN/Atlantis"], "countries": ["IN"], "continents": ["AS"]}}}')
+    areas.write_text('{"languages": {"hi": {"regions": ["IN/Atlantis"], "countries": ["IN"], "continents": ["AS"]}}}')
     out = tmp_path / "out"
     assert main(["select-images", sample_path("images.csv"), "--languages", str(areas), "--out", str(out)]) == 2
     assert "'IN/Atlantis'" in capsys.readouterr().err
