@@ -79,14 +79,18 @@ def image_folder_reference(source: str, path: str) -> Reference:
 
 
 def release_reference(source: str, path: str, input_kind: str) -> Reference:
-    """The release's published tables of the input's kind, their rows as they are (ids kept; a table
-    whose ids repeat another's is the same row published twice, read once)."""
+    """The release's published tables (data/<table>.parquet, as its manifest lists them) of the input's
+    kind: captions tables with a language (compared within one), images tables with a path. An id a table
+    shares with an earlier one (a caption published again with its scores) is read once."""
+    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    files = sorted(json.load(open(os.path.join(path, "manifest.json"), encoding="utf-8")).get("files", {}))
+    from xmdata.tasks.release.manifest import read_manifest
+
+    files = sorted(read_manifest(path)["release"].get("files", {}))
     parts, seen = [], set()
     for name in files:
-        if not name.endswith(".parquet") or "/" in name or "rejects" in name:
+        if not (name.startswith("data/") and name.endswith(".parquet")):
             continue
         schema = pq.read_schema(os.path.join(path, name))
         try:
@@ -96,9 +100,10 @@ def release_reference(source: str, path: str, input_kind: str) -> Reference:
         if kind != input_kind or (kind == "captions" and "language" not in schema.names):
             continue
         _, table = read_clean_input(os.path.join(path, name))
-        table = table.filter(pa.compute.invert(pa.compute.is_in(table.column("id"), pa.array(sorted(seen), pa.string()))))
+        table = table.filter(pc.invert(pc.is_in(table.column("id"), pa.array(sorted(seen), pa.string()))))
         seen.update(table.column("id").to_pylist())
-        parts.append(table.select([c for c in table.column_names if c in ("id", "path", RESOLVED, "text", "language", "image_id")]))
+        parts.append(table.select([c for c in table.column_names if c in ("id", "path", RESOLVED, "text", "language",
+                                                                          "image_id")]))
     if not parts:
         raise ContractError(f"reference {source}: a release with no {input_kind} table to compare with")
     return Reference(source, input_kind, pa.concat_tables(parts, promote_options="default"))

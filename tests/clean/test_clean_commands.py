@@ -250,3 +250,21 @@ def test_a_copy_detection_model_saved_as_torchscript_is_the_image_embedding_tier
     refused = run_xmdata(["dedup", table, "--model", tmp_path / "not.pt", "--model-backend", "copy_detection",
                           "--out", tmp_path / "o3"], env)
     assert refused.returncode == 2 and "not a TorchScript model" in refused.stderr and not (tmp_path / "o3").exists()
+
+
+def test_contamination_against_a_release_reads_its_published_captions(env, tmp_path, demo_release):
+    """The demo release's own captions (data/captions.parquet, by its manifest) are a reference: the sample's
+    captions are all in it; an images table has no images table of the release to compare with."""
+    from xmdata.data import sample_path
+
+    out = tmp_path / "out"
+    run(env, "contamination", sample_path("captions.jsonl"), "--against", demo_release, "--out", out)
+    report = json.loads((out / "report.json").read_text())
+    published = pq.read_table(demo_release / "data" / "captions.parquet")
+    found = {r["row_id"] for r in pq.read_table(out / "rejects.parquet").to_pylist() if r["reason"] == "contaminated"}
+    with_text = {r["id"] for r in published.to_pylist() if r["language"] and r["text"] and r["text"].strip()}
+    assert found and found >= with_text - {""}, (sorted(with_text - found), report)
+    assert {m["match_source"] for m in pq.read_table(out / "matches.parquet").to_pylist()} == {str(demo_release)}
+    refused = run_xmdata(["contamination", sample_path("images.csv"), "--against", demo_release,
+                          "--out", tmp_path / "o2"], env)
+    assert refused.returncode == 2 and "a release with no images table" in refused.stderr
