@@ -20,7 +20,7 @@ from xmdata.runtime.atomic import write_parquet_atomic
 from xmdata.runtime.process import StageReport
 from xmdata.tasks.build.rejects import concat_rejects, make_rejects
 
-from xmdata.tasks.clean.references import reference_kinds
+from xmdata.tasks.clean.references import open_reference, reference_kinds
 
 from .clean import clean_rows
 from .finish import step_report
@@ -41,10 +41,19 @@ def check_clean_sections(config: ReleaseConfig) -> None:
         return
     kinds = ({"images"} if config.image_selection else set()) | \
         ({"captions"} if any(getattr(config, s) for s, _ in CAPTION_INPUTS) else set())
-    for path in config.contamination.against:
+    params = config.contamination
+    for path in params.against:
         if not reference_kinds(path) & kinds:
             raise ContractError(f"contamination.against: {path}: holds {' or '.join(sorted(reference_kinds(path)))}, "
                                 f"and the release checks {' and '.join(sorted(kinds)) or 'no images or captions'}")
+        for kind in sorted(reference_kinds(path) & kinds):  # as `xmdata contamination` opens it: model, width, layout
+            ref = open_reference(path, kind, params.reference_model)
+            if ref.kind == "embeddings":
+                from xmdata.tasks.clean.clip_retrieval import open_embeddings_folder
+                from xmdata.tasks.clean.signatures import embedding_dim, embedding_spec
+
+                open_embeddings_folder(ref.folder, "image" if kind == "images" else "text",
+                                       embedding_dim(embedding_spec(params)))
 
 
 def clean_release_inputs(config: ReleaseConfig, work: str, shards: int
