@@ -49,6 +49,10 @@ def check_clean(input_path: str, against: list[str], params: CleanParams, mode: 
         from xmdata.models.registry import get_model
 
         get_model("embedder", embedding_spec(params))  # a file that is no TorchScript model: refused here
+    elif params.model or params.reference_model:  # an open_clip model the scorer could not load: refused here
+        from xmdata.tasks.scoring.input import check_clip_model
+
+        check_clip_model(params.model or params.reference_model, params.pretrained)
     if mode == "dedup" and kind == "captions" and params.model and not (params.exact_text or params.minhash):
         raise ContractError("dedup of captions has no embedding tier (the cross-lingual tier is contamination's): "
                             "keep exact_text or minhash on")

@@ -102,6 +102,8 @@ def test_contamination_of_captions_against_a_table_names_each_rows_best_match(en
     (["dedup", "{captions}", "--min-jaccard", "nan"], "min-jaccard"),
     (["dedup", "{captions}", "--max-hash-bits", "65"], "max-hash-bits"),
     (["dedup", "{nothing}"], "neither an images table"),
+    (["dedup", "{captions}", "--model", "ViT-B-32"], "needs --pretrained"),  # random weights match nothing
+    (["dedup", "{captions}", "--model", "{missing}"], "missing"),
 ])
 def test_bad_input_is_refused_in_one_line_and_nothing_is_written(args, expected, env, tmp_path):
     captions = write_captions(tmp_path / "captions.jsonl")
