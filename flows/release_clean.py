@@ -43,10 +43,11 @@ def check_clean_sections(config: ReleaseConfig) -> None:
         ({"captions"} if any(getattr(config, s) for s, _ in CAPTION_INPUTS) else set())
     params = config.contamination
     for path in params.against:
-        if not reference_kinds(path) & kinds:
-            raise ContractError(f"contamination.against: {path}: holds {' or '.join(sorted(reference_kinds(path)))}, "
+        holds = reference_kinds(path)  # a table reference is read for this: once
+        if not holds & kinds:
+            raise ContractError(f"contamination.against: {path}: holds {' or '.join(sorted(holds))}, "
                                 f"and the release checks {' and '.join(sorted(kinds)) or 'no images or captions'}")
-        for kind in sorted(reference_kinds(path) & kinds):  # as `xmdata contamination` opens it: model, width, layout
+        for kind in sorted(holds & kinds):  # as `xmdata contamination` opens it: model, width, layout
             ref = open_reference(path, kind, params.reference_model)
             if ref.kind == "embeddings":
                 from xmdata.tasks.clean.clip_retrieval import open_embeddings_folder
@@ -64,10 +65,12 @@ def clean_release_inputs(config: ReleaseConfig, work: str, shards: int
     if not checks:
         return config, [], {}, ""
     reports, stats, lines, matches = [], {}, [], []
+    # Which kinds each reference can be compared with, read once (a table reference is read whole for it).
+    holds = {a: reference_kinds(a) for a in (config.contamination.against if config.contamination else [])}
     refused_images: dict[str, str] = {}
     if config.image_selection and os.path.isfile(config.image_selection.input):
         path = config.image_selection.input
-        kept, refused, found, facts = _check(path, "images", checks, work, shards)
+        kept, refused, found, facts = _check(path, "images", checks, work, shards, holds)
         refused_images = dict(zip(refused.column("row_id").to_pylist(), refused.column("reason").to_pylist()))
         reports.append(step_report("clean_images", facts["rows"], kept.num_rows, refused, work))
         matches.append(found)
@@ -82,7 +85,7 @@ def clean_release_inputs(config: ReleaseConfig, work: str, shards: int
     for n, path in enumerate(sources):
         name = "captions" if len(sources) == 1 else f"captions_{n}"
         cascaded, cascade_rejects, rows_in = _without_refused_images(path, refused_images, name, work)
-        kept, refused, found, facts = _check(cascaded, "captions", checks, work, shards, name)
+        kept, refused, found, facts = _check(cascaded, "captions", checks, work, shards, holds, name)
         refused = concat_rejects([cascade_rejects, refused])
         reports.append(step_report(f"clean_{name}", rows_in, kept.num_rows, refused, work))
         matches.append(found)
@@ -99,14 +102,15 @@ def clean_release_inputs(config: ReleaseConfig, work: str, shards: int
     return config, reports, stats, "\n".join(lines) + "\n"
 
 
-def _check(path: str, kind: str, checks: list, work: str, shards: int, name: str | None = None):
+def _check(path: str, kind: str, checks: list, work: str, shards: int, holds: dict[str, set[str]],
+           name: str | None = None):
     """Each configured check in turn on the rows the one before kept: (kept, rejects, matches, facts)."""
     from .clean import check_clean
 
     name = name or kind
     kept_ids, refused, found, lines, rows, out = None, [], [], [], 0, None
     for mode, params in checks:
-        against = [a for a in getattr(params, "against", None) or [] if kind in reference_kinds(a)]
+        against = [a for a in getattr(params, "against", None) or [] if kind in holds[a]]
         if mode == "contamination" and not against:
             continue  # no reference of this kind: nothing to compare with
         table_kind, table, references = check_clean(path, against, params, mode)
