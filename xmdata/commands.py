@@ -205,3 +205,5 @@ from xmdata.commands_explore import explore  # noqa: E402  (its module also decl
 COMMANDS["explore"] = explore
 from xmdata.commands_clean import clean  # noqa: E402  (its module also declares its flags)
 COMMANDS["dedup"] = COMMANDS["contamination"] = clean
+from xmdata.commands_train import train  # noqa: E402  (its module also declares its flags)
+COMMANDS["train"] = train
