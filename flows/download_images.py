@@ -27,7 +27,7 @@ from .finish import finish_build
 def download_images(input_path: str, out: str, shards: int, params: DownloadImagesParams,
                     retry_failed: bool = False) -> tuple[list[StageReport], dict, int]:
     """(reports, data facts for summary.json, rows reopened by --retry-failed)."""
-    table = read_download_input(input_path, params.url_column)  # a broken input stops before any write
+    table = read_download_input(input_path, params)  # a broken input stops before any write
     out = storage.absolute(out)
     remove_stray_temp_files(out)
     ingested = ingest(table, "urls", shards, out)

@@ -72,7 +72,7 @@ def preflight_release(config: ReleaseConfig) -> None:
     if (c := config.image_download) and not imported(c.input):
         from xmdata.tasks.images.runs import read_download_input
 
-        read_download_input(c.input, c.url_column)  # as download-images checks it
+        read_download_input(c.input, c)  # as download-images checks it
     if c := config.language_id:
         if not imported(c.input):
             read_input(c.input, CAPTIONS)

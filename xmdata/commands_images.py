@@ -28,7 +28,7 @@ def download_images(args: argparse.Namespace) -> int:
     from xmdata.runtime import storage
     from xmdata.tasks.images.runs import read_download_input
 
-    read_download_input(args.input, args.params.url_column)  # fail in a second, before any server starts
+    read_download_input(args.input, args.params)  # fail in a second, before any server starts
     summary = run_flow(download_images_flow, args, input_path=storage.absolute(args.input), params=args.params,
                        retry_failed=args.retry_failed)
     statuses = summary["distributions"]["status"]

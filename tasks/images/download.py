@@ -61,7 +61,7 @@ class DownloadShard:
                 empty = empty.append_column(IMAGE_BYTES, pa.array([], IMAGE_BYTES.type))
             return empty, no_rejects()
         index = shard_of(ids[0], self.n_shards)
-        store = ImageStore(self.params.format, self.root, index)
+        store = ImageStore(self.params.format, self.root, index, self.params.caption_column)
         journal = Journal(self.root, index, journal_version(self.params))
         finished = {i: e for i, e in journal.load().items()
                     if store.has(e) and not (self.retry_failed and e["status"] in TRANSIENT)}

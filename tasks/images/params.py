@@ -29,6 +29,9 @@ class HttpOptions(Params):
 
 class DownloadImagesParams(Params):
     url_column: str = Field("url", min_length=1, description="column holding each row's image URL")
+    caption_column: str | None = Field(None, min_length=1, description="webdataset: column whose text each "
+                                       "sample also holds as `<key>.txt` (img2dataset's caption_col), the caption "
+                                       "open_clip's training reads; rows with no text get none")
     format: Literal["files", "webdataset", "parquet"] = Field(
         "files", description="files under OUT/images (image_path), tar shards, or bytes in a column")
     max_bytes: int = Field(50_000_000, ge=1, description="larger responses are refused as too_large")
@@ -51,6 +54,14 @@ class DownloadImagesParams(Params):
         changed = [n for n in ("resize_mode", "quality") if getattr(self, n) != fields[n].default]
         if self.resize is None and changed:
             raise ValueError("--resize-mode and --quality apply only with --resize N")
+        return self
+
+    @model_validator(mode="after")
+    def _caption_column_needs_webdataset(self):
+        """files and parquet keep every input column beside the image: a caption column adds nothing there."""
+        if self.caption_column is not None and self.format != "webdataset":
+            raise ValueError("--caption-column applies only with --format webdataset (files and parquet keep "
+                             "every input column)")
         return self
 
     def hashed(self) -> dict:

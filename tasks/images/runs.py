@@ -24,13 +24,20 @@ from .params import DownloadImagesParams
 from .write import STAGE, file_name, partial_folder, put, read_previous_images
 
 
-def read_download_input(path: str, url_column: str) -> pa.Table:
-    """Every column kept; `id` as text (the row number, 0-based and zero-padded, when there is none)."""
+def read_download_input(path: str, params: DownloadImagesParams) -> pa.Table:
+    """Every column kept; `id` as text (the row number, 0-based and zero-padded, when there is none);
+    the URL column, and the caption column when one is named, must hold text."""
     table = read_any(path)  # a broken file, and --map, as every command
-    check_input_columns(table.column_names, url_column, path)
-    if not pa.types.is_string(table.schema.field(url_column).type) and \
-            not pa.types.is_large_string(table.schema.field(url_column).type):
-        raise ContractError(f"{path}: column {url_column!r} holds {table.schema.field(url_column).type}, not URLs")
+    check_input_columns(table.column_names, params.url_column, path)
+    for column, what in ((params.url_column, "URLs"), (params.caption_column, "captions")):
+        if column is None:
+            continue
+        if column not in table.column_names:
+            raise ContractError(f"{path}: no column {column!r} (--caption-column); columns: "
+                                f"{', '.join(table.column_names)}")
+        kind = table.schema.field(column).type
+        if not pa.types.is_string(kind) and not pa.types.is_large_string(kind):
+            raise ContractError(f"{path}: column {column!r} holds {kind}, not {what}")
     if "id" not in table.column_names:
         return table.add_column(0, "id", pa.array([f"{i:09d}" for i in range(table.num_rows)], pa.string()))
     return table.set_column(table.column_names.index("id"), "id", pc.cast(table.column("id"), pa.string()))

@@ -1,5 +1,5 @@
 """Where a shard's images go, by `--format`: files under OUT/images/<shard>/ (the row's image_path, which
-score and select-images read), one tar per shard under OUT/webdataset/ (`<key>.<ext>` + `<key>.json`),
+score and select-images read), one tar per shard under OUT/webdataset/ (`<key>.<ext>` + `<key>.json` [+ `<key>.txt`]),
 or the bytes in an `image_bytes` column of the shard's Parquet. Tar and Parquet rows are staged one
 file each under the stage's `_partial/` until the shard is packed, so a killed run loses none."""
 from __future__ import annotations
@@ -50,8 +50,8 @@ def put(path: str, data: bytes) -> None:
 class ImageStore:
     """One shard's images: `store` one row's image as it is decoded, `pack` the shard at the end."""
 
-    def __init__(self, format: str, root: str, index: int):
-        self.format, self.root, self.index = format, root, index
+    def __init__(self, format: str, root: str, index: int, caption_column: str | None = None):
+        self.format, self.root, self.index, self.caption_column = format, root, index, caption_column
 
     def store(self, row_id: str, image_format: str, data: bytes) -> tuple[str | None, str]:
         """(image_path relative to the root or None, the stored file's name)."""
@@ -88,13 +88,16 @@ class ImageStore:
         """Deterministic: members in row order, no times, owners or modes of this machine."""
         sink = io.BytesIO()
         metadata = table.select([c for c in table.column_names if c in ("id", *FIELD_NAMES)]).to_pylist()
+        captions = table.column(self.caption_column).to_pylist() if self.caption_column else [None] * len(names)
         with tarfile.open(fileobj=sink, mode="w", format=tarfile.USTAR_FORMAT) as tar:
-            for name, meta in zip(names, metadata):
+            for name, meta, caption in zip(names, metadata, captions):
                 if name is None:
                     continue
                 key, ext = name.rsplit(".", 1)  # file names hold no other dot: webdataset's key is all before it
-                for member, data in ((f"{key}.{ext}", self.staged(name)),
-                                     (f"{key}.json", json.dumps(meta, sort_keys=True).encode())):
+                members = [(f"{key}.{ext}", self.staged(name)), (f"{key}.json", json.dumps(meta, sort_keys=True).encode())]
+                if caption is not None:  # open_clip reads the caption from `txt`, as img2dataset writes it
+                    members.append((f"{key}.txt", caption.encode("utf-8")))
+                for member, data in members:
                     info = tarfile.TarInfo(member)
                     info.size, info.mode, info.mtime = len(data), 0o644, 0
                     tar.addfile(info, io.BytesIO(data))
