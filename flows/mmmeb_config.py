@@ -21,8 +21,9 @@ class MmmebSources(Strict):
 
 class EmbeddingSystem(Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", description="names the system's columns and files")
-    backend: Literal["open_clip", "hf"] = Field("open_clip", description="open_clip, or a Hugging Face CLIP-like "
-                                                "model (get_text_features / get_image_features) by hub id or path")
+    backend: Literal["open_clip", "hf", "last_token"] = Field(
+        "open_clip", description="open_clip, a Hugging Face CLIP-like model (get_text_features / "
+        "get_image_features) by hub id or path, or a decoder's last-token state (text only)")
     model: str
     pretrained: str | None = Field(None, description="open_clip pretrained tag or checkpoint")
     revision: str | None = Field(None, description="hub revision (hf)")

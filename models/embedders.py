@@ -1,8 +1,9 @@
-"""Embedders: texts and images into one space, L2-normalised, for MMMEB. Two backends behind one
+"""Embedders: texts and images into one space, L2-normalised, for MMMEB. Backends behind one
 interface (load, embed_texts, embed_images): open_clip (through OpenClipScorer, so the same names,
-local folders and tiny models work) and any Hugging Face model with `get_text_features` and
-`get_image_features` (CLIP, SigLIP and their multilingual checkpoints) given by hub id or local path.
-Neither takes an image and a text in one input, so VQA and VG queries are not theirs to embed."""
+local folders and tiny models work), any Hugging Face model with `get_text_features` and
+`get_image_features` (CLIP, SigLIP and their multilingual checkpoints) given by hub id or local path,
+and a decoder's last-token state (`last_token`, text only: what `xmdata train distill` trains).
+None takes an image and a text in one input, so VQA and VG queries are not theirs to embed."""
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -89,6 +90,62 @@ class HfEmbedder:
             with torch.inference_mode():
                 parts.append(self.model.get_image_features(pixel_values=pixels.to(self.spec.device)).float().cpu().numpy())
         return _unit(np.concatenate(parts)) if parts else np.zeros((0, self.model.config.projection_dim), np.float32)
+
+
+class LastTokenEmbedder:
+    """A decoder-only embedding model (VLM2Vec's way): the final hidden state of each text's last token
+    (not an added end-of-sequence token), L2-normalised; transformers AutoModel + AutoTokenizer, by hub
+    id or local path (what `xmdata train distill` writes). Text only: this backend feeds no image."""
+
+    modalities = ("text",)
+
+    def __init__(self, spec: ModelSpec):
+        self.spec = spec
+        self.model = self.tokenizer = None
+
+    def load(self) -> None:
+        from transformers import AutoModel, AutoTokenizer
+
+        name = resolve_local_path(self.spec) if self.spec.is_local else self.spec.name_or_path
+        try:
+            kwargs = {} if self.spec.is_local else {"revision": self.spec.revision}
+            self.model = AutoModel.from_pretrained(name, **kwargs).eval().to(self.spec.device)
+            self.tokenizer = AutoTokenizer.from_pretrained(name, **kwargs)
+        except Exception as exc:
+            if self.spec.is_local:
+                raise ModelError(f"last_token embedder: cannot load {name}: {exc}") from exc
+            raise hub_error(self.spec, exc) from exc
+        if self.tokenizer.pad_token is None:  # pooled by index: the padding token's value never matters
+            self.tokenizer.pad_token = self.tokenizer.eos_token or self.tokenizer.unk_token
+
+    def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
+        import torch
+
+        parts = []
+        for i in range(0, len(texts), BATCH):
+            with torch.inference_mode():
+                parts.append(last_token_states(self.model, self.tokenizer, list(texts[i:i + BATCH]),
+                                               self.spec.option("max_length", 512)).float().cpu().numpy())
+        return _unit(np.concatenate(parts)) if parts else np.zeros((0, self.model.config.hidden_size), np.float32)
+
+    def embed_images(self, images: Sequence[Any]) -> np.ndarray:
+        if len(images):
+            raise ModelError("last_token embedder: a text-only decoder embeds texts, not images")
+        return np.zeros((0, self.model.config.hidden_size), np.float32)
+
+
+def last_token_states(model, tokenizer, texts: list[str], max_length: int):
+    """(len(texts), hidden) final hidden states at each text's last real token, right padding or left:
+    the index comes from the attention mask. Gradients flow when called outside inference mode (training)."""
+    import torch
+
+    tokens = tokenizer(texts, padding=True, truncation=True, max_length=max_length, return_tensors="pt")
+    tokens = {k: v.to(model.device) for k, v in tokens.items() if k in ("input_ids", "attention_mask")}
+    hidden = model(**tokens).last_hidden_state
+    mask = tokens["attention_mask"]
+    positions = torch.arange(mask.shape[1], device=mask.device).expand_as(mask)
+    last = (positions * mask).argmax(dim=1)  # the rightmost position the mask keeps
+    return hidden[torch.arange(hidden.shape[0], device=hidden.device), last]
 
 
 class CopyDetectionEmbedder:

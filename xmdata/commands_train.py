@@ -47,7 +47,9 @@ def distill(args) -> int:
 
     release = storage.absolute(args.release)
     check_distill(release, args.params)  # a release without QA translations stops here, nothing written
-    summary = run_flow(train_distill_flow, args, release=release, params=args.params)
+    # a training run is one task, not shards: --shards is every command's run option, unused here
+    summary = run_flow(lambda out, shards, **kw: train_distill_flow(out=out, **kw), args, release=release,
+                       params=args.params)
     print(f"train distill: {summary['steps']} optimizer steps ({summary['resumed_from']} resumed), "
           f"model -> {summary['model']}", file=sys.stdout)
     return 0

@@ -38,9 +38,12 @@ def open_image(row: dict, roots: dict[str, str]):
 def embed_rows(embedder, rows: list[dict], roots: dict[str, str], stage: str, prefixes: dict):
     """(ids kept, their embeddings, rejects): text-only rows as texts, image-only rows as images."""
     texts, images, refused = [], [], []
+    text_only = getattr(embedder, "modalities", ("text", "image")) == ("text",)
     for row in rows:
         if row["image"] and row["text"]:
             refused.append(make_rejects(stage, "needs_image_and_text", [row["id"]], [row["task"]]))
+        elif row["image"] and text_only:
+            refused.append(make_rejects(stage, "text_only_model", [row["id"]], [row["task"]]))
         elif row["image"]:
             try:
                 images.append((row["id"], open_image(row, roots)))

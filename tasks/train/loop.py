@@ -48,6 +48,7 @@ from pydantic import Field
 from xmdata.runtime.owner_only import private_folder, write_private
 from xmdata.runtime.params import Params
 from xmdata.schemas.contract import ContractError
+from xmdata.tasks.stage_params import Seed
 
 CHECKPOINT = "checkpoint.pt"
 ARTIFACTS = "artifacts"
@@ -63,7 +64,7 @@ class LoopParams(Params):
                               "(effective batch = batch_size x accumulation)")
     checkpoint_every: int = Field(50, ge=1, description="optimizer steps between two checkpoints")
     max_steps: int | None = Field(None, ge=1, description="stop after this many optimizer steps (default: all epochs)")
-    seed: int = Field(0, ge=0, description="seed of the data order and of every random draw of the run")
+    seed: Seed = 0
 
 
 class NonFiniteLoss(ContractError):

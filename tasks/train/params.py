@@ -23,4 +23,6 @@ class DistillParams(Params):
     weight_decay: float = Field(0.0, ge=0, description="AdamW's weight decay")
     max_length: int = Field(128, ge=2, description="tokens per text; longer texts are cut")
     device: Literal["cpu", "cuda"] = Field("cpu", description="where teacher and student run")
+    held_out: float = Field(0.2, ge=0, lt=1, description="share of QA instances (by id) kept out of training "
+                            "and evaluated before and after")
     loop: LoopParams = DISTILL_LOOP
