@@ -6,12 +6,15 @@ from typing import Iterable
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from xmdata.schemas.reasons import registered
 from xmdata.schemas.tables import REJECTS_SCHEMA
 
 VALUE_CHARS = 200
 
 
 def make_rejects(stage: str, reason: str, row_ids: Iterable, values: Iterable | None = None) -> pa.Table:
+    """REASON must be registered in schemas/reasons.py (UnregisteredReason otherwise)."""
+    registered(reason)
     ids = [None if i is None else str(i) for i in row_ids]
     vals = [None] * len(ids) if values is None else [
         None if v is None else str(v)[:VALUE_CHARS] for v in values]
