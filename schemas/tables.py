@@ -92,3 +92,7 @@ CONTRACTS.update({c.name: c for c in (SCORE_INPUT, SCORES)})
 from .clean import CLEAN_CAPTIONS, CLEAN_IMAGES, MATCHES  # noqa: E402  (kept in their own module)
 
 CONTRACTS.update({c.name: c for c in (CLEAN_IMAGES, CLEAN_CAPTIONS, MATCHES)})
+
+from .ratings import RATED_PAIRS  # noqa: E402  (kept in its own module)
+
+CONTRACTS[RATED_PAIRS.name] = RATED_PAIRS

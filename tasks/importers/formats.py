@@ -31,6 +31,8 @@ FORMATS = {
     "maxm": ("maxm:read_maxm", "MaXM v1 <lang>.json -> qa (question, first answer, image)"),
     "flickr30k-entities": ("flickr30k_entities:read_flickr30k_entities", "Flickr30k Entities Sentences/ + "
                            "Annotations/ + test.txt -> phrases with their entity's box"),
+    "vicr": ("vicr:read_vicr", "VICR ratings CSV (image URL, caption, subset, num_ratings, ratings…) -> rated_pairs "
+             "with the mean and every 1-5 rating and the train/val/test split"),
     "hf": ("hf:read_hf", "a local Hugging Face datasets folder (save_to_disk) or Parquet snapshot -> one table"),
 }
 

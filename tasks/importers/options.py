@@ -17,7 +17,7 @@ class ImportOptions(Params):
     captions: str | None = Field(None, description="flickr8k-expert, flickr8k-cf: Flickr8k.token.txt "
                                  "(default: next to the annotations file)")
     language: str | None = Field(None, description="language of the texts when the layout does not say "
-                                 "(flickr8k-*, composite, pascal50s, valse, flickr30k-entities: default en; "
+                                 "(flickr8k-*, vicr, composite, pascal50s, valse, flickr30k-entities: default en; "
                                  "xvnli: for a folder that is no language code; marvl: for lines without one)")
     split: str | None = Field(None, description="mmeb-train: the split read in every subset (default: train, else "
                               "original, as xVLM2Vec read them; the hub's folders also hold diverse_instruction)")
