@@ -84,7 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="xmdata", description=__doc__.splitlines()[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog="environment (runtime/settings.py):\n  "
-                                            + "\n  ".join(settings.describe()))
+                                            + "\n  ".join(settings.describe())
+                                            + "\n\ndocs: docs/ (./run docs serves them), every command: "
+                                            "docs/reference/commands.md")
     parser.add_argument("-v", "--verbose", action="store_true", help="show Prefect's run logs")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -193,6 +195,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_evaluate_parser(sub)
     _add_import_parser(sub)
     _add_map_option(sub)
+    from xmdata.docs_reference import name_docs  # argparse only
+    name_docs(parser)
     return parser
 
 

@@ -1,5 +1,5 @@
 """The traps the publishers' real files hold, each rebuilt here in a tiny fixture (facts checked against
-the files themselves; README "Importing public datasets" names each source and commit): keys repeated
+the files themselves; docs/how-to/importers.md names each source and commit): keys repeated
 across VALSE's piece files, IGLUE's translate-test folders beside the test sets, Flickr8K-Expert pairs
 that judge an image's own caption, the MMEB-train hub clone with images/ and three splits a subset,
 codes in another case or standard. Nothing is lost, nothing is mislabelled, and every count that

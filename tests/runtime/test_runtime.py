@@ -118,12 +118,13 @@ def test_a_named_prefect_api_is_used_as_is_and_the_environment_restored(monkeypa
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def test_the_readme_lists_exactly_the_declared_variables():
+def test_the_settings_reference_lists_exactly_the_declared_variables():
+    from xmdata.docs_reference import settings_page
     from xmdata.runtime import settings
 
-    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
-    section = readme.split("<!-- settings: begin -->\n", 1)[1].split("<!-- settings: end -->", 1)[0]
-    assert section == settings.markdown(), "regenerate it: python -m xmdata.runtime.settings"
+    page = open(os.path.join(ROOT, "docs", "reference", "settings.md"), encoding="utf-8").read()
+    assert page == settings_page(), "regenerate it: python -m xmdata.docs_reference"
+    assert settings.markdown() in page
     declared = {s.name for s in settings.ALL}
     assert len(declared) == len(settings.ALL)
     assert {s.name for s in settings.USER} == {line.split(" ")[0] for line in settings.describe()}
