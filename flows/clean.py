@@ -153,7 +153,8 @@ def dedup_flow(input_path: str, out: str, params: CleanParams = CleanParams(),
         input_path: images or captions table (Parquet, CSV, JSONL)
         out: output folder (matches.parquet, kept.parquet, rejects.parquet, report.json, report.md)
         params: the tiers and their thresholds
-        shards: number of shards the input is split into (by a hash of each row's id)
+        shards: the fewest shards the input is split into (by a hash of each row's id); more when it has
+            more rows than XMDATA_SHARD_ROWS a shard
     """
     reports, distributions, report = clean_rows("dedup", input_path, [], out, shards, params)
     return finish_build(out, reports, distributions, f"Dedup of {input_path}", report_markdown(report)) \
@@ -170,7 +171,8 @@ def contamination_flow(input_path: str, against: list[str], out: str, params: Cl
         against: the references
         out: output folder (matches.parquet, kept.parquet, rejects.parquet, report.json, report.md)
         params: the tiers and their thresholds
-        shards: number of shards the input is split into (by a hash of each row's id)
+        shards: the fewest shards the input is split into (by a hash of each row's id); more when it has
+            more rows than XMDATA_SHARD_ROWS a shard
     """
     reports, distributions, report = clean_rows("contamination", input_path, against, out, shards, params)
     return finish_build(out, reports, distributions, f"Contamination of {input_path}", report_markdown(report)) \

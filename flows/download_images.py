@@ -31,10 +31,11 @@ def download_images(input_path: str, out: str, shards: int, params: DownloadImag
     out = storage.absolute(out)
     remove_stray_temp_files(out)
     ingested = ingest(table, "urls", shards, out)
-    stage = download_stage(params, out, shards, retry_failed)
+    n_shards = len(ingested.records)  # the plan ingest made: a row's shard is `shard_of` its id among these
+    stage = download_stage(params, out, n_shards, retry_failed)
     reopened = reopen_transient(stage, params, ingested.data_paths, out) if retry_failed else 0
     downloaded = run_stage(stage, ingested.data_paths, out)
-    clear_partials(out, shards)
+    clear_partials(out, n_shards)
     frame = write_downloads(downloaded.data_paths, out)
     copies, ok = int(frame["duplicate_of"].is_not_null().sum()), int((frame["status"] == "ok").sum())
     distributions = {"status": frame_label_counts(frame, "status"),  # every loss, by reason
@@ -52,7 +53,8 @@ def download_images_flow(input_path: str, out: str, params: DownloadImagesParams
         out: output folder or fsspec URL: images/, downloads.parquet, summary.json
         params: what to fetch and how to store it; `http`: how fast and politely (not hashed)
         retry_failed: fetch again only the rows whose status is transient (429, 5xx, timeouts, cut)
-        shards: number of shards the input is split into (by a hash of each row's id)
+        shards: the fewest shards the input is split into (by a hash of each row's id); more when it has
+            more rows than XMDATA_SHARD_ROWS a shard
     """
     started = time.perf_counter()
     reports, distributions, reopened = download_images(input_path, out, shards, params, retry_failed)

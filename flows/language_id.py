@@ -8,7 +8,7 @@ from xmdata.runtime.atomic import remove_stray_temp_files
 from xmdata.runtime.execution import run_stage
 from xmdata.runtime.process import StageReport
 from xmdata.schemas import CAPTIONS
-from xmdata.schemas.readers import read_input
+from xmdata.schemas.input_batches import open_input
 from xmdata.tasks.build.ingest import ingest
 from xmdata.tasks.translation.language_id import language_id_stage
 from xmdata.tasks.stage_params import DEFAULT_SHARDS, LanguageIdParams, ShardCount
@@ -19,7 +19,8 @@ from .finish import finish_build
 
 def label_languages(input_path: str, out: str, shards: int, params: LanguageIdParams
                     ) -> tuple[list[StageReport], dict]:
-    captions = read_input(input_path, CAPTIONS)  # refuses a broken input before writing anything
+    captions = open_input(input_path, CAPTIONS)
+    captions.check()  # refuses a broken input before writing anything, a batch at a time
     remove_stray_temp_files(out)  # what a killed run left half-written
     ingested = ingest(captions, "captions", shards, out)
     labelled = run_stage(language_id_stage(ModelSpec("fasttext", params.lid_model)), ingested.data_paths, out)
@@ -33,10 +34,12 @@ def lid_distributions(paths: list[str]) -> dict:
 
     from xmdata.runtime import storage
 
-    frame = pl.concat([pl.from_arrow(storage.read_parquet(p, columns=["lid_label", "lid_label_raw"])) for p in paths])
+    columns = ["lid_label", "lid_label_raw"]
+    frame = pl.concat([pl.from_arrow(storage.read_parquet(p, columns=columns)).group_by(columns).len()
+                       for p in paths])  # counted shard by shard: never every row at once
     unmapped = frame.filter(pl.col("lid_label").is_null())
-    return {"lid_label": frame_label_counts(frame.drop_nulls("lid_label"), "lid_label"),
-            "lid_label_no_single_language": frame_label_counts(unmapped, "lid_label_raw")}
+    return {"lid_label": frame_label_counts(frame.drop_nulls("lid_label"), "lid_label", "len"),
+            "lid_label_no_single_language": frame_label_counts(unmapped, "lid_label_raw", "len")}
 
 
 @flow(name="identify-language")
@@ -48,7 +51,8 @@ def identify_language_flow(input_path: str, out: str, params: LanguageIdParams =
         input_path: captions table (Parquet, CSV, JSONL) with id and text
         out: output folder (shards, rejects, summary)
         params: the language identifier
-        shards: number of shards the input is split into (by a hash of each row's id)
+        shards: the fewest shards the input is split into (by a hash of each row's id); more when it has
+            more rows than XMDATA_SHARD_ROWS a shard
     """
     reports, distributions = label_languages(input_path, out, shards, params)
     return finish_build(out, reports, distributions, f"Language ID of {input_path}")

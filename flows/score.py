@@ -72,7 +72,8 @@ def score_flow(input_path: str, out: str, params: ScoringParams, image_root: str
         params: the open_clip model and how to score with it
         image_root: folder the image paths are under (default: the input's folder)
         references_column: list-of-strings column of references: adds RefCLIPScore
-        shards: number of shards the input is split into (by a hash of each row's id)
+        shards: the fewest shards the input is split into (by a hash of each row's id); more when it has
+            more rows than XMDATA_SHARD_ROWS a shard
     """
     started = time.perf_counter()
     reports, distributions = score_pairs(input_path, out, shards, image_root or posixpath.dirname(

@@ -97,7 +97,8 @@ def translate_flow(input_path: str, out: str, params: TranslateParams, shards: S
         input_path: table with id and the text columns (strings or lists of strings)
         out: output folder
         params: columns, languages, translator, language ID and COMETKiwi filters
-        shards: number of shards the input is split into (by a hash of each row's id)
+        shards: the fewest shards the input is split into (by a hash of each row's id); more when it has
+            more rows than XMDATA_SHARD_ROWS a shard
         models_checked: the caller checked the models and languages already (the command line does,
             before any server starts), so they are not checked twice
     """

@@ -91,7 +91,8 @@ def translate_qa_flow(input_path: str, out: str, params: TranslateQaParams,
         input_path: MMEB-style table: id, task, query, positive [, negative, image]
         out: output folder
         params: languages, translator, optional LID + COMETKiwi filters, tasks left out, per-task cap
-        shards: number of shards the input is split into (by a hash of each row's id)
+        shards: the fewest shards the input is split into (by a hash of each row's id); more when it has
+            more rows than XMDATA_SHARD_ROWS a shard
         models_checked: the caller checked the models and languages already (the command line does,
             before any server starts), so they are not checked twice
     """

@@ -62,6 +62,13 @@ def _at_least_zero(parse: Callable[[str], T]) -> Callable[[str], T]:
     return parsed
 
 
+def _positive_int(raw: str) -> int:
+    value = int(raw)
+    if value < 1:
+        raise ValueError(raw)
+    return value
+
+
 # xmdata's own: what a user sets.
 CACHE = Setting("XMDATA_CACHE", os.path.join("~", ".cache", "xmdata"), _path,
                 "models, tiny models, staged releases, converted checkpoints, geocoding tables, the service's state",
@@ -98,8 +105,13 @@ NO_WORKER_SECONDS = Setting("XMDATA_NO_WORKER_SECONDS", 120.0, _at_least_zero(fl
 PROGRESS = Setting("XMDATA_PROGRESS", False, _flag,
                    "progress bars on stderr for runs the CLI did not start (the CLI shows them "
                    "unless --quiet)", "0 or 1")
+# A shard is what one worker holds at once: capping its rows keeps every process's memory flat in
+# the input's size (runtime/shards.py plans the shards, tasks/build/ingest.py writes them).
+SHARD_ROWS = Setting("XMDATA_SHARD_ROWS", 50_000, _positive_int,
+                     "the rows a shard is planned to hold (about: rows go to shards by a hash of their id); "
+                     "an input gets more shards than --shards when it needs them", "a count (>= 1)")
 USER = (CACHE, EXECUTOR, DASK_ADDRESS, SERVICE, IDLE_MINUTES, MODEL_IDLE_MINUTES, MODEL_MEMORY_GB, BIND,
-        GPU_WORKERS, NO_WORKER_SECONDS, PROGRESS)
+        GPU_WORKERS, NO_WORKER_SECONDS, PROGRESS, SHARD_ROWS)
 
 # xmdata's own, for its tests, benchmarks and scripts only.
 TEST_RUN = Setting("XMDATA_TEST_RUN", None, str, "the folder one test run shares with its subprocesses")

@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -17,12 +19,24 @@ def shard_of(key: str, n_shards: int) -> int:
     return int.from_bytes(digest, "big") % n_shards
 
 
+def shard_count(rows: int, min_shards: int, shard_rows: int) -> int:
+    """The shard plan: at least `min_shards`, more when the input has more than `shard_rows` rows a
+    shard, so that what one worker holds at once does not grow with the input."""
+    return max(min_shards, math.ceil(rows / shard_rows))
+
+
+def shard_assignment(ids: pa.Array | pa.ChunkedArray, n_shards: int) -> np.ndarray:
+    """`shard_of` every id of a batch (a null id goes where the text "None" goes: it is refused there)."""
+    if n_shards == 1:
+        return np.zeros(len(ids), dtype=np.int64)
+    return np.fromiter((shard_of(str(k), n_shards) for k in ids.to_pylist()), dtype=np.int64, count=len(ids))
+
+
 def split_into_shards(table: pa.Table, key: str, n_shards: int) -> list[pa.Table]:
     """n_shards tables; rows keep their input order inside a shard. Some may be empty."""
     if n_shards == 1:
         return [table]
-    assignment = pa.array([shard_of(str(k), n_shards) for k in table.column(key).to_pylist()],
-                          type=pa.int32())
+    assignment = pa.array(shard_assignment(table.column(key), n_shards))
     return [table.filter(pc.equal(assignment, i)) for i in range(n_shards)]
 
 

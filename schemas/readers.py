@@ -32,13 +32,7 @@ def read_any(path: str) -> pa.Table:
     from xmdata.runtime import storage
 
     is_remote = storage.is_url(path)
-    if not is_remote and not os.path.exists(storage.local(path)):
-        raise ContractError(f"{path}: file not found")
-    if not is_remote and os.path.isdir(storage.local(path)):
-        raise ContractError(f"{path}: is a folder; give a table file ({', '.join(sorted(READERS))})")
-    suffix = next((s for s in READERS if path.lower().endswith(s)), None)
-    if suffix is None:
-        raise ContractError(f"{path}: unknown format; expected one of {', '.join(sorted(READERS))}")
+    suffix = input_format(path)
     if is_remote:
         from xmdata.runtime.storage_check import check_location
 
@@ -60,6 +54,20 @@ def read_any(path: str) -> pa.Table:
     if table.num_rows == 0:  # a header-only CSV, an empty JSONL: nothing to do is not a success
         raise ContractError(f"{path}: no rows (the file holds {'only a header' if table.num_columns else 'nothing'})")
     return apply_active_map(table, path)
+
+
+def input_format(path: str) -> str:
+    """The reader's suffix of PATH, refusing a missing local file, a folder or an unknown format."""
+    from xmdata.runtime import storage
+
+    if not storage.is_url(path) and not os.path.exists(storage.local(path)):
+        raise ContractError(f"{path}: file not found")
+    if not storage.is_url(path) and os.path.isdir(storage.local(path)):
+        raise ContractError(f"{path}: is a folder; give a table file ({', '.join(sorted(READERS))})")
+    suffix = next((s for s in READERS if path.lower().endswith(s)), None)
+    if suffix is None:
+        raise ContractError(f"{path}: unknown format; expected one of {', '.join(sorted(READERS))}")
+    return suffix
 
 
 def _check_header(path: str, names: list[str], suffix: str) -> None:

@@ -45,6 +45,25 @@ def find_violations(table: pa.Table, contract: TableContract, source: str) -> li
     return violations
 
 
+def merge_violations(violations: list[Violation]) -> list[Violation]:
+    """One input's violations found batch by batch, as one look at the whole input says them: a
+    missing column once, the counts of bad values summed, the first offending rows first."""
+    merged: dict[tuple[str, str], tuple[int | None, Violation]] = {}
+    for v in violations:
+        count, _, rest = v.problem.partition(" value(s) ")
+        counted = count.isdigit() and bool(rest)
+        key = (v.column, rest if counted else v.problem)
+        before = merged.get(key)
+        if before is None:
+            merged[key] = (int(count) if counted else None, v)
+            continue
+        total = before[0] + int(count) if counted else None
+        rows = (before[1].row_ids + v.row_ids)[:MAX_ROWS_SHOWN]
+        problem = f"{total} value(s) {rest}" if counted else before[1].problem
+        merged[key] = (total, Violation(before[1].source, v.column, problem, rows))
+    return [v for _, v in merged.values()]
+
+
 def conform(table: pa.Table, contract: TableContract, source: str) -> pa.Table:
     """The table with contract columns first, in contract types; extra columns kept after them.
 

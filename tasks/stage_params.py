@@ -29,8 +29,8 @@ DEFAULT_SHARDS = 8
 # A flow's parameters beside its params model, each bound declared once: the flows' signatures (the UI's
 # form, a deployment's or a Python caller's parameters, which Prefect validates), the release config and
 # the CLI's flag (xmdata/cli.py) are these types.
-ShardCount = Annotated[int, Field(ge=1, description="number of shards the input is split into, by a hash of "
-                                  "each row's id")]
+ShardCount = Annotated[int, Field(ge=1, description="the fewest shards the input is split into, by a hash of "
+                                  "each row's id; more when it has more rows than XMDATA_SHARD_ROWS a shard")]
 Seed = Annotated[int, Field(ge=0, description="seed for every random choice")]
 
 

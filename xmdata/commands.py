@@ -61,7 +61,9 @@ def identify_language(args) -> int:
     params = args.params
     if params.lid_model != BUNDLED_LID:  # workers of an external cluster run in another directory
         params = params.model_copy(update={"lid_model": storage.absolute(params.lid_model)})
-    read_input(args.input, CONTRACTS["captions"])  # fail in a second, before any server starts
+    from xmdata.schemas.input_batches import open_input
+
+    open_input(args.input, CONTRACTS["captions"]).check()  # fail before any server starts, a batch at a time
     check_fasttext_file(ModelSpec("fasttext", params.lid_model))
     run_flow(identify_language_flow, args, input_path=storage.absolute(args.input), params=params)
     return 0

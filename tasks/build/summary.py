@@ -18,9 +18,12 @@ def label_counts(paths: list[str], column: str) -> dict[str, int]:
                               column)
 
 
-def frame_label_counts(frame: pl.DataFrame, column: str) -> dict[str, int]:
-    """{label: rows}, most frequent first (ties by label)."""
-    counts = frame.group_by(column).len().sort(["len", column], descending=[True, False])
+def frame_label_counts(frame: pl.DataFrame, column: str, counted: str | None = None) -> dict[str, int]:
+    """{label: rows}, most frequent first (ties by label). `counted`: a column of rows each row of
+    FRAME stands for (counts made shard by shard), instead of one each."""
+    grouped = frame.group_by(column)
+    counts = grouped.agg(pl.col(counted).sum().alias("len")) if counted else grouped.len()
+    counts = counts.sort(["len", column], descending=[True, False])
     return {row[column]: row["len"] for row in counts.iter_rows(named=True)}
 
 
