@@ -17,8 +17,6 @@ running other code than this checkout's is restarted, never used.
 from __future__ import annotations
 
 import fcntl
-import hashlib
-import importlib.util
 import json
 import os
 import signal
@@ -29,6 +27,7 @@ import time
 from . import settings
 from .owner_only import DaskCredentials, DaskTarget, open_private, private_folder, read_private_text, write_private
 from .prefect_api import healthy
+from .service_files import code_fingerprint, service_key  # noqa: F401  (code_fingerprint: for callers)
 from .storage import cache_root
 
 WAKE_SIGNAL = signal.SIGUSR1  # to the service: a command needs its retired workers back
@@ -39,7 +38,6 @@ CLUSTER_START_S = 300.0  # from Prefect answering to the cluster's workers up, a
 IDLE_FRIENDLY_DASK = {"DASK_DISTRIBUTED__ADMIN__TICK__INTERVAL": "1s",
                       "DASK_DISTRIBUTED__ADMIN__SYSTEM_MONITOR__INTERVAL": "2s",
                       "DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED": "False"}
-SOURCE_PACKAGES = ("xmdata", "xmdata.runtime", "xmdata.flows", "xmdata.tasks", "xmdata.models", "xmdata.schemas")
 
 
 class ServiceError(RuntimeError):
@@ -54,8 +52,7 @@ def state_dir() -> str:
 def _key() -> str:
     from prefect.settings import PREFECT_HOME  # noqa: PLC0415 — reads the settings, not the server
 
-    text = f"{sys.prefix}|{os.path.realpath(str(PREFECT_HOME.value()))}"
-    return hashlib.sha256(text.encode()).hexdigest()[:12]
+    return service_key(str(PREFECT_HOME.value()))
 
 
 def paths() -> dict[str, str]:
@@ -102,20 +99,6 @@ def workers_back(pid: int, timeout: float = CLUSTER_START_S) -> None:
 def prefect_auth(state: dict) -> str:
     """The password of the service's Prefect API (`user:password`, as the UI's login asks for it)."""
     return read_private_text(os.path.join(state["secrets"], "prefect-auth"))
-
-
-def code_fingerprint() -> str:
-    """Name, size and mtime of every source file: warm workers must not run yesterday's code."""
-    digest = hashlib.sha256()
-    for package in SOURCE_PACKAGES:  # and their subpackages (tasks/evaluation/, tasks/importers/…)
-        for top in importlib.util.find_spec(package).submodule_search_locations or []:
-            for root, dirs, names in os.walk(top):
-                dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-                for name in sorted(n for n in names if n.endswith(".py")):
-                    st = os.stat(os.path.join(root, name))
-                    where = os.path.relpath(os.path.join(root, name), top)
-                    digest.update(f"{package}/{where}:{st.st_size}:{st.st_mtime_ns};".encode())
-    return digest.hexdigest()[:16]
 
 
 def read_state() -> dict | None:
@@ -197,12 +180,23 @@ def _start(workers: int | None, quiet: bool, dashboard: bool = False) -> dict:
             raise ServiceError(f"the xmdata service did not start (log {p['log']}):\n{_log_tail()}")
         time.sleep(0.1)
     touch_used()
+    _start_command_process(state, p)
     if not quiet:
         print(f"xmdata: started the local service: Prefect UI {state['ui_url']}, a Dask cluster of "
               f"{state['workers']} workers (starting; retired after {state['model_idle_minutes']:g} min unused, "
               f"back when needed); it stops after {state['idle_minutes']:g} min unused, or with `xmdata down`",
               file=sys.stderr)
     return state
+
+
+def _start_command_process(state: dict, p: dict[str, str]) -> None:
+    """The service's warm command process (command_server.py), in this command's environment (the
+    one later commands must share to use it); it ends with the service."""
+    command = [sys.executable, "-m", "xmdata.runtime.command_server", "--folder", state["secrets"],
+               "--service-pid", str(state["pid"]), "--fingerprint", state["fingerprint"]]
+    with open_private(p["log"], "ab") as log:
+        subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                         env=settings.child_env(), start_new_session=True, cwd="/")
 
 
 def cluster_address(pid: int | None = None, timeout: float = CLUSTER_START_S) -> str:

@@ -256,10 +256,9 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"xmdata: error: {exc}", file=sys.stderr)  # as every refused input: one line, exit 2
         return EXIT_BAD_INPUT
-    if not args.verbose:  # before Prefect and Dask read their logging config
-        os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-        os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "warning")
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    from xmdata.runtime.service_files import command_environment  # before Prefect and Dask read their config
+
+    os.environ.update(command_environment(dict(os.environ), verbose=args.verbose))
     from xmdata.commands import COMMANDS  # heavy imports start here, after argument parsing
     from xmdata.models.base import ModelError
     from xmdata.runtime.execution import ShardsFailed

@@ -321,6 +321,14 @@ INTRUDER = textwrap.dedent('''
             return e.code
     found["flows_filter"] = status("/flows/filter", "POST")
     found["health"] = status("/health")
+    try:  # the command process's socket (command_server.py), in the same 0700 folder
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(5)
+            s.connect(os.path.join(state["secrets"], "commands.sock"))
+            s.sendall(b"\\0" * 8)
+            found["command_socket"] = bool(s.recv(1))
+    except OSError:
+        found["command_socket"] = False
     print(json.dumps(found))
 ''')
 
@@ -363,7 +371,8 @@ def test_a_second_account_on_this_machine_is_refused(service):
     assert run.returncode == 0, run.stderr[-2000:]
     found = json.loads(run.stdout)
     assert found == {"read_key": False, "list_state_folder": False, "scheduler_plain": False,
-                     "scheduler_tls_without_certificate": False, "flows_filter": 401, "health": 200}, found
+                     "scheduler_tls_without_certificate": False, "flows_filter": 401, "health": 200,
+                     "command_socket": False}, found
 
 
 def http_status(url: str) -> int:

@@ -1,0 +1,209 @@
+"""The service's command process: a warm copy of the `xmdata` command for every later command.
+
+A command's own process spends ~2.5 CPU-s importing Prefect, Dask, pandas, polars and the flows
+before it reads a row. This process imports them once (and starts no thread), then waits on a Unix
+socket in the service's private folder. For each command the client (xmdata/client.py) sends its
+arguments, working folder and environment, with its stdin, stdout and stderr as file descriptors
+(SCM_RIGHTS); this process forks, and the child becomes that command: the client's descriptors as
+0/1/2, its folder, its environment, `xmdata.cli.main(argv)`, its exit status sent back. The client
+forwards its signals to the child; a child whose client is gone (killed) is interrupted.
+
+Only the owner gets in: the socket sits in the 0700 secrets folder, and a connection whose peer
+(SO_PEERCRED) is another user is closed unread. A command whose environment differs from this
+process's where the libraries read it at import (`service_files.import_time_digest`) is refused,
+and the client runs it in its own process. The process ends with the service, or when its socket
+is removed.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import json
+import os
+import signal
+import socket
+import struct
+import sys
+import threading
+
+from .service_files import command_environment, import_time_digest
+
+WARM_MODULES = ("prefect.main", "distributed", "pandas", "polars", "pyarrow.parquet", "pyarrow.dataset",
+                "xmdata.cli", "xmdata.commands")
+HEADER = struct.Struct("!I")  # the length of the JSON message that follows
+MAX_MESSAGE = 4 << 20
+FDS = 3  # stdin, stdout, stderr
+SOCKET_NAME, INFO_NAME = "commands.sock", "commands.json"
+
+
+def recv_message(conn: socket.socket) -> tuple[dict, list[int]]:
+    """One length-prefixed JSON message, and the descriptors sent with its first bytes."""
+    data, fds = b"", []
+    while len(data) < HEADER.size or len(data) < HEADER.size + HEADER.unpack_from(data)[0]:
+        chunk, more, _flags, _addr = socket.recv_fds(conn, 1 << 16, FDS)
+        if not chunk:
+            raise ConnectionError("closed before a whole message")
+        data, fds = data + chunk, fds + list(more)
+        if len(data) >= HEADER.size and HEADER.unpack_from(data)[0] > MAX_MESSAGE:
+            raise ConnectionError("message too large")
+    return json.loads(data[HEADER.size:HEADER.size + HEADER.unpack_from(data)[0]]), fds
+
+
+def send_message(conn: socket.socket, message: dict, fds: list[int] = ()) -> None:
+    body = json.dumps(message).encode()
+    payload = HEADER.pack(len(body)) + body
+    if fds:
+        socket.send_fds(conn, [payload], list(fds))
+    else:
+        conn.sendall(payload)
+
+
+def peer_uid(conn: socket.socket) -> int:
+    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    return struct.unpack("3i", creds)[1]
+
+
+def _become_the_command(conn: socket.socket, message: dict, fds: list[int]) -> None:
+    """In the forked child: take the client's descriptors, folder and environment, run, report."""
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+        os.close(fd)
+    if os.isatty(1):
+        sys.stdout.reconfigure(line_buffering=True)
+    os.chdir(message["cwd"])
+    os.environ.clear()
+    os.environ.update(message["env"])
+    sys.argv = ["xmdata", *message["argv"]]
+    send_message(conn, {"pid": os.getpid()})
+
+    def watch_client() -> None:  # the client closed the connection before the end: it was killed
+        try:
+            conn.recv(1)
+        except OSError:
+            pass
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=watch_client, daemon=True, name="xmdata-client-watch").start()
+    from xmdata.cli import main
+
+    try:
+        code = main(message["argv"])
+    except SystemExit as exc:  # argparse's --help and usage errors
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except KeyboardInterrupt:
+        code = 130
+    except BaseException:  # as the command's own process would: the traceback on its stderr
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    usage = os.times()
+    try:
+        send_message(conn, {"exit": code, "cpu_s": round(usage.user + usage.system, 3)})
+    except OSError:
+        pass
+    sys.exit(code)
+
+
+def serve(folder: str, service_pid: int, fingerprint: str) -> None:
+    for name in WARM_MODULES:
+        importlib.import_module(name)
+    if threading.active_count() != 1:  # a fork copies one thread: nothing may run beside it
+        print(f"command process: imports started threads {threading.enumerate()}; not serving", flush=True)
+        return
+    own_digest = import_time_digest(dict(os.environ))
+    path = os.path.join(folder, SOCKET_NAME)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old_umask = os.umask(0o077)
+    try:
+        listener.bind(path)
+    finally:
+        os.umask(old_umask)
+    listener.listen(16)
+    listener.settimeout(1.0)
+    socket_id = os.stat(path).st_ino
+    info = {"pid": os.getpid(), "socket": path, "fingerprint": fingerprint, "service_pid": service_pid}
+    from .owner_only import write_private
+
+    write_private(os.path.join(folder, INFO_NAME), json.dumps(info))
+    print(f"command process {os.getpid()} ready on {path}", flush=True)
+    try:
+        while _still_wanted(path, socket_id, service_pid):
+            _reap()
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            _handle(conn, listener, own_digest)
+    finally:
+        if _still_wanted(path, socket_id, service_pid=os.getpid()):  # ours still, not a later service's
+            for name in (SOCKET_NAME, INFO_NAME):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(os.path.join(folder, name))
+
+
+def _handle(conn: socket.socket, listener: socket.socket, own_digest: str) -> None:
+    fds: list[int] = []
+    try:
+        conn.settimeout(10.0)
+        if peer_uid(conn) != os.getuid():
+            return
+        message, fds = recv_message(conn)
+        if len(fds) != FDS or not isinstance(message.get("argv"), list) or not isinstance(message.get("env"), dict):
+            send_message(conn, {"refused": "malformed request"})
+            return
+        if import_time_digest(message["env"]) != own_digest:
+            send_message(conn, {"refused": "environment"})
+            return
+        conn.settimeout(None)
+        if os.fork() == 0:
+            listener.close()
+            try:
+                _become_the_command(conn, message, fds)
+            finally:
+                os._exit(1)  # never back into the server's loop
+    except (OSError, ValueError, ConnectionError) as exc:
+        print(f"command process: a request failed: {exc}", flush=True)
+    finally:
+        for fd in fds:
+            os.close(fd)
+        conn.close()
+
+
+def _reap() -> None:
+    while True:
+        try:
+            pid, _status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def _still_wanted(path: str, socket_id: int, service_pid: int) -> bool:
+    try:
+        os.kill(service_pid, 0)
+        return os.stat(path).st_ino == socket_id
+    except (ProcessLookupError, PermissionError, FileNotFoundError):
+        return False
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--folder", required=True)
+    parser.add_argument("--service-pid", type=int, required=True)
+    parser.add_argument("--fingerprint", required=True)
+    args = parser.parse_args()
+    os.environ.update(command_environment(dict(os.environ)))  # as a command sets them, before any import
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    serve(args.folder, args.service_pid, args.fingerprint)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,80 @@
+"""Where a service's files are and which code it runs — importable by the `xmdata` entry point for
+nearly nothing (no Prefect, no pyarrow): the command client finds the service's command process here.
+
+One service per environment and Prefect home: its files are named by a hash of both. Prefect reads
+its home from PREFECT_HOME, else from a `.env`, `prefect.toml` or `pyproject.toml` ([tool.prefect])
+in the working folder, else `~/.prefect`; `light_prefect_home` says None when such a file could name
+it, and the caller then asks Prefect itself.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sys
+
+from . import settings
+
+SOURCE_PACKAGES = ("xmdata", "xmdata.runtime", "xmdata.flows", "xmdata.tasks", "xmdata.models", "xmdata.schemas")
+PREFECT_CONFIG_FILES = (".env", "prefect.toml")
+
+
+def service_key(prefect_home: str) -> str:
+    return hashlib.sha256(f"{sys.prefix}|{os.path.realpath(prefect_home)}".encode()).hexdigest()[:12]
+
+
+def light_prefect_home() -> str | None:
+    """PREFECT_HOME as Prefect would resolve it, without Prefect; None when a config file in the
+    working folder might set it (then only Prefect can say)."""
+    if home := os.environ.get("PREFECT_HOME"):
+        return os.path.expanduser(home)
+    if any(os.path.exists(name) for name in PREFECT_CONFIG_FILES):
+        return None
+    try:
+        with open("pyproject.toml", encoding="utf-8", errors="replace") as f:
+            if "tool.prefect" in f.read():
+                return None
+    except OSError:
+        pass
+    return os.path.expanduser("~/.prefect")
+
+
+def service_base(prefect_home: str) -> str:
+    """The path every file of this service starts with (state `.json`, `.log`, `.secrets/`…)."""
+    return os.path.join(settings.CACHE.get(), "service", service_key(prefect_home))
+
+
+def code_fingerprint() -> str:
+    """Name, size and mtime of every source file: warm workers must not run yesterday's code."""
+    digest = hashlib.sha256()
+    for package in SOURCE_PACKAGES:  # and their subpackages (tasks/evaluation/, tasks/importers/…)
+        for top in importlib.util.find_spec(package).submodule_search_locations or []:
+            for root, dirs, names in os.walk(top):
+                dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+                for name in sorted(n for n in names if n.endswith(".py")):
+                    st = os.stat(os.path.join(root, name))
+                    where = os.path.relpath(os.path.join(root, name), top)
+                    digest.update(f"{package}/{where}:{st.st_size}:{st.st_mtime_ns};".encode())
+    return digest.hexdigest()[:16]
+
+
+# What a command sets for the libraries before they read it (xmdata/cli.py), unless the user set it:
+# quiet logs unless -v. The command process imports them once, with these, for every command.
+QUIET_LIBRARIES = {"PREFECT_LOGGING_LEVEL": "WARNING", "DASK_LOGGING__DISTRIBUTED": "warning"}
+ALWAYS = {"PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+# Variables the libraries read when imported (settings, thread pools, locale, home): a command whose
+# values differ from the command process's is run in its own process, never in a copy of that one.
+IMPORT_TIME_PREFIXES = ("PREFECT_", "DASK_", "OMP_", "OPENBLAS_", "MKL_", "POLARS_", "ARROW_", "PYTHON",
+                        "TZ", "LANG", "LC_", "HOME", "TMPDIR", "XDG_")
+
+
+def command_environment(env: dict[str, str], verbose: bool = False) -> dict[str, str]:
+    """`env` with the defaults a command sets for the libraries (user-set values win)."""
+    defaults = {**ALWAYS, **({} if verbose else QUIET_LIBRARIES)}
+    return {**defaults, **env}
+
+
+def import_time_digest(env: dict[str, str]) -> str:
+    """A hash of what the libraries read at import, in a command's environment."""
+    chosen = sorted((k, v) for k, v in command_environment(env).items() if k.startswith(IMPORT_TIME_PREFIXES))
+    return hashlib.sha256(repr(chosen).encode()).hexdigest()

@@ -1,0 +1,118 @@
+"""The service's warm command process: a command handed to it runs there (its output, files and exit
+status are the command's own), a command of another import-time environment is refused (and then runs
+in its own process), signals reach it, and a killed client does not leave it running."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from xmdata.client import command_process, run_there, runs_here
+from xmdata.runtime.command_server import INFO_NAME
+
+XMDATA = os.path.join(os.path.dirname(sys.executable), "xmdata")
+
+
+@pytest.fixture(scope="module")
+def command_socket(service):
+    """The running service's command process (it imports for a few seconds after the service starts)."""
+    deadline = time.monotonic() + 180
+    while (path := command_process()) is None:
+        assert time.monotonic() < deadline, f"no command process for {service['secrets']}"
+        time.sleep(0.5)
+    return path
+
+
+def _captions(path, n=10):
+    pq.write_table(pa.table({"id": [f"c{i}" for i in range(n)],
+                             "text": [f"This is the English sentence number {i}." for i in range(n)]}), path)
+    return str(path)
+
+
+def test_a_command_runs_in_the_command_process_with_its_own_folder_and_streams(command_socket, tmp_path,
+                                                                               monkeypatch, capfd):
+    monkeypatch.chdir(tmp_path)  # a relative --out lands in the client's folder, not the server's
+    code = run_there(command_socket, ["identify-language", _captions(tmp_path / "in.parquet"), "--out", "out"])
+    out, err = capfd.readouterr()
+    assert code == 0, err[-2000:]
+    assert "done in" in out and (tmp_path / "out" / "summary.json").is_file()
+    assert json.loads((tmp_path / "out" / "summary.json").read_text())  # the command's own output
+
+
+def test_bad_input_is_the_same_one_line_and_exit_status_there(command_socket, tmp_path, capfd):
+    code = run_there(command_socket, ["identify-language", str(tmp_path / "missing.parquet"), "--out",
+                                      str(tmp_path / "o")])
+    _, err = capfd.readouterr()
+    assert code == 2
+    assert err.strip().splitlines() == [f"xmdata: error: {tmp_path / 'missing.parquet'}: file not found"]
+    assert not (tmp_path / "o").exists()
+
+
+def test_another_import_time_environment_is_refused_and_runs_here(command_socket, monkeypatch):
+    monkeypatch.setenv("POLARS_MAX_THREADS", "1")  # polars reads it when its pool starts: not the same process
+    assert run_there(command_socket, ["identify-language", "--help"]) is None
+    monkeypatch.setenv("PREFECT_LOGGING_LEVEL", "DEBUG")
+    assert run_there(command_socket, ["status"]) is None
+
+
+def test_what_manages_the_service_and_help_run_here():
+    assert all(runs_here(argv) for argv in (["up"], ["down"], ["status"], ["worker", "x"], ["-v", "score"],
+                                            ["score", "--help"], []))
+    assert not runs_here(["identify-language", "in.parquet", "--out", "o"])
+
+
+def _children(pid: int) -> set[int]:
+    found = set()
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children") as f:
+            found |= {int(p) for p in f.read().split()}
+    return found
+
+
+def _blocked_command(tmp_path, command_socket):
+    """A client whose command blocks reading a FIFO no one writes, and the command's process."""
+    fifo = tmp_path / "never.jsonl"
+    os.mkfifo(fifo)
+    server = json.loads(open(os.path.join(os.path.dirname(command_socket), INFO_NAME)).read())["pid"]
+    before = _children(server)
+    client = subprocess.Popen([XMDATA, "identify-language", str(fifo), "--out", str(tmp_path / "o")],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=os.environ.copy())
+    deadline = time.monotonic() + 60
+    while not (new := _children(server) - before):
+        assert client.poll() is None and time.monotonic() < deadline, client.stderr.read()[-2000:]
+        time.sleep(0.1)
+    return client, new.pop()
+
+
+def _gone(pid: int, seconds: float = 30) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        with open(f"/proc/{pid}/stat") as f:
+            if f.read().split()[2] == "Z":  # exited, its parent not yet there to reap it
+                return True
+        time.sleep(0.1)
+    return False
+
+
+def test_ctrl_c_reaches_the_command_and_a_killed_client_leaves_nothing_running(command_socket, tmp_path):
+    (tmp_path / "a").mkdir()
+    client, child = _blocked_command(tmp_path / "a", command_socket)
+    client.send_signal(signal.SIGINT)
+    assert client.wait(timeout=60) == 130
+    assert _gone(child)
+    (tmp_path / "b").mkdir()
+    client, child = _blocked_command(tmp_path / "b", command_socket)
+    client.kill()
+    client.wait(timeout=10)
+    assert _gone(child), f"the command {child} still runs after its client was killed"

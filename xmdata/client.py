@@ -1,0 +1,92 @@
+"""The `xmdata` entry point. With the service up, a command runs in a fork of the service's warm
+command process (runtime/command_server.py), which has Prefect, Dask, polars and the flows imported:
+this process imports nothing heavy, hands over its arguments, folder, environment and stdin/stdout/
+stderr, forwards its signals and exits with the command's status.
+
+It runs the command in this process instead (`xmdata.cli.main`, as before) when there is no command
+process of this code for this environment and Prefect home, when the command process refuses (other
+values where the libraries read the environment at import), for `-v` (its logging is configured at
+import), and for what manages or is the service (`up`, `down`, `status`, `worker`, `serve`), `--help`
+and XMDATA_SERVICE=off.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sys
+
+from xmdata.runtime import settings
+from xmdata.runtime.service_files import code_fingerprint, light_prefect_home, service_base
+
+HERE = ("up", "down", "status", "worker", "serve")  # the service itself, or long-running: this process
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+
+
+def runs_here(argv: list[str]) -> bool:
+    if not argv or argv[0].startswith("-") or argv[0] in HERE or not settings.SERVICE.get():
+        return True  # -v/--verbose and --help come first; bare `xmdata` prints usage
+    return any(a in ("-h", "--help") for a in argv)
+
+
+def command_process() -> str | None:
+    """The socket of this service's command process when it runs this code, else None."""
+    home = light_prefect_home()
+    if home is None:
+        return None
+    from xmdata.runtime.command_server import INFO_NAME
+
+    try:
+        with open(os.path.join(service_base(home) + ".secrets", INFO_NAME), encoding="utf-8") as f:
+            info = json.load(f)
+        os.kill(info["pid"], 0)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return info["socket"] if info.get("fingerprint") == code_fingerprint() else None
+
+
+def run_there(path: str, argv: list[str]) -> int | None:
+    """The command's exit status, run by the command process; None when it would not run it."""
+    from xmdata.runtime.command_server import recv_message, send_message
+
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.connect(path)
+        send_message(conn, {"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)}, [0, 1, 2])
+        reply, _ = recv_message(conn)
+    except (OSError, ConnectionError, ValueError):
+        conn.close()
+        return None
+    if "pid" not in reply:
+        conn.close()
+        return None
+    child = reply["pid"]
+    for signum in FORWARDED:
+        signal.signal(signum, lambda s, _f: _forward(child, s))
+    try:
+        done, _ = recv_message(conn)
+        return int(done["exit"])
+    except (OSError, ConnectionError, ValueError, KeyError):
+        print("xmdata: error: the command's process ended without an exit status", file=sys.stderr)
+        return 1
+    finally:
+        conn.close()
+
+
+def _forward(pid: int, signum: int) -> None:
+    try:
+        os.kill(pid, signum)
+    except ProcessLookupError:
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if not runs_here(argv) and (path := command_process()):
+        code = run_there(path, argv)
+        if code is not None:
+            return code
+    from xmdata.cli import main as run_here
+
+    return run_here(argv)
