@@ -111,9 +111,22 @@ def _become_the_command(conn: socket.socket, message: dict, fds: list[int]) -> N
     sys.exit(code)
 
 
-def serve(folder: str, service_pid: int, fingerprint: str) -> None:
+def warm_up() -> None:
+    """Every module a command imports before it works: the libraries, the command line, every flow."""
+    import pkgutil
+
     for name in WARM_MODULES:
         importlib.import_module(name)
+    flows = importlib.import_module("xmdata.flows")
+    for module in pkgutil.iter_modules(flows.__path__, "xmdata.flows."):
+        try:
+            importlib.import_module(module.name)
+        except Exception as exc:  # noqa: BLE001 — the command that needs it imports it, and says why it fails
+            print(f"command process: {module.name} not imported: {type(exc).__name__}: {exc}", flush=True)
+
+
+def serve(folder: str, service_pid: int, fingerprint: str) -> None:
+    warm_up()
     if threading.active_count() != 1:  # a fork copies one thread: nothing may run beside it
         print(f"command process: imports started threads {threading.enumerate()}; not serving", flush=True)
         return
