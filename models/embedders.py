@@ -135,10 +135,12 @@ class LastTokenEmbedder:
 
 
 def last_token_states(model, tokenizer, texts: list[str], max_length: int):
-    """(len(texts), hidden) final hidden states at each text's last real token, right padding or left:
-    the index comes from the attention mask. Gradients flow when called outside inference mode (training)."""
+    """(len(texts), hidden) final hidden states at each text's last real token (found from the attention
+    mask). Padded on the right: with causal attention a text's states are then the same in any batch.
+    Gradients flow when called outside inference mode (training)."""
     import torch
 
+    tokenizer.padding_side = "right"
     tokens = tokenizer(texts, padding=True, truncation=True, max_length=max_length, return_tensors="pt")
     tokens = {k: v.to(model.device) for k, v in tokens.items() if k in ("input_ids", "attention_mask")}
     hidden = model(**tokens).last_hidden_state

@@ -1,0 +1,38 @@
+"""A tiny release with QA translations, built in a fixture: word-for-word parallel sentences (the demo's
+tiny translators recover no Question/Answer parts, so the demo release's qa_parallel is empty)."""
+from __future__ import annotations
+
+import random
+
+import pyarrow as pa
+
+LANGUAGES = ("fr", "de")
+
+
+def qa_rows(instances: int, seed: int = 0) -> list[dict]:
+    """`instances` MMEB-style instances, each a query and a positive, translated word for word into fr and de."""
+    from xmdata.models.tiny_corpus import WORDS
+
+    rng = random.Random(seed)
+    rows = []
+    for n in range(instances):
+        for part in ("query", "positive"):
+            words = [rng.randrange(len(WORDS["en"])) for _ in range(rng.randint(3, 7))]
+            for language in LANGUAGES:
+                rows.append({"id": f"inst{n:03d}", "task": "MSCOCO_t2i" if n % 2 else "VOC2007", "part": part,
+                             "source_language": "en", "target_language": language,
+                             "source_text": " ".join(WORDS["en"][w] for w in words),
+                             "target_text": " ".join(WORDS[language][w] for w in words)})
+    return rows
+
+
+def write_release(folder, rows: list[dict] | None, name: str = "tiny-qa"):
+    """A release folder: data/qa_parallel.parquet (unless rows is None) and its manifest.json."""
+    from xmdata.runtime.atomic import write_parquet_atomic
+    from xmdata.tasks.release.manifest import write_manifest
+
+    (folder / "data").mkdir(parents=True, exist_ok=True)
+    if rows is not None:
+        write_parquet_atomic(pa.Table.from_pylist(rows), str(folder / "data" / "qa_parallel.parquet"))
+    write_manifest(str(folder), {"name": name})
+    return folder
