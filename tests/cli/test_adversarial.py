@@ -280,6 +280,20 @@ REFUSED = [
             jsonl("captions.jsonl", [{"id": "a", "text": "x", "language": "en"}])),
      "release --config {d}/r.yaml", "gone.jsonl: not found"),
     ("explore/a-store-url", None, "explore s3://bucket/release --no-serve", "explore reads a local release"),
+    # train (tests/train/ has the rest)
+    ("train/distill-release-without-qa-translations",
+     all_of(text("rel/manifest.json", '{"release": {"name": "x", "files": {}}, "release_sha256": "0"}'),
+            folder("model")),
+     "train distill {d}/rel --model {d}/model", "the release has no qa_parallel table"),
+    ("train/distill-not-a-release", folder("rel"), "train distill {d}/rel --model {d}/model",
+     "not a release manifest"),
+    ("train/distill-model-without-config",
+     all_of(text("rel/manifest.json", '{"release": {"name": "x", "files": {}}, "release_sha256": "0"}'),
+            folder("rel/data"), parquet("rel/data/qa_parallel.parquet", {k: ["x"] for k in ("id", "task", "part", "source_language",
+                                                                         "target_language", "source_text",
+                                                                         "target_text")}),
+            folder("model")),
+     "train distill {d}/rel --model {d}/model --held-out 0", "not a transformers model folder"),
 ]
 NO_OUT = ("validate", "release --config {d}/r.yaml --out")
 NEEDS_TINY = ("{m2m100}", "tiny:")
