@@ -155,6 +155,8 @@ def dedup_flow(input_path: str, out: str, params: CleanParams = CleanParams(),
         params: the tiers and their thresholds
         shards: the fewest shards the input is split into (by a hash of each row's id); more when it has
             more rows than XMDATA_SHARD_ROWS a shard
+
+    Docs: docs/how-to/clean.md; every option: docs/reference/commands.md#dedup.
     """
     reports, distributions, report = clean_rows("dedup", input_path, [], out, shards, params)
     return finish_build(out, reports, distributions, f"Dedup of {input_path}", report_markdown(report)) \
@@ -173,6 +175,8 @@ def contamination_flow(input_path: str, against: list[str], out: str, params: Cl
         params: the tiers and their thresholds
         shards: the fewest shards the input is split into (by a hash of each row's id); more when it has
             more rows than XMDATA_SHARD_ROWS a shard
+
+    Docs: docs/how-to/clean.md; every option: docs/reference/commands.md#contamination.
     """
     reports, distributions, report = clean_rows("contamination", input_path, against, out, shards, params)
     return finish_build(out, reports, distributions, f"Contamination of {input_path}", report_markdown(report)) \

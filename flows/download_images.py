@@ -55,6 +55,8 @@ def download_images_flow(input_path: str, out: str, params: DownloadImagesParams
         retry_failed: fetch again only the rows whose status is transient (429, 5xx, timeouts, cut)
         shards: the fewest shards the input is split into (by a hash of each row's id); more when it has
             more rows than XMDATA_SHARD_ROWS a shard
+
+    Docs: docs/how-to/download-images.md; every option: docs/reference/commands.md#download-images.
     """
     started = time.perf_counter()
     reports, distributions, reopened = download_images(input_path, out, shards, params, retry_failed)

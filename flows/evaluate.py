@@ -26,6 +26,8 @@ def evaluate_flow(params: EvaluationParams, input_path: str, out: str) -> dict:
         params: which evaluation of the papers to run, and its options
         input_path: the table to evaluate (Parquet, CSV, JSONL)
         out: output folder for <metric>.json, .md and plots
+
+    Docs: docs/how-to/evaluate.md; every option: docs/reference/commands.md#evaluate.
     """
     out, metric = os.path.abspath(out), params.metric
     report = run_metric(metric, params.runner_options(input_path, out))

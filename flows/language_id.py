@@ -53,6 +53,8 @@ def identify_language_flow(input_path: str, out: str, params: LanguageIdParams =
         params: the language identifier
         shards: the fewest shards the input is split into (by a hash of each row's id); more when it has
             more rows than XMDATA_SHARD_ROWS a shard
+
+    Docs: docs/how-to/commands.md; every option: docs/reference/commands.md#identify-language.
     """
     reports, distributions = label_languages(input_path, out, shards, params)
     return finish_build(out, reports, distributions, f"Language ID of {input_path}")

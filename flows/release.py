@@ -44,7 +44,10 @@ PUBLISHED_FOLDERS = ("data", "rejects", "plots", "reports")
 def checked_release_flow(release: Release, out: str, work: str | None = None,
                          shards: ShardCount | None = None) -> dict:
     """`xmdata release`: the build of RELEASE, which the command checked (not validated again); its
-    --shards, which every command hands its flow, is in RELEASE already."""
+    --shards, which every command hands its flow, is in RELEASE already.
+
+    Docs: docs/how-to/releases.md; every option: docs/reference/commands.md#release.
+    """
     return publish_release(release, out, work, None)
 
 
@@ -64,6 +67,8 @@ def release_flow(config: str = "demo", out: str = "releases/demo", shards: Shard
         sample: build on the config's shipped sample inputs (its `sample:` section), offline
         models: config (the models the config names) or tiny (the offline tiny models instead)
         cluster: a distributed cluster class (SLURM, Kubernetes…) for the big stages, over the config's
+
+    Docs: docs/how-to/releases.md; every option: docs/reference/commands.md#release.
     """
     # Every stage's refusals (config, overrides, inputs, models, build folder) before the first stage writes.
     return publish_release(checked_release(config, shards, seed, sample, models, work), out, work, cluster)

@@ -74,6 +74,8 @@ def score_flow(input_path: str, out: str, params: ScoringParams, image_root: str
         references_column: list-of-strings column of references: adds RefCLIPScore
         shards: the fewest shards the input is split into (by a hash of each row's id); more when it has
             more rows than XMDATA_SHARD_ROWS a shard
+
+    Docs: docs/how-to/score.md; every option: docs/reference/commands.md#score.
     """
     started = time.perf_counter()
     reports, distributions = score_pairs(input_path, out, shards, image_root or posixpath.dirname(

@@ -78,6 +78,8 @@ def select_images_flow(input_path: str, out: str, params: SelectImagesParams = S
         seed: seed of every random choice
         strict: fail when a language gets fewer than K images
         shards: the fewest shards for geocoding; more when the input has more rows than XMDATA_SHARD_ROWS a shard
+
+    Docs: docs/how-to/select-images.md; every option: docs/reference/commands.md#select-images.
     """
     reports, distributions, summary = select_geo_diverse(input_path, out, shards, params, seed)
     result = finish_build(out, reports, distributions, f"Image selection from {input_path}",

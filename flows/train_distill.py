@@ -23,6 +23,8 @@ def train_distill_flow(release: str, out: str, params: DistillParams) -> dict:
         release: a release folder whose data/qa_parallel.parquet holds the QA translations
         out: run folder: checkpoint.pt, artifacts/ (loss log and curve), eval/, model/ (with its card)
         params: the model, the optimiser and the loop (epochs, batch, accumulation, checkpoints, seed)
+
+    Docs: docs/how-to/train.md; every option: docs/reference/commands.md#train-distill.
     """
     release, out = storage.absolute(release), storage.absolute(out)
     check_distill(release, params)  # before anything is written: a missing table, no pairs, no model

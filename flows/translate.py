@@ -101,6 +101,8 @@ def translate_flow(input_path: str, out: str, params: TranslateParams, shards: S
             more rows than XMDATA_SHARD_ROWS a shard
         models_checked: the caller checked the models and languages already (the command line does,
             before any server starts), so they are not checked twice
+
+    Docs: docs/how-to/translate.md; every option: docs/reference/commands.md#translate.
     """
     reports, distributions, selection = translate_texts(input_path, out, shards, params, models_checked)
     publish_report(selection)

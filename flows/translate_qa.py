@@ -95,6 +95,8 @@ def translate_qa_flow(input_path: str, out: str, params: TranslateQaParams,
             more rows than XMDATA_SHARD_ROWS a shard
         models_checked: the caller checked the models and languages already (the command line does,
             before any server starts), so they are not checked twice
+
+    Docs: docs/how-to/translate-qa.md; every option: docs/reference/commands.md#translate-qa.
     """
     reports, distributions, report = translate_qa_rows(input_path, out, shards, params, models_checked)
     publish_qa_report(report)

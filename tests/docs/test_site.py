@@ -153,3 +153,24 @@ def test_a_broken_link_fails_the_strict_build(tmp_path, broken):
     assert result.returncode != 0 and "WARNING" in result.stderr, result.stderr[-2000:]
     (docs / "index.md").write_text("# Home\n\n[a section](other.md#a-section)\n")
     assert _build(str(tmp_path / "mkdocs.yml"), str(tmp_path / "site")).returncode == 0
+
+
+def test_every_flow_description_names_its_pages():
+    """What the Prefect UI shows of a flow (its description: the docstring) names its guide and its
+    reference section; every flow of a committed flows/ module."""
+    import importlib
+
+    from prefect import Flow
+
+    tracked = subprocess.run(["git", "ls-files", "flows/*.py"], cwd=ROOT, capture_output=True, text=True,
+                             check=True).stdout.split()
+    commands = page("commands.md")
+    flows = [value for rel in tracked for value in vars(importlib.import_module(
+        "xmdata." + rel[:-3].replace("/", "."))).values() if isinstance(value, Flow)]
+    assert len({f.name for f in flows}) >= 10
+    for flow in flows:
+        named = re.findall(r"docs/(\S+?\.md)(?:#([a-z0-9-]+))?", flow.description or "")
+        assert len(named) >= 2, f"flow {flow.name} names no docs page"
+        for path, section in named:
+            assert os.path.isfile(os.path.join(ROOT, "docs", path)), path
+            assert not section or f"{{#{section}}}" in commands, section
