@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 47's device run, on a GPU machine's own python3 (torch, transformers, numpy there), with the
-# project and its missing pure-Python dependencies carried as wheels in .whl/ (see docs/gpu-figures.md).
+# project and its missing pure-Python dependencies carried as wheels in .whl/ (see docs/explanation/performance.md, GPU figures).
 # Writes env.txt, tests.log, figures.log and figures.json under $OUT (default: ./gpu-out).
 #   bash bench/gpu_check.sh            # everything
 #   GPU_SKIP_TESTS=1 bash bench/gpu_check.sh   # the figures only
