@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 import pyarrow as pa
+import pytest
 
 LANGUAGES = ("fr", "de")
 
@@ -36,3 +37,18 @@ def write_release(folder, rows: list[dict] | None, name: str = "tiny-qa"):
         write_parquet_atomic(pa.Table.from_pylist(rows), str(folder / "data" / "qa_parallel.parquet"))
     write_manifest(str(folder), {"name": name})
     return folder
+
+
+@pytest.fixture(scope="session")
+def qa_release(tmp_path_factory):
+    """A release of 40 instances (query and positive, fr and de): 160 pairs."""
+    return write_release(tmp_path_factory.mktemp("qa-release"), qa_rows(40))
+
+
+@pytest.fixture(scope="session")
+def tiny_decoder(tmp_path_factory):
+    """The tiny Llama decoder `xmdata models build-tiny` builds, alone (the other tiny models are not needed)."""
+    from xmdata.models.tiny_corpus import generate_sentences
+    from xmdata.models.tiny_decoder import build_tiny_decoder
+
+    return build_tiny_decoder(tmp_path_factory.mktemp("decoder"), generate_sentences(seed=0), seed=0)

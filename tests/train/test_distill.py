@@ -9,7 +9,7 @@ import pytest
 from support.cli_in_process import run_xmdata
 from xmdata.schemas.contract import ContractError
 
-from support.qa_release import qa_rows, write_release
+from support.qa_release import qa_release, qa_rows, tiny_decoder, write_release  # noqa: F401  (fixtures)
 
 
 def _params(model, **loop):

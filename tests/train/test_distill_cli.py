@@ -12,6 +12,7 @@ import time
 import pytest
 
 from support.cli_in_process import run_xmdata
+from support.qa_release import qa_release, tiny_decoder  # noqa: F401  (fixtures)
 
 ARGS = ["--batch-size", "8", "--accumulation", "2", "--epochs", "3", "--checkpoint-every", "1", "--max-steps", "28",
         "--learning-rate", "1e-3", "--quiet"]
