@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import time
 
+from .command_server import INFO_NAME
 from .owner_only import DaskCredentials, DaskTarget
 from .service import (code_fingerprint, ensure_service, paths, read_state, running_service, service_target,
                       stop_service)
@@ -48,8 +50,13 @@ def memory_mb(state: dict) -> dict[str, int]:
     with contextlib.suppress(psutil.Error):
         service = psutil.Process(state["pid"]).memory_info().rss // 2**20
         total, prefect = tree_mb(state["pid"]), tree_mb(state.get("prefect_pid"))
-        return {"total": total, "service": service, "prefect": prefect, "workers": max(0, total - service - prefect)}
-    return {"total": 0, "service": 0, "prefect": 0, "workers": 0}
+        commands = 0  # the warm command process (its own session, not the service's child); not the commands it runs
+        with contextlib.suppress(OSError, ValueError, KeyError, psutil.Error):
+            with open(os.path.join(state["secrets"], INFO_NAME), encoding="utf-8") as f:
+                commands = psutil.Process(json.load(f)["pid"]).memory_info().rss // 2**20
+        return {"total": total + commands, "service": service, "prefect": prefect, "commands": commands,
+                "workers": max(0, total - service - prefect)}
+    return {"total": 0, "service": 0, "prefect": 0, "commands": 0, "workers": 0}
 
 
 def print_status(state: dict) -> None:
@@ -66,7 +73,7 @@ def print_status(state: dict) -> None:
     print(f"  log          {state['log']}")
     mb = memory_mb(state)
     print(f"  memory       {mb['total']:,} MB all told: service (scheduler) {mb['service']:,}, "
-          f"Prefect server {mb['prefect']:,}, workers {mb['workers']:,}")
+          f"Prefect server {mb['prefect']:,}, command process {mb['commands']:,}, workers {mb['workers']:,}")
     if not state["dask_address"]:
         return
     if state.get("retired"):

@@ -15,11 +15,14 @@ import os
 import platform
 import re
 import subprocess
+import sys
 from importlib import metadata
 
 import pyarrow.parquet as pq
 
+from xmdata.runtime import settings
 from xmdata.runtime.atomic import sha256_file, write_json_atomic
+from xmdata.runtime.owner_only import write_private
 
 from .model_content import content_sha256
 
@@ -129,6 +132,30 @@ def _numpy_build() -> dict:
 
 
 def _torch_build() -> dict | None:
+    """torch's build facts, read once per installation and CPU (importing torch costs seconds):
+    kept in XMDATA_CACHE/platform/, keyed by the installed files' identity, the CPU's vector flags
+    and the ATEN_* variables that choose its kernels."""
+    try:
+        dist = metadata.distribution("torch")
+        init = os.stat(dist.locate_file("torch/__init__.py"))
+    except (metadata.PackageNotFoundError, OSError):
+        return None
+    key = canonical_sha256({"prefix": sys.prefix, "version": dist.version, "init": [init.st_size, init.st_mtime_ns,
+                            init.st_ino], "cpu": _cpu(), "aten": sorted((k, v) for k, v in os.environ.items()
+                                                                         if k.startswith("ATEN_"))})
+    cached = os.path.join(settings.CACHE.get(), "platform", f"torch-{key}.json")
+    try:
+        with open(cached, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        pass
+    facts = _torch_build_imported()
+    if facts is not None:
+        write_private(cached, json.dumps(facts))
+    return facts
+
+
+def _torch_build_imported() -> dict | None:
     try:
         import torch
     except ImportError:

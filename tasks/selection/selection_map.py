@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from xmdata.runtime.atomic import replace_atomically
+from xmdata.runtime.figures import drawn_key, figure_key, save_png
 
 
 def write_selection_map(selection: pa.Table, path: str, title: str) -> None:
+    """Drawn when the selection or title changed; the same map is kept as it is (figures.py)."""
+    key = figure_key(selection.select(["id", "latitude", "longitude", "language"]), title)
+    if drawn_key(path) == key:
+        return
     import matplotlib
 
     matplotlib.use("Agg")
@@ -25,6 +29,5 @@ def write_selection_map(selection: pa.Table, path: str, title: str) -> None:
     ax.grid(True, linewidth=0.3)
     ax.legend(ncol=2, fontsize=6, loc="center left", bbox_to_anchor=(1.0, 0.5), markerscale=2)
     fig.tight_layout()
-    # No date or version in the PNG's metadata: the same selection gives the same bytes.
-    replace_atomically(path, lambda tmp: fig.savefig(tmp, format="png", metadata={"Software": None}))
+    save_png(fig, path, key)  # no date or version in it: the same selection gives the same bytes
     plt.close(fig)

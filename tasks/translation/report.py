@@ -8,7 +8,7 @@ from __future__ import annotations
 import polars as pl
 import pyarrow as pa
 
-from xmdata.runtime.atomic import replace_atomically
+from xmdata.runtime.figures import drawn_key, figure_key, save_png
 
 HISTOGRAM_BINS = 20
 
@@ -71,7 +71,10 @@ def stable_bins(scores, step: float = 0.01):
 
 
 def write_qe_histogram(translations: pa.Table, path: str) -> None:
-    """One panel per target: the QE scores of kept translations."""
+    """One panel per target: the QE scores of kept translations (kept as drawn when they are the same)."""
+    key = figure_key(translations.select(["target_language", "status", "qe_score"]), "qe_histogram")
+    if drawn_key(path) == key:
+        return
     import matplotlib
 
     matplotlib.use("Agg")
@@ -88,5 +91,5 @@ def write_qe_histogram(translations: pa.Table, path: str) -> None:
         axis.set_xlabel("COMETKiwi QE", fontsize=8)
     axes[0][0].set_ylabel("translations", fontsize=8)
     fig.tight_layout()
-    replace_atomically(path, lambda tmp: fig.savefig(tmp, format="png", dpi=90, metadata={"Software": None}))
+    save_png(fig, path, key, dpi=90)
     plt.close(fig)

@@ -1,0 +1,34 @@
+"""A figure is drawn once per input: the same data keeps the PNG (its bytes and mtime), other data
+or another title draws it again; the key travels inside the PNG."""
+from __future__ import annotations
+
+import os
+
+import pyarrow as pa
+
+from xmdata.runtime.figures import drawn_key, figure_key
+from xmdata.tasks.selection.selection_map import write_selection_map
+
+
+def _selection(lat: float) -> pa.Table:
+    return pa.table({"id": ["a", "b"], "latitude": [lat, -10.0], "longitude": [2.0, 30.0], "language": ["fr", "sw"]})
+
+
+def test_the_same_selection_keeps_its_map_and_another_draws_it_again(tmp_path):
+    path = str(tmp_path / "map.png")
+    write_selection_map(_selection(48.0), path, "greedy")
+    key, first = drawn_key(path), open(path, "rb").read()
+    assert key == figure_key(_selection(48.0).select(["id", "latitude", "longitude", "language"]), "greedy")
+    os.utime(path, ns=(1, 1))
+    write_selection_map(_selection(48.0), path, "greedy")
+    assert os.stat(path).st_mtime_ns == 1  # kept, not drawn again
+    write_selection_map(_selection(48.5), path, "greedy")
+    assert drawn_key(path) != key and open(path, "rb").read() != first
+    write_selection_map(_selection(48.5), path, "optimal")
+    assert drawn_key(path) == figure_key(_selection(48.5).select(["id", "latitude", "longitude", "language"]),
+                                         "optimal")
+
+
+def test_a_file_that_is_no_png_of_ours_has_no_key(tmp_path):
+    (tmp_path / "x.png").write_bytes(b"not a png")
+    assert drawn_key(str(tmp_path / "x.png")) is None and drawn_key(str(tmp_path / "missing.png")) is None
