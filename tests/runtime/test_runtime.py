@@ -17,7 +17,7 @@ from xmdata.tasks.build.rows import reject_bad_ids
 
 def upper(table, params):
     text = [t.upper() for t in table.column("text").to_pylist()]
-    return table.set_column(1, "text", pa.array(text)), make_rejects("upper", "never", [])
+    return table.set_column(1, "text", pa.array(text)), make_rejects("upper", "empty_text", [])
 
 
 def sample(n=40):
