@@ -9,7 +9,7 @@ from xmdata.runtime.figures import drawn_key, figure_key, save_png
 
 def write_selection_map(selection: pa.Table, path: str, title: str) -> None:
     """Drawn when the selection or title changed; the same map is kept as it is (figures.py)."""
-    key = figure_key(selection.select(["id", "latitude", "longitude", "language"]), title)
+    key = figure_key(selection, title)
     if drawn_key(path) == key:
         return
     import matplotlib
