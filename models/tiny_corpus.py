@@ -41,6 +41,18 @@ def generate_sentences(count_per_language: int = 200, seed: int = 0) -> list[str
     return sentences
 
 
+def parallel_sentences(count: int, languages: tuple[str, ...] = ("fr", "de"), seed: int = 0) -> list[dict[str, str]]:
+    """`count` sentences of 3-7 words as {"en": …, language: …}, translated word for word: the word lists
+    are aligned (the dog, le chien, der Hund…), so a tiny parallel corpus with no translation model."""
+    rng = random.Random(seed)
+    rows = []
+    for _ in range(count):
+        words = [rng.randrange(len(WORDS["en"])) for _ in range(rng.randint(3, 7))]
+        rows.append({lang: ("" if lang in _NO_SPACES else " ").join(WORDS[lang][w] for w in words)
+                     for lang in ("en", *languages)})
+    return rows
+
+
 def train_sentencepiece(sentences: list[str], **options) -> bytes:
     """The serialized sentencepiece model for these sentences.
 

@@ -2,8 +2,6 @@
 tiny translators recover no Question/Answer parts, so the demo release's qa_parallel is empty)."""
 from __future__ import annotations
 
-import random
-
 import pyarrow as pa
 import pytest
 
@@ -12,18 +10,16 @@ LANGUAGES = ("fr", "de")
 
 def qa_rows(instances: int, seed: int = 0) -> list[dict]:
     """`instances` MMEB-style instances, each a query and a positive, translated word for word into fr and de."""
-    from xmdata.models.tiny_corpus import WORDS
+    from xmdata.models.tiny_corpus import parallel_sentences
 
-    rng = random.Random(seed)
+    sentences = iter(parallel_sentences(2 * instances, LANGUAGES, seed))
     rows = []
     for n in range(instances):
         for part in ("query", "positive"):
-            words = [rng.randrange(len(WORDS["en"])) for _ in range(rng.randint(3, 7))]
-            for language in LANGUAGES:
-                rows.append({"id": f"inst{n:03d}", "task": "MSCOCO_t2i" if n % 2 else "VOC2007", "part": part,
-                             "source_language": "en", "target_language": language,
-                             "source_text": " ".join(WORDS["en"][w] for w in words),
-                             "target_text": " ".join(WORDS[language][w] for w in words)})
+            sentence = next(sentences)
+            rows += [{"id": f"inst{n:03d}", "task": "MSCOCO_t2i" if n % 2 else "VOC2007", "part": part,
+                      "source_language": "en", "target_language": language, "source_text": sentence["en"],
+                      "target_text": sentence[language]} for language in LANGUAGES]
     return rows
 
 
