@@ -3,7 +3,8 @@ import importlib
 import sys
 
 BENCHMARKS = ["orchestration", "geo_selection", "translation", "evaluation", "scoring", "qa_extraction", "storage", "idle_memory",
-              "clean_images", "clean_captions", "clean_sets", "model_process"]
+              "clean_images", "clean_captions", "clean_sets", "model_process",
+              "memory_scaling"]
 
 if __name__ == "__main__":
     for name in sys.argv[1:] or BENCHMARKS:
