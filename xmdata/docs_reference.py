@@ -252,7 +252,27 @@ def settings_page() -> str:
                       settings.markdown()])
 
 
-PAGES = {"commands.md": commands_page, "release-config.md": release_config_page, "tables.md": tables_page,
+def importers_page() -> str:
+    import importlib
+
+    from xmdata.tasks.importers.base import Published
+    from xmdata.tasks.importers.formats import FORMATS
+
+    lines = ["# Import formats", "", HEADER.strip(), "",
+             "Every `xmdata import FORMAT` (`tasks/importers/formats.py`), what it reads, and the publisher's "
+             "own counts each import is compared with (its report lists every difference). How to get each "
+             "source and what it was verified against: [import public datasets](../how-to/importers.md).", ""]
+    for name, (where, help_text) in FORMATS.items():
+        module = importlib.import_module(f"xmdata.tasks.importers.{where.partition(':')[0]}")
+        lines += [f"## {name} {{#{name}}}", "", help_text[0].upper() + help_text[1:] + ".", "",
+                  f"Adapter: `tasks/importers/{where.partition(':')[0]}.py` (`{where.partition(':')[2]}`).", ""]
+        for constant, published in ((k, v) for k, v in vars(module).items() if isinstance(v, Published)):
+            lines += [f"Publisher's counts (`{constant}`), from {published.source}:", "", "| count | publisher |", "|---|---:|"]
+            lines += [f"| `{k}` | {v:,} |" for k, v in published.counts.items()] + [""]
+    return "\n".join(lines)
+
+
+PAGES = {"commands.md": commands_page, "importers.md": importers_page, "release-config.md": release_config_page, "tables.md": tables_page,
          "reasons.md": reasons_page, "settings.md": settings_page}
 
 

@@ -64,6 +64,9 @@ def test_every_release_config_key_table_reason_and_setting_has_an_entry():
         assert all(f"| `{f.name}` |" in tables[name.replace("_", "-")] for f in contract.schema), name
     reasons = page("reasons.md")
     assert all(f'<a id="{name}"></a>`{name}`' in reasons for name in REASONS)
+    imports = sections(page("importers.md"))
+    from xmdata.tasks.importers.formats import FORMATS
+    assert set(FORMATS) <= set(imports)
     listed = page("settings.md")
     assert all(f"| `{s.name}` |" in listed for s in settings.ALL)
 
@@ -174,3 +177,13 @@ def test_every_flow_description_names_its_pages():
         for path, section in named:
             assert os.path.isfile(os.path.join(ROOT, "docs", path)), path
             assert not section or f"{{#{section}}}" in commands, section
+
+
+def test_the_readme_example_config_is_a_valid_release_config():
+    """The "your own data" example's release.yaml holds only keys and values the release config takes."""
+    from xmdata.flows.release_config import ReleaseConfig
+
+    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    text = re.search(r"<<'EOF'\n(.*?)\nEOF", readme, flags=re.S).group(1)
+    config = ReleaseConfig.model_validate(yaml.safe_load(text))
+    assert config.translation.targets == ["fr", "de"] and config.scoring.clip_model == "ViT-B-32"
