@@ -19,8 +19,8 @@ class _InputErrorsOnce(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if record.levelno < logging.ERROR:
             return True
-        if record.exc_info and type(record.exc_info[1]).__name__ in self.NAMES:
-            return False
+        if record.exc_info and any(c.__name__ in self.NAMES for c in type(record.exc_info[1]).__mro__):
+            return False  # a subclass too (NotPrivate, NonFiniteLoss): the CLI prints it in one line
         return not any(f"{name}(" in record.getMessage() or f"{name}:" in record.getMessage()
                        for name in self.NAMES)
 

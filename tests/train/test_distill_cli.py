@@ -53,3 +53,14 @@ def test_the_demo_release_has_no_qa_pair_to_train_on(demo_release, tiny_decoder,
                        "--out", str(tmp_path / "out")], cli_env)
     assert done.returncode == 2 and "no qa_parallel pair left to train on" in done.stderr
     assert done.stderr.count("\n") == 1 and not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow  # the flow through the test run's service
+def test_a_diverging_run_stops_in_one_line_naming_the_step_and_batch(qa_release, tiny_decoder, tmp_path, cli_env):
+    done = run_xmdata(["train", "distill", str(qa_release), "--model", str(tiny_decoder), "--out", str(tmp_path / "out"),
+                       "--learning-rate", "1e30", "--batch-size", "8", "--accumulation", "1", "--quiet"], cli_env)
+    lines = [line for line in done.stderr.splitlines() if not line.startswith("xmdata: started")
+             and "restarting it" not in line]
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert len(lines) == 1 and lines[0].startswith("xmdata: error: training: loss is nan at optimizer step 2")
+    assert "batch 1 of epoch 0 (pairs inst" in lines[0]
