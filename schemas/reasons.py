@@ -91,8 +91,9 @@ _ALL = (
            "The image declares more pixels than the limit (`max_image_pixels`); it is never decoded.",
            "Raise the limit if the image is genuine, or resize it."),
     Reason("corrupt_image", IMAGE_STAGES, "The image could not be decoded.", "Download the image again."),
-    Reason("image_file_missing", ("import_*",),
-           "The publisher's captions name an image the given image folder lacks.",
+    Reason("image_file_missing", ("import_*", "train_clipscore"),
+           "The publisher's captions name an image the given image folder lacks (an import's --images; the "
+           "image root `train clipscore` reads a release's tables under).",
            "Complete the download (or leave out `--images` to keep every row without checking)."),
     Reason("needs_image_and_text", ("mmmeb_embed_*",), "The task needs an image and a text and the row lacks one.",
            "Nothing for a dataset that has such rows; they cannot be embedded by this kind of model."),

@@ -11,7 +11,7 @@ from xmdata.cli_params import ParamFlags, add_param_flags
 
 RUNNERS = {
     "distill": "xmdata.commands_train:distill",
-    # "clipscore": its recipe's runner
+    "clipscore": "xmdata.commands_train_clipscore:clipscore",
 }
 
 
@@ -29,7 +29,9 @@ def add_train_commands(sub, add_run_options) -> None:
     add_param_flags(distill, ParamFlags(DistillParams))
     add_run_options(distill)
 
-    # clipscore: `recipes.add_parser("clipscore", …)` here, and its runner in RUNNERS
+    from xmdata.commands_train_clipscore import add_clipscore_command
+
+    add_clipscore_command(recipes, add_run_options)
 
 
 def train(args) -> int:

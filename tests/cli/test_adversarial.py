@@ -67,6 +67,10 @@ REFUSED = [
     ("download/no-url-column", text("in.csv", "id,link\na,http://127.0.0.1:9/a.jpg\n"), "download-images {d}/in.csv",
      "no column 'url' (--url-column)"),
     ("download/header-only", text("in.csv", "id,url\n"), "download-images {d}/in.csv", "no rows"),
+    ("download/caption-column-without-webdataset", text("in.csv", "id,url,caption\na,http://127.0.0.1:9/a.jpg,c\n"),
+     "download-images {d}/in.csv --caption-column caption", "only with --format webdataset"),
+    ("download/caption-column-missing", text("in.csv", "id,url\na,http://127.0.0.1:9/a.jpg\n"),
+     "download-images {d}/in.csv --format webdataset --caption-column caption", "no column 'caption'"),
     ("download/resize-zero", text("in.csv", "id,url\na,http://127.0.0.1:9/a.jpg\n"),
      "download-images {d}/in.csv --resize 0", "--resize"),
     # select-images: folders, area files, coordinates
@@ -165,6 +169,8 @@ REFUSED = [
     ("eval/valse-no-foil", ratings("in.parquet", ["a"], [0.1], [1]), "evaluate valse {d}/in.parquet", "foil"),
     # import
     ("import/source-missing", None, "import xm3600 {d}/nowhere", "no such file or folder"),
+    ("import/vicr-another-header", text("vicr/vicr.csv", "image,caption,split,num_ratings,ratings\n"),
+     "import vicr {d}/vicr", "not the vicr layout"),
     ("import/xm3600-wrong-layout", jsonl("xm/captions.jsonl", [{"id": "a", "caption": "hi"}]),
      "import xm3600 {d}/xm", "xm3600"),
     ("import/valse-not-json", text("valse/existence.json", "{{{"), "import valse {d}/valse", "existence.json"),
@@ -294,6 +300,15 @@ REFUSED = [
                                                                          "target_text")}),
             folder("model")),
      "train distill {d}/rel --model {d}/model --held-out 0", "not a transformers model folder"),
+    ("train/clipscore-release-without-rated-pairs",
+     all_of(text("rel/manifest.json", '{"release": {"name": "x", "files": {}}, "release_sha256": "0"}'),
+            folder("rel/data"), parquet("rel/data/clip_scores.parquet", {"image_path": ["a.png"], "text": ["a cat"]})),
+     "train clipscore {d}/rel --clip-model {d}/model", "the release has no rated_pairs table"),
+    ("train/clipscore-release-without-captions",
+     text("rel/manifest.json", '{"release": {"name": "x", "files": {}}, "release_sha256": "0"}'),
+     "train clipscore {d}/rel --clip-model {d}/model", "the release has no clip_scores table"),
+    ("train/clipscore-odd-accumulation", folder("rel"), "train clipscore {d}/rel --clip-model m --accumulation 3",
+     "--accumulation must be even"),
 ]
 NO_OUT = ("validate", "release --config {d}/r.yaml --out")
 NEEDS_TINY = ("{m2m100}", "tiny:")

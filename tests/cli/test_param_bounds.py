@@ -32,7 +32,8 @@ BUILT_FROM_CHECKED_PARAMS = {"CometKiwiOptions"}
 # Models every discovery must find: the doors (flags, forms, config sections, import options).
 DOORS = {"LanguageIdParams", "SelectImagesParams", "ScoringParams", "TranslateParams", "TranslateQaParams",
          "TranslatorOptions", "FilterOptions", "ReleaseConfig", "MmmebConfig", "BenchmarksConfig", "BenchmarkSet",
-         "ImportOptions", "ClusterOptions", "CorrelationParams", "BackRetrievalParams", "Pascal50sParams"}
+         "ImportOptions", "ClusterOptions", "CorrelationParams", "BackRetrievalParams", "Pascal50sParams",
+         "ClipscoreParams", "DownloadImagesParams"}
 TRIED = (math.nan, math.inf, -math.inf, -1, 0)
 
 
