@@ -152,7 +152,7 @@ def test_prefect_yaml_declares_every_flow_and_an_inactive_nightly_release():
     entrypoints = {d["entrypoint"].rsplit(".", 1)[0] for d in spec["deployments"]}
     assert entrypoints == {f"xmdata.flows.{m}" for m in
                            ("release", "language_id", "select_images", "translate", "translate_qa", "score", "download_images",
-                            "evaluate", "train_distill")}
+                            "evaluate", "train_distill", "train_clipscore")}
     by_name = {d.name: d for d in load_deployments(os.path.join(ROOT, "prefect.yaml"), activate_schedules=False)}
     release = by_name["demo-release"]
     assert [(s.schedule.cron, s.active) for s in release.schedules] == [("0 3 * * *", False)]
