@@ -134,15 +134,14 @@ def evaluate_held_out(held_out: pa.Table, params: DistillParams, out: str, model
     """eval/before.parquet (the start model) and eval/after.parquet (the student): one row per held-out
     pair, the translation's embedding as the query and its English original's as the target, grouped by
     part and language; then `xmdata evaluate mmmeb after --against before`'s P@1 and McNemar."""
+    if held_out.num_rows == 0:
+        return {"evaluation": "no held-out pairs (--held-out 0)"}
     from xmdata.models.base import ModelSpec
     from xmdata.models.registry import backend_class
     from xmdata.runtime.atomic import write_parquet_atomic
     from xmdata.tasks.evaluation.params import MmmebParams
     from xmdata.tasks.evaluation.report import write_report
     from xmdata.tasks.evaluation.runner import run_metric
-
-    if held_out.num_rows == 0:
-        return {"evaluation": "no held-out pairs (--held-out 0)"}
     from xmdata.runtime.owner_only import private_folder
 
     folder = private_folder(os.path.join(out, "eval"))
