@@ -68,11 +68,13 @@ def _hwm_mb(pid: int) -> float | None:
     return None
 
 
-def _service() -> tuple[dict, list[psutil.Process]]:
-    """The service's state and its processes (none when it is down)."""
+def _service(env: dict) -> tuple[dict, list[psutil.Process]]:
+    """The service's state and its processes (none when it is down, or off for the command)."""
+    from xmdata.runtime import settings
     from xmdata.runtime.service import read_state
 
-    state = read_state() or {}
+    off = env.get(settings.SERVICE.name, "").strip().lower() in ("0", "false", "off")
+    state = {} if off else read_state() or {}
     procs = []
     for pid in (state.get("pid"), state.get("prefect_pid")):
         try:
@@ -86,7 +88,7 @@ def _service() -> tuple[dict, list[psutil.Process]]:
 
 def measure(command: list[str], env: dict) -> dict:
     """{wall_s, cpu_s: {kind: s}, peak_mb: {kind: MB, the largest process of that kind}, processes}."""
-    state, service_procs = _service()
+    state, service_procs = _service(env)
     for proc in service_procs:  # each command's own peak, not the service's lifetime's
         try:
             with open(f"/proc/{proc.pid}/clear_refs", "w") as handle:
@@ -110,7 +112,7 @@ def measure(command: list[str], env: dict) -> dict:
             procs = [psutil.Process(child.pid), *psutil.Process(child.pid).children(recursive=True)]
         except psutil.Error:
             procs = []
-        for proc in procs + _service()[1]:
+        for proc in procs + _service(env)[1]:
             hwm = _hwm_mb(proc.pid)
             if hwm is None:
                 continue
