@@ -25,6 +25,8 @@ def train_clipscore_flow(release: str, out: str, params: ClipscoreParams) -> dic
         out: run folder: checkpoint.pt, artifacts/ (loss log and curve), eval/ (before, after), model/ (with its card)
         params: the model, the two tables, the optimiser, the loss weighting and the loop (epochs, batch,
             accumulation, checkpoints, seed)
+
+    Docs: docs/how-to/train.md; every option: docs/reference/commands.md#train-clipscore.
     """
     release, out = storage.absolute(release), storage.absolute(out)
     check_clipscore(release, params)  # before anything is written: a missing table, no pairs, no model
