@@ -36,7 +36,27 @@ def _tree_cpu() -> dict[int, float]:
             cpu[proc.pid] = t.user + t.system
         except psutil.NoSuchProcess:
             pass
+    commands = _command_process(state)  # its own session; the commands it forked count once reaped
+    if commands is not None:
+        try:
+            t = commands.cpu_times()
+            cpu[commands.pid] = t.user + t.system + t.children_user + t.children_system
+        except psutil.NoSuchProcess:
+            pass
     return cpu
+
+
+def _command_process(state: dict):
+    import json
+    import os
+
+    from xmdata.runtime.command_server import INFO_NAME
+
+    try:
+        with open(os.path.join(state["secrets"], INFO_NAME), encoding="utf-8") as f:
+            return psutil.Process(json.load(f)["pid"])
+    except (OSError, ValueError, KeyError, psutil.Error):
+        return None
 
 
 class CpuMeter:

@@ -27,6 +27,7 @@ from xmdata.schemas.column_map import column_mapping
 from xmdata.tasks.build.plot_markdown import inline_images, plot_image
 from xmdata.tasks.release.card import build_card
 from xmdata.tasks.release.look_inside import look_inside_markdown
+from xmdata.tasks.release.publication import publication_key, record_publication, unchanged
 from xmdata.tasks.release.croissant import write_croissant
 from xmdata.tasks.release.explore import write_explore
 from xmdata.tasks.release.recipe_card import recipe_sections
@@ -83,14 +84,20 @@ def publish_release(release: Release, out: str, work: str | None, cluster: Clust
         build = build_release_data(release.resolved, work)  # `columns:` applied as --map on the commands
     summary = finish_build(work, build.reports, build.distributions, f"Build of release {config.name}",
                            extra_markdown="".join(build.markdown))
+    inside = ".." if storage.is_url(work) else os.path.relpath(work, out)  # a store's build is never inside
+    skip = set() if inside.startswith("..") else {inside}
+    facts = release_facts(release, summary, work, None if skip == set() else inside)
+    key = None if target or storage.is_url(work) else publication_key(facts, work)
+    if key and (published := unchanged(out, work, skip, key)):  # nothing changed since it was published
+        print(f"release {out}: unchanged since it was published; kept as it is", flush=True)
+        _publish(out, published, storage.read_text(os.path.join(out, "README.md")))
+        return {"release": out, "release_sha256": published["release_sha256"], "run": summary["run"],
+                "files": len(published["release"]["files"])}
     tables = gather_tables(work, out)
     written = [f"data/{t}.parquet" for t in tables]
     written += [f"rejects/{s}.parquet" for s in gather_rejects(work, out, [r.stage for r in build.reports])]
     written += copy_files(work, out)
-    inside = ".." if storage.is_url(work) else os.path.relpath(work, out)  # a store's build is never inside
-    skip = set() if inside.startswith("..") else {inside}
     _remove_stale(out, set(written), skip)
-    facts = release_facts(release, summary, work, None if skip == set() else inside)
     card = build_card(out, config, tables, summary) + recipe_sections(
         out, config, named_models(release.as_written), facts, work)
     write_text_atomic(card, os.path.join(out, "README.md"))
@@ -100,6 +107,8 @@ def publish_release(release: Release, out: str, work: str | None, cluster: Clust
     write_croissant(out, config, facts, tables_files)
     manifest = write_manifest(out, facts, skip, hashed=tables_files)
     _publish(out, manifest, card)
+    if key:
+        record_publication(out, work, skip, key)
     if target:
         upload_release(out, target, manifest)
     return {"release": target or out, "release_sha256": manifest["release_sha256"], "run": summary["run"],

@@ -27,10 +27,20 @@ import struct
 import sys
 import threading
 
+from . import settings
 from .service_files import command_environment, import_time_digest
 
-WARM_MODULES = ("prefect.main", "distributed", "pandas", "polars", "pyarrow.parquet", "pyarrow.dataset",
-                "xmdata.cli", "xmdata.commands")
+# What commands import before they work (listed from `sys.modules` after a demo re-check and a
+# 10-row command): the libraries, Prefect's run engines and what they load on first use (fastapi's
+# encoders, graphviz for visualisation, telemetry), the language-code data, the command line.
+WARM_MODULES = ("prefect.main", "prefect.flow_engine", "prefect.task_engine", "prefect.engine",
+                "prefect.concurrency.sync", "prefect.utilities.visualization", "prefect.telemetry.run_telemetry",
+                "fastapi", "fastapi.encoders", "anyio._backends._asyncio", "distributed", "pandas", "polars",
+                "pyarrow.parquet", "pyarrow.dataset", "langcodes.data_dicts", "langcodes.language_distance",
+                "reverse_geocoder", "xmdata.cli", "xmdata.commands", "xmdata.cli_evaluate",
+                "xmdata.runtime.service", "xmdata.runtime.run_setup", "xmdata.runtime.dask_executor",
+                "xmdata.runtime.storage_check", "xmdata.models.tiny", "xmdata.models.translators",
+                "xmdata.models.languages", "xmdata.tasks.clean.fingerprint")
 HEADER = struct.Struct("!I")  # the length of the JSON message that follows
 MAX_MESSAGE = 4 << 20
 FDS = 3  # stdin, stdout, stderr
@@ -75,8 +85,7 @@ def _become_the_command(conn: socket.socket, message: dict, fds: list[int]) -> N
     if os.isatty(1):
         sys.stdout.reconfigure(line_buffering=True)
     os.chdir(message["cwd"])
-    os.environ.clear()
-    os.environ.update(message["env"])
+    settings.become_environment(message["env"])
     sys.argv = ["xmdata", *message["argv"]]
     send_message(conn, {"pid": os.getpid()})
 
@@ -116,7 +125,10 @@ def warm_up() -> None:
     import pkgutil
 
     for name in WARM_MODULES:
-        importlib.import_module(name)
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:  # a library's internals moved: the command imports what it needs
+            print(f"command process: {name} not imported: {exc}", flush=True)
     flows = importlib.import_module("xmdata.flows")
     for module in pkgutil.iter_modules(flows.__path__, "xmdata.flows."):
         try:
@@ -130,10 +142,10 @@ def serve(folder: str, service_pid: int, fingerprint: str) -> None:
     if threading.active_count() != 1:  # a fork copies one thread: nothing may run beside it
         print(f"command process: imports started threads {threading.enumerate()}; not serving", flush=True)
         return
-    own_digest = import_time_digest(dict(os.environ))
+    own_digest = import_time_digest(settings.child_env())
     path = os.path.join(folder, SOCKET_NAME)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    old_umask = os.umask(0o077)
+    old_umask = os.umask(0o177)  # srw------- : the owner connects (write), no one else
     try:
         listener.bind(path)
     finally:
@@ -213,7 +225,7 @@ def main() -> None:
     parser.add_argument("--service-pid", type=int, required=True)
     parser.add_argument("--fingerprint", required=True)
     args = parser.parse_args()
-    os.environ.update(command_environment(dict(os.environ)))  # as a command sets them, before any import
+    os.environ.update(command_environment(settings.child_env()))  # as a command sets them, before any import
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     serve(args.folder, args.service_pid, args.fingerprint)
 

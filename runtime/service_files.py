@@ -26,8 +26,8 @@ def service_key(prefect_home: str) -> str:
 def light_prefect_home() -> str | None:
     """PREFECT_HOME as Prefect would resolve it, without Prefect; None when a config file in the
     working folder might set it (then only Prefect can say)."""
-    if home := os.environ.get("PREFECT_HOME"):
-        return os.path.expanduser(home)
+    if home := settings.PREFECT_HOME.get():
+        return home
     if any(os.path.exists(name) for name in PREFECT_CONFIG_FILES):
         return None
     try:

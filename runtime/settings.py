@@ -138,8 +138,10 @@ OMP_NUM_THREADS = Setting("OMP_NUM_THREADS", None, _at_least_zero(int),
 CUDA_VISIBLE_DEVICES = Setting("CUDA_VISIBLE_DEVICES", None, str, "the GPUs this process may use")
 AWS_ENDPOINT_URL_S3 = Setting("AWS_ENDPOINT_URL_S3", None, str, "an S3-compatible endpoint (named in errors)")
 AWS_ENDPOINT_URL = Setting("AWS_ENDPOINT_URL", None, str, "the same, for every AWS service")
+PREFECT_HOME = Setting("PREFECT_HOME", None, _path, "Prefect's home folder (its database, profiles); one "
+                       "xmdata service per home (unset: Prefect's own choice, ~/.prefect)", "a folder")
 OTHER = (PREFECT_API_URL, PREFECT_API_AUTH_STRING, PREFECT_RUNNER_POLL_FREQUENCY, OMP_NUM_THREADS,
-         CUDA_VISIBLE_DEVICES, AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL)
+         CUDA_VISIBLE_DEVICES, AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, PREFECT_HOME)
 
 ALL = USER + DEVELOPMENT + OTHER
 
@@ -149,6 +151,18 @@ def child_env(drop: tuple[str, ...] = (), **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in drop}
     env.update(extra)
     return env
+
+
+def variables(prefixes: tuple[str, ...]) -> list[tuple[str, str]]:
+    """(name, value) of this process's variables whose names start with one of `prefixes`, sorted:
+    what a library reads for itself (torch's ATEN_*, Prefect's PREFECT_*…), for a cache key or a check."""
+    return sorted((k, v) for k, v in os.environ.items() if k.startswith(prefixes))
+
+
+def become_environment(env: dict[str, str]) -> None:
+    """This process takes `env` whole (the command process's fork becomes the client's command)."""
+    os.environ.clear()
+    os.environ.update(env)
 
 
 @contextmanager

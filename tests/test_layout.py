@@ -12,7 +12,7 @@ import networkx as nx
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The service's own process (`python -m xmdata.runtime.service_main`, started by `xmdata up`), not a
 # user command: its two flags come from ensure_service.
-PROCESS_ENTRY_POINTS = {os.path.join("runtime", "service_main.py")}
+PROCESS_ENTRY_POINTS = {os.path.join("runtime", "service_main.py"), os.path.join("runtime", "command_server.py")}
 FOLDERS = ("xmdata", "runtime", "flows", "tasks", "schemas", "models", "data")
 
 

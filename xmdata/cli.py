@@ -9,6 +9,7 @@ import typing
 from xmdata.cli_params import ParamFlags, add_param_flags, params_from_args, port_number
 from xmdata.cli_translate import add_translation_commands
 from xmdata.tasks.release.choices import MODEL_CHOICES
+from xmdata.runtime import settings
 from xmdata.runtime.session import EXECUTORS
 from xmdata.tasks.release.compare import TOLERANCE
 from xmdata.tasks.stage_params import LanguageIdParams, ScoringParams, SelectImagesParams
@@ -258,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     from xmdata.runtime.service_files import command_environment  # before Prefect and Dask read their config
 
-    os.environ.update(command_environment(dict(os.environ), verbose=args.verbose))
+    os.environ.update(command_environment(settings.child_env(), verbose=args.verbose))
     from xmdata.commands import COMMANDS  # heavy imports start here, after argument parsing
     from xmdata.models.base import ModelError
     from xmdata.runtime.execution import ShardsFailed

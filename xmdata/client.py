@@ -53,7 +53,7 @@ def run_there(path: str, argv: list[str]) -> int | None:
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         conn.connect(path)
-        send_message(conn, {"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)}, [0, 1, 2])
+        send_message(conn, {"argv": argv, "cwd": os.getcwd(), "env": settings.child_env()}, [0, 1, 2])
         reply, _ = recv_message(conn)
     except (OSError, ConnectionError, ValueError):
         conn.close()

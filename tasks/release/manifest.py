@@ -141,8 +141,7 @@ def _torch_build() -> dict | None:
     except (metadata.PackageNotFoundError, OSError):
         return None
     key = canonical_sha256({"prefix": sys.prefix, "version": dist.version, "init": [init.st_size, init.st_mtime_ns,
-                            init.st_ino], "cpu": _cpu(), "aten": sorted((k, v) for k, v in os.environ.items()
-                                                                         if k.startswith("ATEN_"))})
+                            init.st_ino], "cpu": _cpu(), "aten": settings.variables(("ATEN_",))})
     cached = os.path.join(settings.CACHE.get(), "platform", f"torch-{key}.json")
     try:
         with open(cached, encoding="utf-8") as f:
