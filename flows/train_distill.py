@@ -18,6 +18,7 @@ from xmdata.tasks.train.placement import run_placed
 @flow(name="train-distill")
 def train_distill_flow(release: str, out: str, params: DistillParams) -> dict:
     """Distil a multilingual student from a frozen copy of an embedding model on RELEASE's QA translations.
+    Docs: docs/how-to/train.md; every option: docs/reference/commands.md#train-distill.
 
     Args:
         release: a release folder whose data/qa_parallel.parquet holds the QA translations
