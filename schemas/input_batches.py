@@ -55,6 +55,9 @@ class ParquetBatches:
         with pq.ParquetFile(storage.local(self.path)) as file:
             for batch in file.iter_batches(batch_size=BATCH_ROWS):
                 yield apply_active_map(pa.Table.from_batches([batch]), self.path)
+                # Arrow's allocator keeps what a batch freed: without this the process grows with
+                # the number of batches read (~50 MB more at 2M rows), not with what it holds.
+                pa.default_memory_pool().release_unused()
 
     def check(self) -> None:
         """The whole input against its contract, one batch at a time; every violation named at once."""

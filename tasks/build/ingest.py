@@ -111,6 +111,8 @@ class ShardWriter:
         kept, rejects = self.shard(index)
         record = write_shard(stage, ShardPaths(root, stage.name, index), _shard_digest(kept, rejects),
                              kept.num_rows + rejects.num_rows, kept, rejects)
+        del kept, rejects
+        pa.default_memory_pool().release_unused()  # one shard's buffers back, not kept for the next
         outcome = {"record": record, "recomputed": True, "seconds": time.perf_counter() - started, "load_s": 0.0}
         return index, outcome, None
 
