@@ -50,7 +50,7 @@ def _command_process(state: dict):
     import json
     import os
 
-    from xmdata.runtime.command_server import INFO_NAME
+    from xmdata.runtime.service_files import INFO_NAME
 
     try:
         with open(os.path.join(state["secrets"], INFO_NAME), encoding="utf-8") as f:

@@ -28,7 +28,7 @@ import sys
 import threading
 
 from . import settings
-from .service_files import command_environment, import_time_digest
+from .service_files import INFO_NAME, SOCKET_NAME, command_environment, import_time_digest
 
 # What commands import before they work (listed from `sys.modules` after a demo re-check and a
 # 10-row command): the libraries, Prefect's run engines and what they load on first use (fastapi's
@@ -44,7 +44,6 @@ WARM_MODULES = ("prefect.main", "prefect.flow_engine", "prefect.task_engine", "p
 HEADER = struct.Struct("!I")  # the length of the JSON message that follows
 MAX_MESSAGE = 4 << 20
 FDS = 3  # stdin, stdout, stderr
-SOCKET_NAME, INFO_NAME = "commands.sock", "commands.json"
 
 
 def recv_message(conn: socket.socket) -> tuple[dict, list[int]]:

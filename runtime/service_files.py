@@ -17,6 +17,8 @@ from . import settings
 
 SOURCE_PACKAGES = ("xmdata", "xmdata.runtime", "xmdata.flows", "xmdata.tasks", "xmdata.models", "xmdata.schemas")
 PREFECT_CONFIG_FILES = (".env", "prefect.toml")
+# The warm command process's socket and its facts (pid, code), in the service's `.secrets/` folder.
+SOCKET_NAME, INFO_NAME = "commands.sock", "commands.json"
 
 
 def service_key(prefect_home: str) -> str:

@@ -6,7 +6,7 @@ import json
 import os
 import time
 
-from .command_server import INFO_NAME
+from .service_files import INFO_NAME
 from .owner_only import DaskCredentials, DaskTarget
 from .service import (code_fingerprint, ensure_service, paths, read_state, running_service, service_target,
                       stop_service)

@@ -196,7 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_evaluate_parser(sub)
     _add_import_parser(sub)
     _add_map_option(sub)
-    from xmdata.docs_reference import name_docs  # argparse only
+    from xmdata.cli_docs import name_docs  # argparse only
     name_docs(parser)
     return parser
 

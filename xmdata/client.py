@@ -35,7 +35,7 @@ def command_process() -> str | None:
     home = light_prefect_home()
     if home is None:
         return None
-    from xmdata.runtime.command_server import INFO_NAME
+    from xmdata.runtime.service_files import INFO_NAME
 
     try:
         with open(os.path.join(service_base(home) + ".secrets", INFO_NAME), encoding="utf-8") as f:

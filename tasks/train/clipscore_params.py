@@ -16,7 +16,7 @@ from pydantic import Field, field_validator
 
 from xmdata.runtime.params import Params
 from xmdata.tasks.stage_params import DEFAULT_WEIGHT
-from xmdata.tasks.train.loop import LoopParams
+from xmdata.tasks.train.loop_params import LoopParams
 
 # One caption batch then one rated batch per optimizer step: the paper's two accumulated steps.
 CLIPSCORE_LOOP = LoopParams(epochs=1, batch_size=32, accumulation=2)

@@ -42,29 +42,14 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-import numpy as np
-from pydantic import Field
 
 from xmdata.runtime.owner_only import private_folder, write_private
-from xmdata.runtime.params import Params
 from xmdata.schemas.contract import ContractError
-from xmdata.tasks.stage_params import Seed
+from xmdata.tasks.train.loop_params import LoopParams  # noqa: F401  (the loop's params, declared apart: --help imports them)
 
 CHECKPOINT = "checkpoint.pt"
 ARTIFACTS = "artifacts"
 LOSSES = "losses.jsonl"
-
-
-class LoopParams(Params):
-    """How a recipe's run goes through its data: the same values give the same weights, killed or not."""
-
-    epochs: int = Field(1, ge=1, description="passes over the training pairs")
-    batch_size: int = Field(8, ge=1, description="rows per micro-batch (one forward and backward)")
-    accumulation: int = Field(1, ge=1, description="micro-batches whose gradients make one optimizer step "
-                              "(effective batch = batch_size x accumulation)")
-    checkpoint_every: int = Field(50, ge=1, description="optimizer steps between two checkpoints")
-    max_steps: int | None = Field(None, ge=1, description="stop after this many optimizer steps (default: all epochs)")
-    seed: Seed = 0
 
 
 class NonFiniteLoss(ContractError):
@@ -99,6 +84,8 @@ def shuffled_batches(n_rows: int, batch_size: int) -> Callable[[int, np.random.G
 
 
 def epoch_rng(seed: int, epoch: int) -> np.random.Generator:
+    import numpy as np  # here, not at import: `xmdata --help` imports the params
+
     return np.random.Generator(np.random.PCG64([seed, epoch]))
 
 
@@ -153,6 +140,8 @@ def run_training(job: TrainJob, params: LoopParams, run_dir: str) -> TrainResult
 
 
 def _seed_everything(seed: int) -> None:
+    import numpy as np  # here, not at import: `xmdata --help` imports the params
+
     import torch
 
     random.seed(seed)
@@ -162,6 +151,8 @@ def _seed_everything(seed: int) -> None:
 
 def _save(job: TrainJob, scheduler, params: LoopParams, run_dir: str, step: int, total: int) -> None:
     """One file holding everything a resume needs, replaced whole: a kill leaves the previous one."""
+    import numpy as np  # here, not at import: `xmdata --help` imports the params
+
     import torch
 
     state = {
@@ -177,6 +168,8 @@ def _save(job: TrainJob, scheduler, params: LoopParams, run_dir: str, step: int,
 
 def _resume(job: TrainJob, scheduler, params: LoopParams, run_dir: str, total: int) -> tuple[int, list[dict]]:
     """(steps already done, their loss rows) from run_dir's checkpoint; (0, []) without one."""
+    import numpy as np  # here, not at import: `xmdata --help` imports the params
+
     import torch
 
     path = os.path.join(run_dir, CHECKPOINT)

@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from xmdata.runtime.params import Params
-from xmdata.tasks.train.loop import LoopParams
+from xmdata.tasks.train.loop_params import LoopParams
 
 # xVLM2Vec §3: 1 epoch, effective batch 128, learning rate 1e-5 (16 rows x 8 accumulated micro-batches).
 DISTILL_LOOP = LoopParams(epochs=1, batch_size=16, accumulation=8)

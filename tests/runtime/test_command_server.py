@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from xmdata.client import command_process, run_there, runs_here
-from xmdata.runtime.command_server import INFO_NAME
+from xmdata.runtime.service_files import INFO_NAME
 
 XMDATA = os.path.join(os.path.dirname(sys.executable), "xmdata")
 
