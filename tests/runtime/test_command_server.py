@@ -62,10 +62,18 @@ def test_another_import_time_environment_is_refused_and_runs_here(command_socket
     assert run_there(command_socket, ["status"]) is None
 
 
-def test_what_manages_the_service_and_help_run_here():
-    assert all(runs_here(argv) for argv in (["up"], ["down"], ["status"], ["worker", "x"], ["-v", "score"],
-                                            ["score", "--help"], []))
-    assert not runs_here(["identify-language", "in.parquet", "--out", "o"])
+def test_what_manages_the_service_runs_here():
+    assert all(runs_here(argv) for argv in (["up"], ["down"], ["status"], ["worker", "x"], ["-v", "score"], []))
+    assert not any(runs_here(argv) for argv in (["identify-language", "in.parquet", "--out", "o"],
+                                                ["score", "--help"], ["--help"]))
+
+
+def test_help_there_is_the_help_here(command_socket, capfd):
+    from xmdata.cli import build_parser
+
+    assert run_there(command_socket, ["score", "--help"]) == 0
+    out, _ = capfd.readouterr()
+    assert out == build_parser()._subparsers._group_actions[0].choices["score"].format_help()
 
 
 def _children(pid: int) -> set[int]:
