@@ -16,7 +16,7 @@ from pydantic import Field, field_validator
 
 from xmdata.runtime.params import Params
 from xmdata.tasks.stage_params import DEFAULT_WEIGHT
-from xmdata.tasks.train.loop_params import LoopParams
+from xmdata.tasks.train.loop_params import LoopParams, over_recipe_loop
 
 # One caption batch then one rated batch per optimizer step: the paper's two accumulated steps.
 CLIPSCORE_LOOP = LoopParams(epochs=1, batch_size=32, accumulation=2)
@@ -49,12 +49,7 @@ class ClipscoreParams(Params):
     device: Literal["cpu", "cuda"] = Field("cpu", description="where the model trains and scores")
     loop: LoopParams = CLIPSCORE_LOOP
 
-    @field_validator("loop", mode="before")
-    @classmethod
-    def _over_the_recipe_defaults(cls, value):
-        """Loop fields given (flags, a form, a config) replace this recipe's loop values, not LoopParams'
-        own: `--batch-size 8` alone keeps the two accumulated steps."""
-        return {**CLIPSCORE_LOOP.model_dump(), **value} if isinstance(value, dict) else value
+    _over_the_recipe_loop = over_recipe_loop(CLIPSCORE_LOOP)  # `--batch-size 8` alone keeps the two accumulated steps
 
     @field_validator("loop")
     @classmethod

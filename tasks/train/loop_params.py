@@ -2,7 +2,7 @@
 without importing the loop, numpy or pyarrow)."""
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from xmdata.runtime.params import Params
 from xmdata.tasks.stage_params import Seed
@@ -18,3 +18,13 @@ class LoopParams(Params):
     checkpoint_every: int = Field(50, ge=1, description="optimizer steps between two checkpoints")
     max_steps: int | None = Field(None, ge=1, description="stop after this many optimizer steps (default: all epochs)")
     seed: Seed = 0
+
+
+def over_recipe_loop(defaults: LoopParams):
+    """A recipe's `loop` field validator: loop fields given (flags, a form, a config) replace the
+    recipe's own loop values, not LoopParams' generic ones — `--batch-size 4` alone keeps the
+    recipe's accumulation. Assign it in the recipe's params class body."""
+    def merge(cls, value):
+        return {**defaults.model_dump(), **value} if isinstance(value, dict) else value
+
+    return field_validator("loop", mode="before")(merge)

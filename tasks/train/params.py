@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from xmdata.runtime.params import Params
-from xmdata.tasks.train.loop_params import LoopParams
+from xmdata.tasks.train.loop_params import LoopParams, over_recipe_loop
 
 # xVLM2Vec §3: 1 epoch, effective batch 128, learning rate 1e-5 (16 rows x 8 accumulated micro-batches).
 DISTILL_LOOP = LoopParams(epochs=1, batch_size=16, accumulation=8)
@@ -26,3 +26,5 @@ class DistillParams(Params):
     held_out: float = Field(0.2, ge=0, lt=1, description="share of QA instances (by id) kept out of training "
                             "and evaluated before and after")
     loop: LoopParams = DISTILL_LOOP
+
+    _over_the_recipe_loop = over_recipe_loop(DISTILL_LOOP)  # `--batch-size 4` alone keeps the 8 accumulated steps
