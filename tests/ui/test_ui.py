@@ -18,11 +18,14 @@ import urllib.error
 import urllib.request
 
 import pytest
+import yaml
 
 from support.prefect_ui import CHROMIUM, find_artifact, launch_chromium, log_in, open_deployment, start_custom_run, \
     wait_for_flow_run, wait_for_ui_state
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
+# Every deployment prefect.yaml declares: `xmdata serve` serves them all.
+DEPLOYMENTS = len(yaml.safe_load(open(os.path.join(os.path.dirname(__file__), "..", "..", "prefect.yaml")))["deployments"])
 BIN = os.path.dirname(sys.executable)
 ARTEFACTS = os.environ.get("XMDATA_TEST_ARTEFACTS",
                            os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "test-artefacts"))
@@ -59,7 +62,7 @@ def served(tmp_path, tiny_models):
                             stdout=open(log, "w"), stderr=subprocess.STDOUT, start_new_session=True)
     password_file = None
     try:
-        wait_for_line(log, "serving 8 deployments", proc)
+        wait_for_line(log, f"serving {DEPLOYMENTS} deployments", proc)
         said = re.search(r"\(password: the line in (.+?)\)", open(log, encoding="utf-8").read())
         assert said, "the serve line names no password file: " + open(log).read()[-3000:]
         password_file = said.group(1)
