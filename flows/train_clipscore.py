@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import os
 
-from prefect import flow, get_run_logger
-from prefect.artifacts import create_markdown_artifact
+from prefect import flow
 
 from xmdata.runtime import storage
-from xmdata.runtime.owner_only import write_private
 from xmdata.tasks.train.clipscore import check_clipscore, train_clipscore
 from xmdata.tasks.train.clipscore_params import ClipscoreParams
 from xmdata.tasks.train.placement import run_placed
+
+from .train_report import report_training
 
 
 @flow(name="train-clipscore")
@@ -31,17 +31,5 @@ def train_clipscore_flow(release: str, out: str, params: ClipscoreParams) -> dic
     release, out = storage.absolute(release), storage.absolute(out)
     check_clipscore(release, params)  # before anything is written: a missing table, no pairs, no model
     result, where = run_placed(train_clipscore, params.device, release, params, out)
-    figures = result["figures"]
-    lines = [f"## CLIPScore fine-tuning of {params.clip_model} on {release}", "",
-             f"{result['steps']} optimizer steps ({result['resumed_from']} resumed from the checkpoint), ran {where}.",
-             "", "| figure | value |", "|---|---|", *(f"| {k} | {v} |" for k, v in figures.items()), "",
-             f"Model: `{result['model']}`; loss log: `{result['artifacts']['losses']}`; "
-             f"curve: `{result['artifacts']['loss_curve']}`; evaluation: `{os.path.join(out, 'eval')}`.", ""]
-    markdown = "\n".join(lines)
-    write_private(os.path.join(out, "summary.md"), markdown)
-    create_markdown_artifact(markdown, key="train-clipscore", description=f"CLIPScore fine-tuning on {release}")
-    get_run_logger().info("train clipscore: %s steps, model %s", result["steps"], result["model"])
-    trained = result["steps"] > result["resumed_from"]
-    return {**result, "where": where,
-            "run": {"train_clipscore": {"shards_run": int(trained), "shards_skipped": int(not trained),
-                                        "shards_total": 1}}}
+    return report_training("train-clipscore", f"CLIPScore fine-tuning of {params.clip_model} on {release}", out,
+                           result, where, extra=f"; evaluation: `{os.path.join(out, 'eval')}`")

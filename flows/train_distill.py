@@ -3,16 +3,14 @@
 runs on CUDA), then publish the loss curve, the figures and the model card as artifacts."""
 from __future__ import annotations
 
-import os
-
-from prefect import flow, get_run_logger
-from prefect.artifacts import create_markdown_artifact
+from prefect import flow
 
 from xmdata.runtime import storage
-from xmdata.runtime.owner_only import write_private
 from xmdata.tasks.train.distill import check_distill, train_distill
 from xmdata.tasks.train.params import DistillParams
 from xmdata.tasks.train.placement import run_placed
+
+from .train_report import report_training
 
 
 @flow(name="train-distill")
@@ -30,16 +28,4 @@ def train_distill_flow(release: str, out: str, params: DistillParams) -> dict:
     release, out = storage.absolute(release), storage.absolute(out)
     check_distill(release, params)  # before anything is written: a missing table, no pairs, no model
     result, where = run_placed(train_distill, params.device, release, params, out)
-    figures = result["figures"]
-    lines = [f"## Distillation of {params.model} on {release}", "",
-             f"{result['steps']} optimizer steps ({result['resumed_from']} resumed from the checkpoint), ran {where}.",
-             "", "| figure | value |", "|---|---|", *(f"| {k} | {v} |" for k, v in figures.items()), "",
-             f"Model: `{result['model']}`; loss log: `{result['artifacts']['losses']}`; "
-             f"curve: `{result['artifacts']['loss_curve']}`.", ""]
-    markdown = "\n".join(lines)
-    write_private(os.path.join(out, "summary.md"), markdown)
-    create_markdown_artifact(markdown, key="train-distill", description=f"distillation on {release}")
-    get_run_logger().info("train distill: %s steps, model %s", result["steps"], result["model"])
-    trained = result["steps"] > result["resumed_from"]
-    return {**result, "where": where,
-            "run": {"train_distill": {"shards_run": int(trained), "shards_skipped": int(not trained), "shards_total": 1}}}
+    return report_training("train-distill", f"Distillation of {params.model} on {release}", out, result, where)
