@@ -6,7 +6,7 @@ socket in the service's private folder. For each command the client (xmdata/clie
 arguments, working folder and environment, with its stdin, stdout and stderr as file descriptors
 (SCM_RIGHTS); this process forks, and the child becomes that command: the client's descriptors as
 0/1/2, its folder, its environment, `xmdata.cli.main(argv)`, its exit status sent back. The client
-forwards its signals to the child; a child whose client is gone (killed) is interrupted.
+forwards its signals to the child; a child whose client is gone (killed) is killed too, at once.
 
 Only the owner gets in: the socket sits in the 0700 secrets folder, and a connection whose peer
 (SO_PEERCRED) is another user is closed unread. A command whose environment differs from this
@@ -88,12 +88,17 @@ def _become_the_command(conn: socket.socket, message: dict, fds: list[int]) -> N
     sys.argv = ["xmdata", *message["argv"]]
     send_message(conn, {"pid": os.getpid()})
 
-    def watch_client() -> None:  # the client closed the connection before the end: it was killed
+    finished = threading.Event()
+
+    def watch_client() -> None:
+        """The client closed the connection before the command ended: it was killed (kill -9, or it
+        could not forward a signal). The command dies as a command killed so would have: at once."""
         try:
             conn.recv(1)
         except OSError:
             pass
-        os.kill(os.getpid(), signal.SIGINT)
+        if not finished.is_set():
+            os.kill(os.getpid(), signal.SIGKILL)
 
     threading.Thread(target=watch_client, daemon=True, name="xmdata-client-watch").start()
     from xmdata.cli import main
@@ -109,6 +114,7 @@ def _become_the_command(conn: socket.socket, message: dict, fds: list[int]) -> N
 
         traceback.print_exc()
         code = 1
+    finished.set()  # from here the client may go: its status is on its way
     sys.stdout.flush()
     sys.stderr.flush()
     usage = os.times()

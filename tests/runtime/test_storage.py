@@ -125,6 +125,9 @@ def test_a_run_killed_mid_upload_leaves_only_whole_recorded_shards_and_resumes(s
         time.sleep(0.02)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
+    # Run by the service's command process, the command is a fork there, killed when its client's
+    # connection closes — a few milliseconds after the client: the records are read once it is gone.
+    time.sleep(0.5)
     records = fs.find("xmdata/killed/language_id/_done")
     assert 0 < len(records) < 24
     for path in records:
