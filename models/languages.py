@@ -5,7 +5,8 @@ command that may have nothing else to do). So the list is recorded once, when th
 converted or first checked, in XMDATA_CACHE/model-languages/<key>.json, the key being a sha256 of
 what decides the list: the backend, the tokenizer class, the transformers version (M2M100's language
 codes live in its code) and the content of the tokenizer's files — never a path, so an edited or
-replaced tokenizer is a new key and is read again. Hub ids key by name and pinned revision.
+replaced tokenizer is a new key and is read again. Hub ids key by name and pinned revision (an
+unpinned hub id is not recorded: registry.translator_languages reads its tokenizer each time).
 The record is the owner's (0700 folder, 0600 file); a damaged one is computed again, never trusted.
 """
 from __future__ import annotations

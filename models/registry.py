@@ -63,13 +63,15 @@ def translator_languages(spec: ModelSpec) -> list[str]:
     from .languages import language_key, record_languages, recorded_languages
 
     cls = backend_class("translator", spec.backend)(spec)
-    key = language_key(spec, cls.tokenizer_class_name)
-    languages = recorded_languages(key)
+    # A hub id without a pinned revision may name other files tomorrow: read from its tokenizer each time.
+    key = language_key(spec, cls.tokenizer_class_name) if spec.is_local or spec.revision else None
+    languages = recorded_languages(key) if key else None
     if languages is None:
         loaded = MODELS.peek("translator", spec)
         if loaded is None:
             loaded = cls
             loaded.load_tokenizer()
         languages = loaded.supported_languages()
-        record_languages(key, spec, languages)
+        if key:
+            record_languages(key, spec, languages)
     return languages
