@@ -15,6 +15,27 @@ from support.shard_folders import finished_shards
 pytestmark = pytest.mark.slow
 
 
+def commands_forked_for(folder) -> list:
+    """The command a client handed to the service's command process (runtime/command_server.py), found
+    by the folder it runs in (the client's), with its own children (its LocalCluster): the processes
+    a kill -9 of the client must take with it, as it took the command's own process before."""
+    from xmdata.client import command_process
+    from xmdata.runtime.service_files import INFO_NAME
+
+    path = command_process()
+    if path is None:
+        return []
+    server = json.loads(open(os.path.join(os.path.dirname(path), INFO_NAME)).read())["pid"]
+    def runs_in(proc) -> bool:
+        try:
+            return proc.cwd() == str(folder)
+        except psutil.Error:  # another command's fork, ended meanwhile
+            return False
+
+    forks = [p for p in psutil.Process(server).children() if runs_in(p)]
+    return forks + [child for fork in forks for child in fork.children(recursive=True)]
+
+
 @pytest.fixture(scope="module")
 def reference_release(demo_release):
     return demo_release
@@ -94,19 +115,22 @@ def test_sigkill_mid_run_resumes_without_redoing_and_matches(reference_release, 
     done_dir = out / "build" / "language_id" / "_done"
     command = [os.path.join(BIN, "xmdata"), "demo", "--out", str(out), "--shards", SHARDS, "--workers", "1",
                "--executor", "dask"]
-    proc = subprocess.Popen(command, env=cluster_env, start_new_session=True,
+    here = tmp_path / "cwd"
+    here.mkdir()
+    proc = subprocess.Popen(command, env=cluster_env, start_new_session=True, cwd=here,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 600
     while finished_shards(done_dir) < 3:
         assert proc.poll() is None and time.monotonic() < deadline, "demo ended before it could be killed"
         time.sleep(0.01)
-    children = psutil.Process(proc.pid).children(recursive=True)
+    children = psutil.Process(proc.pid).children(recursive=True) or commands_forked_for(here)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    finished = finished_shards(done_dir)
-    assert 0 < finished < int(SHARDS) and children  # its worker (and the worker's nanny process)
+    assert children  # its worker (and the worker's nanny process)
     gone, alive = psutil.wait_procs(children, timeout=30)
     assert not alive, f"left running after kill -9 of the command: {alive}"
+    finished = finished_shards(done_dir)  # once nothing of the command runs
+    assert 0 < finished < int(SHARDS)
 
     run = run_demo(out, cluster_env)  # as a user reruns it: auto, on the service's warm cluster
     assert run["language_id"]["shards_skipped"] == finished
