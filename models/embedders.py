@@ -38,6 +38,24 @@ class OpenClipEmbedder:
         return _unit(np.concatenate(parts)) if parts else np.zeros((0, self.scorer.embed_dim), np.float32)
 
 
+def _from_pretrained(spec: ModelSpec, backend: str, with_processor: bool) -> tuple[str, tuple]:
+    """(name, (model, tokenizer, image processor or None)) of a transformers embedder, in eval mode on
+    its device; a ModelError naming the folder, or the hub's error, when it cannot load."""
+    from transformers import AutoImageProcessor, AutoModel, AutoTokenizer
+
+    name = resolve_local_path(spec) if spec.is_local else spec.name_or_path
+    try:
+        kwargs = {} if spec.is_local else {"revision": spec.revision}
+        model = AutoModel.from_pretrained(name, **kwargs).eval().to(spec.device)
+        tokenizer = AutoTokenizer.from_pretrained(name, **kwargs)
+        processor = AutoImageProcessor.from_pretrained(name, use_fast=False, **kwargs) if with_processor else None
+    except Exception as exc:
+        if spec.is_local:
+            raise ModelError(f"{backend} embedder: cannot load {name}: {exc}") from exc
+        raise hub_error(spec, exc) from exc
+    return name, (model, tokenizer, processor)
+
+
 class HfEmbedder:
     """transformers AutoModel + AutoTokenizer + AutoImageProcessor (separately: a multilingual text tower
     often has another tokenizer than its vision model's processor expects)."""
@@ -47,18 +65,7 @@ class HfEmbedder:
         self.model = self.tokenizer = self.processor = None
 
     def load(self) -> None:
-        from transformers import AutoImageProcessor, AutoModel, AutoTokenizer
-
-        name = resolve_local_path(self.spec) if self.spec.is_local else self.spec.name_or_path
-        try:
-            kwargs = {} if self.spec.is_local else {"revision": self.spec.revision}
-            self.model = AutoModel.from_pretrained(name, **kwargs).eval().to(self.spec.device)
-            self.tokenizer = AutoTokenizer.from_pretrained(name, **kwargs)
-            self.processor = AutoImageProcessor.from_pretrained(name, use_fast=False, **kwargs)
-        except Exception as exc:
-            if self.spec.is_local:
-                raise ModelError(f"hf embedder: cannot load {name}: {exc}") from exc
-            raise hub_error(self.spec, exc) from exc
+        name, (self.model, self.tokenizer, self.processor) = _from_pretrained(self.spec, "hf", with_processor=True)
         if not (hasattr(self.model, "get_text_features") and hasattr(self.model, "get_image_features")):
             raise ModelError(f"hf embedder: {name} has no get_text_features/get_image_features (not a CLIP-like model)")
 
@@ -104,17 +111,7 @@ class LastTokenEmbedder:
         self.model = self.tokenizer = None
 
     def load(self) -> None:
-        from transformers import AutoModel, AutoTokenizer
-
-        name = resolve_local_path(self.spec) if self.spec.is_local else self.spec.name_or_path
-        try:
-            kwargs = {} if self.spec.is_local else {"revision": self.spec.revision}
-            self.model = AutoModel.from_pretrained(name, **kwargs).eval().to(self.spec.device)
-            self.tokenizer = AutoTokenizer.from_pretrained(name, **kwargs)
-        except Exception as exc:
-            if self.spec.is_local:
-                raise ModelError(f"last_token embedder: cannot load {name}: {exc}") from exc
-            raise hub_error(self.spec, exc) from exc
+        _, (self.model, self.tokenizer, _) = _from_pretrained(self.spec, "last_token", with_processor=False)
         if self.tokenizer.pad_token is None:  # pooled by index: the padding token's value never matters
             self.tokenizer.pad_token = self.tokenizer.eos_token or self.tokenizer.unk_token
 

@@ -20,6 +20,23 @@ def release_identity(release: str) -> dict:
             "path": os.path.abspath(release), "release_sha256": manifest.get("release_sha256")}
 
 
+def release_table(release: str, name: str, what: str, recipe: str, columns: tuple[str, ...], hint: str = ""):
+    """RELEASE/data/NAME.parquet with COLUMNS, or a one-line ContractError naming what is missing."""
+    import pyarrow.parquet as pq
+
+    from xmdata.schemas.contract import ContractError
+
+    path = os.path.join(release, "data", f"{name}.parquet")
+    if not os.path.isfile(path):
+        raise ContractError(f"{release}: the release has no {name} table (data/{name}.parquet, {what} "
+                            f"`{recipe}` learns from){hint}")
+    table = pq.read_table(path)
+    missing = [c for c in columns if c not in table.column_names]
+    if missing:
+        raise ContractError(f"{path}: the {name} table lacks column(s) {', '.join(missing)}")
+    return table
+
+
 def write_model_card(model_dir: str, *, recipe: str, release: dict, params: dict, figures: dict,
                      description: str, leaves_out: str = "") -> dict:
     """model_card.json and README.md in model_dir; returns the card."""

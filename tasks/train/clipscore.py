@@ -21,7 +21,6 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from xmdata.schemas.contract import ContractError
 from xmdata.tasks.train.clipscore_params import ClipscoreParams
@@ -41,18 +40,6 @@ class ClipscoreData:
     held_out: pa.Table  # rated pairs of eval_split, as they are in the release
     image_root: str
     rejects: pa.Table   # rows left out because their image file is missing
-
-
-def _table(release: str, name: str, what: str, columns: tuple[str, ...]) -> pa.Table:
-    path = os.path.join(release, "data", f"{name}.parquet")
-    if not os.path.isfile(path):
-        raise ContractError(f"{release}: the release has no {name} table (data/{name}.parquet, {what} "
-                            "`train clipscore` learns from)")
-    table = pq.read_table(path)
-    missing = [c for c in columns if c not in table.column_names]
-    if missing:
-        raise ContractError(f"{path}: the {name} table lacks column(s) {', '.join(missing)}")
-    return table
 
 
 def _with_images(table: pa.Table, root: str, table_name: str) -> tuple[pa.Table, list]:
@@ -81,11 +68,12 @@ def check_clipscore(release: str, params: ClipscoreParams) -> ClipscoreData:
     to train on, the model."""
     from xmdata.tasks.build.rejects import concat_rejects
     from xmdata.tasks.scoring.input import check_clip_model
-    from xmdata.tasks.train.card import release_identity
+    from xmdata.tasks.train.card import release_identity, release_table
 
     release_identity(release)  # no readable manifest.json: one line
-    captions = _table(release, params.captions_table, "the captions and translations", CAPTION_COLUMNS)
-    rated = _table(release, params.ratings_table, "the human-rated pairs", RATED_COLUMNS)
+    captions = release_table(release, params.captions_table, "the captions and translations", "train clipscore",
+                             CAPTION_COLUMNS)
+    rated = release_table(release, params.ratings_table, "the human-rated pairs", "train clipscore", RATED_COLUMNS)
     root = os.path.abspath(os.path.expanduser(params.image_root or release))
     if not os.path.isdir(root):
         raise ContractError(f"--image-root {root}: not a folder")

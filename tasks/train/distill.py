@@ -17,7 +17,6 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from xmdata.schemas.contract import ContractError
 from xmdata.tasks.train.params import DistillParams
@@ -41,17 +40,12 @@ class DistillData:
 def check_distill(release: str, params: DistillParams) -> DistillData:
     """Everything refusable before a file is written: the release, its QA translations, the model folder."""
     from xmdata.models.base import ModelError
-    from xmdata.tasks.train.card import release_identity
+    from xmdata.tasks.train.card import release_identity, release_table
 
     release_identity(release)  # no readable manifest.json: one line
     path = os.path.join(release, QA_FILE)
-    if not os.path.isfile(path):
-        raise ContractError(f"{release}: the release has no {QA_TABLE} table ({QA_FILE}, the QA translations "
-                            "`train distill` learns from); build it with a `qa_translation:` section")
-    table = pq.read_table(path)
-    missing = [c for c in PAIR_COLUMNS if c not in table.column_names]
-    if missing:
-        raise ContractError(f"{path}: {QA_TABLE} lacks column(s) {', '.join(missing)}")
+    table = release_table(release, QA_TABLE, "the QA translations", "train distill", PAIR_COLUMNS,
+                          hint="; build it with a `qa_translation:` section")
     table = table.select(list(PAIR_COLUMNS)).filter(
         pc.and_(pc.is_valid(table["source_text"]), pc.is_valid(table["target_text"])))
     table = table.sort_by([("id", "ascending"), ("part", "ascending"), ("target_language", "ascending")])
