@@ -14,8 +14,15 @@ from xmdata.tasks.stage_params import ScoringParams
 from xmdata.tasks.translation.options import FilterOptions, TranslatorOptions
 
 
+# The table a benchmark set reads from its import, by import format: scored pairs with judgements, or
+# VICR's rated pairs (whose every split is translated and published as the release's rated_pairs table).
+SET_TABLES = {**{fmt: "pairs" for fmt in ("flickr8k-expert", "flickr8k-cf", "composite", "pascal50s", "valse",
+                                          "xvnli", "marvl")}, "vicr": "rated_pairs"}
+RATED = "rated_pairs"
+
+
 class BenchmarkSet(Strict):
-    source: str = Field(description="an import of the config whose pairs.parquet holds the set")
+    source: str = Field(description="an import of the config whose pairs (rated_pairs for vicr) hold the set")
     metric: Literal["correlation", "valse", "xvnli", "marvl", "pascal50s"]
     images: str = Field(description="the folder its image paths are under (relative to the config)")
     translate: bool = Field(True, description="English sets: translate into every target (natively "

@@ -19,7 +19,7 @@ from xmdata.tasks.evaluation.params import evaluate_options
 from xmdata.tasks.evaluation.report import write_report
 from xmdata.tasks.evaluation.runner import run_metric
 
-from .benchmark_config import BenchmarksConfig
+from .benchmark_config import RATED, SET_TABLES, BenchmarksConfig
 from .finish import step_report
 
 from .score import score_pairs
@@ -70,13 +70,31 @@ def flatten(result, prefix: str = "") -> list[tuple[str, float]]:
     return []
 
 
-def build_benchmarks(config: BenchmarksConfig, folders: dict[str, str], work: str, shards: int):
-    """(stage reports, distributions, markdown) of every set; benchmark_results.parquet in WORK."""
-    reports, results, markdown = [], [], []
+def rated_pairs(rated: dict[str, tuple[pa.Table, str]]) -> tuple[pa.Table, str]:
+    """The rated sets' pairs with their translations as one table, and the folder its image paths are
+    under: the sets' own image folders' common parent, each set's paths rebased onto it."""
+    root = os.path.commonpath([os.path.abspath(images) for _, images in rated.values()])
+    tables = []
+    for pairs, images in rated.values():
+        prefix = os.path.relpath(os.path.abspath(images), root)
+        if prefix != ".":
+            paths = pc.binary_join_element_wise(prefix, pairs.column("image_path"), "/")
+            pairs = pairs.set_column(pairs.column_names.index("image_path"), "image_path", paths)
+        tables.append(pairs)
+    return pa.concat_tables(tables, promote_options="default"), root
+
+
+def build_benchmarks(config: BenchmarksConfig, folders: dict[str, str], formats: dict[str, str], work: str,
+                     shards: int):
+    """(stage reports, distributions, markdown, {release table: image root}) of every set;
+    benchmark_results.parquet in WORK, and rated_pairs.parquet when a set is rated pairs (VICR)."""
+    reports, results, markdown, rated = [], [], [], {}
     for name, entry in config.sets.items():
         out = os.path.join(work, "benchmarks", name)
-        pairs = prefixed(read_any(os.path.join(folders[entry.source], "pairs.parquet")), name)
-        refs = "refs" if config.references and "refs" in pairs.column_names else None
+        table = SET_TABLES[formats[entry.source]]
+        pairs = prefixed(read_any(os.path.join(folders[entry.source], f"{table}.parquet")), name)
+        refs = "refs" if config.references and "refs" in pairs.column_names \
+            and pairs.column("refs").null_count < pairs.num_rows else None  # VICR publishes none
         set_reports = []
         if entry.translate:
             columns = ["text"] + ([refs] if refs else [])
@@ -85,6 +103,8 @@ def build_benchmarks(config: BenchmarksConfig, folders: dict[str, str], work: st
             translated, _, _ = translate_texts(pairs.select(["id", *columns]), out, shards, params)
             set_reports += translated + [selection_report(out, name, work)]
             pairs = with_translations(pairs, os.path.join(out, "translated.parquet"), columns)
+        if table == RATED:
+            rated[name] = (pairs, entry.images)
         scored, _ = score_pairs(pairs, out, shards, entry.images, config, refs)  # config: its ScoringParams
         for report in set_reports + scored:
             report.stage = report.stage if report.stage.startswith("benchmarks/") else f"benchmarks/{name}/{report.stage}"
@@ -96,4 +116,8 @@ def build_benchmarks(config: BenchmarksConfig, folders: dict[str, str], work: st
                     for m, v in flatten(evaluation.result)]
         markdown.append(f"#### {name} ({entry.metric})\n\n{evaluation.markdown}")
     write_parquet_atomic(pa.Table.from_pylist(results, RESULTS_SCHEMA), os.path.join(work, "benchmark_results.parquet"))
-    return reports, {}, "\n".join(markdown)
+    roots = {}
+    if rated:
+        table, roots[RATED] = rated_pairs(rated)
+        write_parquet_atomic(table, os.path.join(work, f"{RATED}.parquet"))
+    return reports, {}, "\n".join(markdown), roots

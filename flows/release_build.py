@@ -23,6 +23,7 @@ from xmdata.schemas import CAPTIONS, IMAGES
 from xmdata.schemas.readers import read_input
 from xmdata.tasks.images.params import DownloadImagesParams
 from xmdata.tasks.importers.run import import_dataset
+from xmdata.tasks.release.image_roots import record_image_roots
 from xmdata.tasks.release.manifest import model_fingerprint
 from xmdata.tasks.release.sections import ImageDownloadConfig
 from xmdata.tasks.scoring.input import pairs_from_captions
@@ -83,12 +84,17 @@ def build_release_data(config: ReleaseConfig, work: str) -> Build:
         reports, stats, qa_report = translate_qa_rows(c.input, work, shards, c)
         publish_qa_report(qa_report)
         build.add(reports, stats, "QA translation", qa_report["markdown"])
+    image_roots = {}
     if c := config.scoring:
-        pairs, image_root = scoring_pairs(config, work)
-        build.add(*score_pairs(pairs, work, shards, image_root, c))
+        pairs, image_roots["clip_scores"] = scoring_pairs(config, work, folders, roots)
+        build.add(*score_pairs(pairs, work, shards, image_roots["clip_scores"], c))
     if c := config.benchmarks:
-        reports, stats, markdown = build_benchmarks(c, folders, work, shards)
+        formats = {name: entry.format for name, entry in config.imports.items()}
+        reports, stats, markdown, rated_roots = build_benchmarks(c, folders, formats, work, shards)
         build.add(reports, stats, "Benchmarks", markdown)
+        image_roots.update(rated_roots)
+    if not storage.is_url(work):  # a store's build: the images' local folders mean nothing there
+        record_image_roots(work, {t: r for t, r in image_roots.items() if not storage.is_url(r)})
     if c := config.mmmeb:
         reports, stats, markdown = build_mmmeb(c, folders, roots, work, config.seed)
         build.add(reports, stats, "MMMEB", markdown)
@@ -103,9 +109,11 @@ def download_release_images(c: ImageDownloadConfig, work: str, shards: int) -> t
     return reports, {f"image_download_{k}": v for k, v in distributions.items()}
 
 
-def scoring_pairs(config: ReleaseConfig, work: str) -> tuple[pa.Table, str]:
+def scoring_pairs(config: ReleaseConfig, work: str, folders: dict[str, str], roots: dict[str, str]
+                  ) -> tuple[pa.Table, str]:
     """The captions against the images they name, and (when asked) every kept translation against
-    the image of its source caption, with id `<caption id>@<target>`."""
+    the image of its source caption, with id `<caption id>@<target>`; and the folder the images'
+    paths are under: the images table's own folder, or for an imported table its import's image root."""
     c = config.scoring
     captions, images = read_input(c.input, CAPTIONS), read_input(c.images, IMAGES)
     pairs = pairs_from_captions(captions, images)
@@ -125,7 +133,11 @@ def scoring_pairs(config: ReleaseConfig, work: str) -> tuple[pa.Table, str]:
             "text": [r["text"] for r in kept], "language": [r["target_language"] for r in kept],
             "image_id": pa.array([image_id_of.get(r["id"]) for r in kept], pa.string())})
         pairs = pa.concat_tables([pairs, translated.cast(pairs.schema)])
-    return pairs, os.path.dirname(c.images)
+    if storage.is_url(c.images):
+        return pairs, os.path.dirname(c.images)
+    folder = os.path.dirname(os.path.abspath(c.images))
+    imported = [name for name, out in folders.items() if os.path.abspath(out) == folder]
+    return pairs, roots[imported[0]] if imported else folder
 
 
 def source_fingerprint(path: str) -> dict:

@@ -1,5 +1,5 @@
 """Writes the paper recipes' sample inputs, each in the layout its public dataset is published in:
-openimages/, mmeb-train/, xm3600/, xtd10/, maxm/, flickr30k_entities/, imagenet/, flickr8k/.
+openimages/, mmeb-train/, xm3600/, xtd10/, maxm/, flickr30k_entities/, imagenet/, flickr8k/, vicr/.
 
 Run `python data/sample/make_paper_samples.py` to regenerate (deterministic). Everything is made up
 here: a few hand-written rows per dataset, 32x32 generated JPEGs; no file comes from the datasets.
@@ -162,6 +162,28 @@ def flickr8k() -> None:
         jpeg(os.path.join(HERE, "flickr8k", "images", image), n + 40)
 
 
+def vicr() -> None:
+    """VICR: one ratings CSV as published (image URL, caption, subset, num_ratings, then the rating cells,
+    empty past num_ratings), COCO val2014 and Flickr8k images in their archives' folders; each image with a
+    caption that fits it (rated high) and one that does not (rated low), split by image."""
+    scenes = ["A red bicycle by a wall", "Two children playing football", "A bowl of rice on a table",
+              "A fishing boat on the beach", "A dog runs on the grass", "A girl climbs a tree",
+              "A man rides a horse", "A cat sleeps on a sofa"]
+    images = [("coco", f"COCO_val2014_{n + 1:012d}.jpg") for n in range(6)] + \
+             [("flickr8k", name) for name in ("1000268201_693b08cb0e.jpg", "1001773457_577c3a7d70.jpg")]
+    splits = ["train", "train", "train", "train", "val", "test", "train", "test"]
+    lines = ["image,caption,subset,num_ratings,ratings,rating_2,rating_3,rating_4,rating_5"]
+    for n, ((corpus, name), split) in enumerate(zip(images, splits)):
+        url = (f"http://images.cocodataset.org/val2014/{name}" if corpus == "coco"
+               else f"https://validatedicr.org/images/{name}")
+        fits, other = scenes[n], scenes[(n + 3) % len(scenes)]
+        lines.append(f"{url},{fits},{split},3,{5 - n % 2},4,5,,")
+        lines.append(f"{url},{other},{split},4,1,{1 + n % 3},2,1,")
+        jpeg(os.path.join(HERE, "vicr", "images", "val2014" if corpus == "coco" else "Flicker8k_Dataset", name),
+             n + 70)
+    write(os.path.join(HERE, "vicr", "vicr.csv"), "\n".join(lines) + "\n")
+
+
 def valse_and_xvnli() -> None:
     """VALSE: two counting pieces whose keys repeat across files, as the published ones do (caption vs
     foil; one instance not validated). XVNLI: French and German hypotheses of one image, and beside
@@ -196,3 +218,4 @@ if __name__ == "__main__":
     mmeb_train()
     mmmeb_sources()
     flickr8k()
+    vicr()

@@ -20,7 +20,8 @@ class ImportOptions(Params):
                                  "(flickr8k-*, vicr, composite, pascal50s, valse, flickr30k-entities: default en; "
                                  "xvnli: for a folder that is no language code; marvl: for lines without one)")
     split: str | None = Field(None, description="mmeb-train: the split read in every subset (default: train, else "
-                              "original, as xVLM2Vec read them; the hub's folders also hold diverse_instruction)")
+                              "original, as xVLM2Vec read them; the hub's folders also hold diverse_instruction); "
+                              "vicr: keep the pairs of this split only (train, val or test; default: all)")
     table: str | None = Field(None, description="hf: contract the table must meet (captions, images, "
                               "qa_input, score_input, …); default: none, columns kept as they are")
     valid_only: bool = Field(False, description="valse: keep only instances at least two of three annotators "

@@ -18,6 +18,7 @@ import os
 import re
 from collections import Counter
 
+from xmdata.schemas.contract import ContractError
 from xmdata.schemas.ratings import RATED_PAIRS, SPLITS
 
 from .base import Imported, Published, drop_missing_images, files_in, layout_error, reject, rows_table
@@ -107,6 +108,8 @@ def read_file(path: str, language: str) -> tuple[list[dict], list, int]:
 
 
 def read_vicr(source: str, options: ImportOptions) -> Imported:
+    if options.split is not None and options.split not in SPLITS:
+        raise ContractError(f"{FORMAT}: --split {options.split!r}: VICR's splits are {', '.join(SPLITS)}")
     pairs, rejects, read = [], [], 0
     paths = files_in(source, "*.csv", FORMAT, "*.csv")
     for path in paths:
@@ -119,7 +122,11 @@ def read_vicr(source: str, options: ImportOptions) -> Imported:
         counts[f"images/{split}"] = len({p["image_id"] for p in pairs if p["split"] == split})
     leaks = sorted({p["image_id"] for p in pairs if p["split"] != "train"} & {p["image_id"] for p in pairs
                                                                              if p["split"] == "train"})
+    notes = {"images_in_train_and_another_split": len(leaks)}
+    if options.split:  # the counts stay the file's, compared with the publisher's; the rest is not written
+        notes["pairs_of_other_splits_left_out"] = sum(p["split"] != options.split for p in pairs)
+        pairs = [p for p in pairs if p["split"] == options.split]
     kept, missing = drop_missing_images(pairs, options.images, FORMAT, "image_path")
     return Imported({"rated_pairs": (rows_table(kept, RATED_PAIRS.schema), RATED_PAIRS)},
                     f"VICR ratings CSV ({', '.join(os.path.basename(p) for p in paths)})", read, rejects + missing,
-                    notes={"images_in_train_and_another_split": len(leaks)}, counts=counts, published=COUNTS)
+                    notes=notes, counts=counts, published=COUNTS)

@@ -17,6 +17,7 @@ _CANDIDATE_KEY = ("id", "column", "element", "segment", "target_language", "beam
 # repeating a key are told apart by their order. Others (rejects) are matched on all non-float columns.
 KEYS = {
     "captions": ("id",), "clip_scores": ("id",), "benchmark_pairs_scored": ("id",), "image_downloads": ("id",),
+    "rated_pairs": ("id",),
     "images": ("language", "image_id"), "images_optimal": ("language", "image_id"),
     "images_per_language": ("language",), "images_per_language_optimal": ("language",),
     "translations": _TRANSLATION_KEY, "benchmark_translations": _TRANSLATION_KEY,

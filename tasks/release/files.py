@@ -37,6 +37,9 @@ TABLES = {
     "benchmark_translations": ("benchmarks/*/translations.parquet", "the chosen translation (or the reason for none) "
                                "of every benchmark text and reference per target"),
     "benchmark_translation_candidates": ("benchmarks/*/candidates.parquet", "every beam candidate with LID and QE"),
+    "rated_pairs": ("rated_pairs.parquet", "image-caption pairs with their human ratings and split (VICR), and "
+                    "their kept translations (ids <set>/<id>@<target>, rating and split of the pair translated); "
+                    "what `xmdata train clipscore` trains and evaluates on"),
     "benchmark_results": ("benchmark_results.parquet", "each set's metric (correlations, accuracies) per language, "
                           "every number of `xmdata evaluate`'s result by its path"),
     "mmmeb_queries": ("mmmeb_queries.parquet", "MMMEB queries: task, dataset, language, text/image/box, the gold "
@@ -63,7 +66,7 @@ def sorted_by_values(table: pa.Table) -> pa.Table:
 
 def _read(paths: list[str]) -> pa.Table:
     tables = [storage.read_parquet(p) for p in paths]
-    return pa.concat_tables(tables, promote_options="default") if len(tables) > 1 else tables[0]
+    return pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 else tables[0]
 
 
 def gather_tables(work: str, release: str) -> dict[str, str]:

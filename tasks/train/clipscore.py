@@ -38,7 +38,7 @@ class ClipscoreData:
     captions: pa.Table  # image_path, text, language: the contrastive task
     train: pa.Table     # rated pairs of train_split: id, image_path, text, language, rating, contrastive_text
     held_out: pa.Table  # rated pairs of eval_split, as they are in the release
-    image_root: str
+    roots: dict[str, str]  # "captions", "rated": the folder each table's image paths are under
     rejects: pa.Table   # rows left out because their image file is missing
 
 
@@ -63,6 +63,19 @@ def make_reject(reason: str, ids: list, values: list):
     return make_rejects("train_clipscore", reason, ids, values)
 
 
+def image_root(release: str, table: str, given: str | None) -> str:
+    """The folder TABLE's image paths are under: --image-root when given, else where the release's build
+    recorded them (tasks/release/image_roots.py), else the release folder."""
+    from xmdata.tasks.release.image_roots import recorded_image_root
+
+    if given:
+        root = os.path.abspath(os.path.expanduser(given))
+        if not os.path.isdir(root):
+            raise ContractError(f"--image-root {root}: not a folder")
+        return root
+    return recorded_image_root(release, table) or os.path.abspath(release)
+
+
 def check_clipscore(release: str, params: ClipscoreParams) -> ClipscoreData:
     """Everything refusable before a file is written: the release, its two tables, their columns, rows
     to train on, the model."""
@@ -74,9 +87,8 @@ def check_clipscore(release: str, params: ClipscoreParams) -> ClipscoreData:
     captions = release_table(release, params.captions_table, "the captions and translations", "train clipscore",
                              CAPTION_COLUMNS)
     rated = release_table(release, params.ratings_table, "the human-rated pairs", "train clipscore", RATED_COLUMNS)
-    root = os.path.abspath(os.path.expanduser(params.image_root or release))
-    if not os.path.isdir(root):
-        raise ContractError(f"--image-root {root}: not a folder")
+    roots = {"captions": image_root(release, params.captions_table, params.image_root),
+             "rated": image_root(release, params.ratings_table, params.image_root)}
     if "status" in captions.column_names:  # the scoring stage's table: its refused rows have no usable pair
         captions = captions.filter(pc.equal(captions["status"], "ok"))
     captions = captions.filter(pc.and_(pc.is_valid(captions["text"]), pc.is_valid(captions["image_path"])))
@@ -84,13 +96,14 @@ def check_clipscore(release: str, params: ClipscoreParams) -> ClipscoreData:
         captions = captions.append_column("language", pa.nulls(captions.num_rows, pa.string()))
     if "id" not in rated.column_names:
         raise ContractError(f"{release}: the {params.ratings_table} table lacks column id")
-    captions, caption_rejects = _with_images(captions, root, params.captions_table)
-    rated, rated_rejects = _with_images(rated, root, params.ratings_table)
+    captions, caption_rejects = _with_images(captions, roots["captions"], params.captions_table)
+    rated, rated_rejects = _with_images(rated, roots["rated"], params.ratings_table)
     train = rated.filter(pc.equal(rated["split"], params.train_split))
     held_out = rated.filter(pc.equal(rated["split"], params.eval_split))
-    for table, what in ((captions, f"{params.captions_table} row with an image"),
-                        (train, f"{params.ratings_table} pair of split {params.train_split!r} with an image"),
-                        (held_out, f"{params.ratings_table} pair of split {params.eval_split!r} with an image")):
+    for table, what, root in (
+            (captions, f"{params.captions_table} row with an image", roots["captions"]),
+            (train, f"{params.ratings_table} pair of split {params.train_split!r} with an image", roots["rated"]),
+            (held_out, f"{params.ratings_table} pair of split {params.eval_split!r} with an image", roots["rated"])):
         if table.num_rows == 0:
             raise ContractError(f"{release}: no {what} (images under {root})")
     overlap = set(train["id"].to_pylist()) & set(held_out["id"].to_pylist())
@@ -99,7 +112,7 @@ def check_clipscore(release: str, params: ClipscoreParams) -> ClipscoreData:
                             f"{params.eval_split!r}, e.g. {sorted(overlap)[0]!r}")
     check_clip_model(params.clip_model, params.pretrained)
     return ClipscoreData(captions.select(["image_path", "text", "language"]),
-                         _training_pairs(train), held_out, root, concat_rejects(caption_rejects + rated_rejects))
+                         _training_pairs(train), held_out, roots, concat_rejects(caption_rejects + rated_rejects))
 
 
 def _training_pairs(rated: pa.Table) -> pa.Table:
@@ -181,15 +194,15 @@ def train_clipscore(release: str, params: ClipscoreParams, out: str) -> dict:
     rows = {"captions": data.captions.to_pydict(), "rated": data.train.to_pydict()}
     ratings = torch.tensor(rows["rated"]["rating"], dtype=torch.float32)
 
-    def pixels(paths):
-        decoded = [decode_image(ImageRef(path=p), data.image_root, 10**9, scorer.preprocess) for p in paths]
+    def pixels(paths, root):
+        decoded = [decode_image(ImageRef(path=p), root, 10**9, scorer.preprocess) for p in paths]
         bad = next((p for p, d in zip(paths, decoded) if d.pixels is None), None)
         if bad is not None:
             raise ContractError(f"train clipscore: {bad}: {next(d.message for d in decoded if d.pixels is None)}")
         return torch.stack([d.pixels for d in decoded]).to(device)
 
-    def embed(paths, texts):
-        image = model.encode_image(pixels(paths), normalize=True)
+    def embed(task, paths, texts):
+        image = model.encode_image(pixels(paths, data.roots[task]), normalize=True)
         text = model.encode_text(scorer.tokenizer(list(texts)).to(device), normalize=True)
         return image, text
 
@@ -199,9 +212,9 @@ def train_clipscore(release: str, params: ClipscoreParams, out: str) -> dict:
         paths = [table["image_path"][i] for i in index]
         scale = model.logit_scale.exp()
         if task == "captions":
-            image, text = embed(paths, [table["text"][i] for i in index])
+            image, text = embed(task, paths, [table["text"][i] for i in index])
             return contrastive_loss(image, text, scale)
-        image, text = embed(paths, [table["contrastive_text"][i] for i in index])
+        image, text = embed(task, paths, [table["contrastive_text"][i] for i in index])
         total = contrastive_loss(image, text, scale)
         if params.pearson_weight:
             rated_text = model.encode_text(scorer.tokenizer([table["text"][i] for i in index]).to(device),
@@ -298,7 +311,7 @@ def evaluate_held_out(data: ClipscoreData, params: ClipscoreParams, out: str, mo
             fresh = OpenClipScorer(scoring.spec())
             fresh.load()
             MODELS.put("clip_scorer", scoring.spec(), fresh)
-        scored, _ = score_table(pairs, ScoreShard(params=scoring, model=scoring.spec(), image_root=data.image_root,
+        scored, _ = score_table(pairs, ScoreShard(params=scoring, model=scoring.spec(), image_root=data.roots["rated"],
                                                   references_column=None))
         path = os.path.join(folder, name, "scores.parquet")
         private_folder(os.path.dirname(path))

@@ -39,8 +39,8 @@ class ClipscoreParams(Params):
     train_split: str = Field("train", min_length=1, description="rated pairs of this split train")
     eval_split: str = Field("test", min_length=1, description="rated pairs of this split are held out and "
                             "evaluated before and after (correlation of CLIPScore with the rating)")
-    image_root: str | None = Field(None, description="folder the tables' image paths are under (default: the "
-                                   "release folder)")
+    image_root: str | None = Field(None, description="folder the tables' image paths are under (default: where "
+                                   "the release's build recorded each table's images, else the release folder)")
     learning_rate: float = Field(1e-5, gt=0, description="AdamW's learning rate (the paper does not give one)")
     weight_decay: float = Field(0.0, ge=0, description="AdamW's weight decay")
     pearson_weight: float = Field(1.0, ge=0, description="a rated batch's loss is contrastive + pearson_weight x "

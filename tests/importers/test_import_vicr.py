@@ -72,6 +72,15 @@ def test_rated_pairs_means_every_rating_splits_and_refusals(tmp_path):
     assert {r["stage"] for r in rejects} == {"import_vicr"}
 
 
+def test_split_keeps_one_split_and_counts_the_whole_file(tmp_path, capsys):
+    table, report = run_import(write_vicr(tmp_path / "src"), tmp_path / "out", "--split", "test")
+    assert table["id"].to_pylist() == ["COCO_val2014_000000000257#0", "1000268201_693b08cb0e#0"]
+    assert report["pairs_of_other_splits_left_out"] == 4  # 3 train, 1 val; refused rows stay refused
+    assert report["publisher_counts"]["read"]["pairs"] == 6 and report["refused"]["unknown_split"] == 1
+    assert main(["import", "vicr", str(tmp_path / "src"), "--split", "holdout", "--out", str(tmp_path / "o2")]) == 2
+    assert "VICR's splits are train, val, test" in capsys.readouterr().err and not (tmp_path / "o2").exists()
+
+
 def test_images_folder_checked_and_paths_relative_to_it(tmp_path):
     images = tmp_path / "images"
     for path in ("val2014/COCO_val2014_000000000192.jpg", "Flicker8k_Dataset/1000268201_693b08cb0e.jpg"):

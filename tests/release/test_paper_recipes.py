@@ -1,5 +1,6 @@
 """Each paper recipe of data/releases/ builds offline on its shipped samples with the tiny models
 (`--sample --models tiny`), and its release says what it is: tables, models, refusals, citation."""
+import json
 import os
 
 import polars as pl
@@ -7,6 +8,7 @@ import pytest
 from support.language_columns import language_code_problems
 from support.recipe_releases import build_recipe
 
+from xmdata.data import DATA_DIR
 from xmdata.tasks.release.manifest import verify_release
 
 
@@ -22,6 +24,7 @@ def recipe_release(name: str):
 xm3600_release = recipe_release("xm3600-selection")
 xvlm2vec_release = recipe_release("xvlm2vec-train")
 mclipscore_release = recipe_release("mclipscore-eval")
+mclipscore_train_release = recipe_release("mclipscore-train")
 mmmeb_release = recipe_release("mmmeb")
 
 
@@ -61,7 +64,10 @@ def test_mclipscore_recipe_translates_scores_and_evaluates_each_set(mclipscore_r
     out, result = mclipscore_release
     common_card_checks(result, "facebook/m2m100_1.2B", "Unbabel/wmt23-cometkiwi-da-xxl", "xlm-roberta-large-ViT-H-14")
     scored = pl.read_parquet(out / "data" / "benchmark_pairs_scored.parquet")
-    assert {"flickr8k_expert", "valse", "xvnli"} == {i.split("/")[0] for i in scored["id"]}
+    assert {"flickr8k_expert", "valse", "xvnli", "vicr"} == {i.split("/")[0] for i in scored["id"]}
+    rated = pl.read_parquet(out / "data" / "rated_pairs.parquet")  # VICR imported with split: test only
+    assert set(rated["split"]) == {"test"} and rated.height == scored.filter(
+        pl.col("id").str.starts_with("vicr/")).height
     assert set(scored.filter(pl.col("id").str.starts_with("flickr8k_expert/"))["language"]) == {"en", "ar"}
     results = pl.read_parquet(out / "data" / "benchmark_results.parquet")
     assert results.filter(pl.col("benchmark") == "flickr8k_expert")["measure"].str.contains("ar").any()
@@ -69,6 +75,45 @@ def test_mclipscore_recipe_translates_scores_and_evaluates_each_set(mclipscore_r
     refused = pl.read_parquet(out / "rejects" / "benchmarks" / "flickr8k_expert" / "translation_selection.parquet")
     assert set(refused["reason"]) == {"no_candidate_in_target_language"}  # fr: LID refuses the tiny output
     assert "### xvnli (xvnli)" in result["card"]
+
+
+def test_mclipscore_train_recipe_publishes_captions_and_translated_rated_pairs(mclipscore_train_release):
+    out, result = mclipscore_train_release
+    common_card_checks(result, "facebook/m2m100_1.2B", "xlm-roberta-large-ViT-H-14")
+    captions = pl.read_parquet(out / "data" / "clip_scores.parquet")  # XM3600's own captions, imported images
+    assert captions.height == 44 and set(captions["status"]) == {"ok"} and captions["language"].n_unique() == 6
+    rated = pl.read_parquet(out / "data" / "rated_pairs.parquet")
+    english = rated.filter(pl.col("language") == "en")
+    assert english.group_by("split").len().sort("split").rows() == [("test", 4), ("train", 10), ("val", 2)]
+    translated = rated.filter(pl.col("language") == "ar")  # fr: refused by LID, as in the eval recipe
+    assert translated.height > 0 and set(rated["language"]) == {"en", "ar"}
+    source = {r["id"]: r for r in english.iter_rows(named=True)}
+    for row in translated.iter_rows(named=True):  # a translation keeps its pair's rating, split and image
+        original = source[row["id"].rsplit("@", 1)[0]]
+        assert (row["rating"], row["split"], row["image_path"]) == (original["rating"], original["split"],
+                                                                    original["image_path"])
+    assert {p.split("/")[0] for p in rated["image_path"]} == {"val2014", "Flicker8k_Dataset"}
+    roots = json.loads((out / "build" / "image_roots.json").read_text())  # the build's, not the release's bytes
+    assert roots == {"clip_scores": os.path.join(DATA_DIR, "sample", "xm3600", "images"),
+                     "rated_pairs": os.path.join(DATA_DIR, "sample", "vicr", "images")}
+    assert verify_release(str(out)) == []
+
+
+def test_train_clipscore_on_the_mclipscore_train_release_finds_its_images(mclipscore_train_release, tiny_models,
+                                                                         tmp_path):
+    """The recipe's consumer on the recipe's own output: no --image-root, no hand-made table."""
+    from xmdata.cli import main
+
+    out, result = mclipscore_train_release
+    assert main(["train", "clipscore", str(out), "--out", str(tmp_path / "mlf"), "--clip-model",
+                 tiny_models["open_clip"].name_or_path, "--batch-size", "8", "--executor", "inprocess", "-q"]) == 0
+    card = json.loads((tmp_path / "mlf" / "model" / "model_card.json").read_text())
+    assert card["release"]["release_sha256"] == result["release_sha256"]
+    figures = card["figures"]
+    assert figures["caption_rows"] == 44 and figures["rows_without_image"] == 0
+    rated = pl.read_parquet(out / "data" / "rated_pairs.parquet")
+    assert figures["rated_training_pairs"] == rated.filter(pl.col("split") == "train").height
+    assert figures["held_out_pairs"] == rated.filter(pl.col("split") == "test").height
 
 
 def test_mmmeb_recipe_assembles_tasks_pools_embeddings_and_scores(mmmeb_release):

@@ -45,7 +45,8 @@ def test_models_tiny_replaces_every_model_the_recipes_name():
     assert named_models(paper)["benchmarks.translator"] == ("facebook/m2m100_1.2B", None)
 
 
-@pytest.mark.parametrize("recipe", ["xm3600-selection", "xvlm2vec-train", "mclipscore-eval", "mmmeb"])
+@pytest.mark.parametrize("recipe", ["xm3600-selection", "xvlm2vec-train", "mclipscore-eval", "mclipscore-train",
+                                    "mmmeb"])
 def test_recipes_name_the_papers_models_and_refuse_a_missing_download(recipe):
     path = os.path.join(os.path.dirname(__file__), "..", "..", "data", "releases", f"{recipe}.yaml")
     with pytest.raises(ContractError, match="input not found: imports"):  # the real downloads are not here
@@ -57,6 +58,8 @@ def test_recipes_name_the_papers_models_and_refuse_a_missing_download(recipe):
     named = named_models(release.as_written)
     expected = {"xm3600-selection": set(), "xvlm2vec-train": {"google/madlad400-3b-mt"},
                 "mclipscore-eval": {"facebook/m2m100_1.2B", "Unbabel/wmt23-cometkiwi-da-xxl", "xlm-roberta-large-ViT-H-14"},
+                "mclipscore-train": {"facebook/m2m100_1.2B", "Unbabel/wmt23-cometkiwi-da-xxl",
+                                     "xlm-roberta-large-ViT-H-14"},
                 "mmmeb": {"google/siglip-base-patch16-256-multilingual", "xlm-roberta-large-ViT-H-14"}}[recipe]
     assert expected <= {model for model, _ in named.values()}
 
@@ -68,6 +71,16 @@ def test_an_input_from_an_import_the_config_lacks_is_refused(tmp_path):
     (tmp_path / "m.yaml").write_text("name: x\nmmmeb: {sources: {xtd10: [missing]}}\n")
     with pytest.raises(ContractError, match=r"mmmeb.sources.xtd10: missing \(not an import\)"):
         load_release_config(str(tmp_path / "m.yaml"))
+
+
+def test_a_benchmark_set_on_an_import_without_pairs_is_refused_before_the_build(tmp_path):
+    (tmp_path / "b.yaml").write_text(
+        "name: x\nimports: {xm: {format: xm3600, source: .}}\n"
+        "benchmarks: {targets: [fr], clip_model: 'tiny:open_clip', sets: {xm: {source: xm, metric: correlation, "
+        "images: .}}}\n")
+    with pytest.raises(ContractError, match=r"benchmarks.sets.xm.source: xm \(a xm3600 import has no pairs a set "
+                       r"can score; formats that do: .*vicr"):
+        load_release_config(str(tmp_path / "b.yaml"))
 
 
 def test_mmmeb_source_layouts_are_refused_whole_or_row_by_row(tmp_path):
