@@ -1,0 +1,73 @@
+"""How the worker processes of a cluster xmdata starts come to life: forked from a forkserver that has
+already imported what they will import, or each a fresh python (spawn, XMDATA_WORKER_FORKSERVER=off).
+
+A fresh worker pays its libraries' imports before its first shard: ~1.5 CPU-s for Dask, pyarrow and
+polars, 6–8 CPU-s more for a model's (torch, transformers: docs/explanation/light-models.md). A
+worker forked from a process that imported them pays a few hundredths of that. Which imports the
+forkserver makes is decided where the cost falls (`start_local_cluster(..., models=...)`):
+- every cluster: Dask and the stage libraries (LIGHT), ~1.5 CPU-s once instead of once per worker;
+- the service's long-lived cluster: the model backends' imports too (registry.BACKEND_IMPORTS),
+  once per service, so every worker it starts or brings back after idling loads its model, not torch.
+  A run's own short cluster does not: a run of fastText-only stages would pay torch for nothing.
+
+One forkserver per process, started with the first worker (Python's `multiprocessing` keeps one):
+the first cluster a process starts decides its imports. It starts after Dask's nanny has set the
+variables read at a process's start (PYTHONHASHSEED, MALLOC_TRIM_THRESHOLD_) in this process, so its
+workers have them as spawned ones do; it exits when this process does (its pipe closes). It never
+touches CUDA (importing torch does not): each GPU worker starts CUDA itself, on its own device.
+torch's threads are read at torch's import, in the forkserver: `dask_setup` sets a worker's own
+share (OMP_NUM_THREADS, from its nanny) once the worker's environment is in place.
+"""
+from __future__ import annotations
+
+import sys
+
+from . import settings
+
+METHOD = "distributed.worker.multiprocessing-method"
+# What any worker imports to run a shard: Dask's own list (distributed.utils.get_mp_context) and the
+# stage libraries. An import that fails is skipped by the forkserver, as by Dask. Not polars: it starts
+# threads at import and is not fork-safe (its docs); a worker imports it after the fork.
+LIGHT = ("distributed", "dask", "msgpack", "cloudpickle", "tornado", "toolz", "numpy", "pandas", "lz4",
+         "pyarrow.parquet", "pyarrow.dataset", "xmdata.runtime.dask_executor", "xmdata.runtime.worker_start")
+
+
+def method() -> str:
+    return "forkserver" if settings.WORKER_FORKSERVER.get() else "spawn"
+
+
+def prepare(models: bool) -> list[str]:
+    """Before a LocalCluster starts its workers: how they start, set for this process (a nanny reads it
+    each time it starts a worker, at a restart or when the service brings its workers back); returns
+    the `preload` its workers take (`dask_setup` below)."""
+    import dask
+
+    chosen = method()
+    dask.config.set({METHOD: chosen})
+    if chosen == "forkserver":
+        from distributed.utils import get_mp_context
+
+        # Dask sets its own list on the first call; ours replaces it (a no-op once the forkserver runs).
+        get_mp_context().set_forkserver_preload(list(preload(models)))
+    return [__name__]
+
+
+def preload(models: bool) -> tuple[str, ...]:
+    if not models:
+        return LIGHT
+    from xmdata.models.registry import BACKEND_IMPORTS
+
+    return LIGHT + BACKEND_IMPORTS
+
+
+def dask_setup(worker) -> None:  # noqa: ARG001 — Dask's preload hook, run as each worker starts
+    use_thread_share()
+
+
+def use_thread_share() -> None:
+    """torch's threads = this worker's OMP_NUM_THREADS, as a worker that imports torch itself gets
+    them; a torch imported by the forkserver kept the forkserver's."""
+    threads = settings.OMP_NUM_THREADS.get()
+    torch = sys.modules.get("torch")
+    if torch is not None and threads and torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
