@@ -53,11 +53,15 @@ def state_of(env):
 
 
 def workers(service):
-    """The service's worker processes (spawned by its nannies, which live in the service's process)."""
+    """The service's worker processes: forked by its forkserver for its nannies (which live in the
+    service's process), or spawned by them (XMDATA_WORKER_FORKSERVER=off)."""
     found = []
     for proc in service.children():
         with contextlib.suppress(psutil.Error):  # one that exits meanwhile, or a zombie not yet reaped: gone
-            if proc.status() != psutil.STATUS_ZOMBIE and "spawn_main" in " ".join(proc.cmdline()):
+            command = " ".join(proc.cmdline())
+            if "multiprocessing.forkserver" in command:
+                found += [p for p in proc.children() if p.status() != psutil.STATUS_ZOMBIE]
+            elif proc.status() != psutil.STATUS_ZOMBIE and "spawn_main" in command:
                 found.append(proc)
     return found
 
@@ -106,6 +110,8 @@ def test_up_reuse_idle_workers_retire_come_back_and_down_on_loopback(own_env, tm
     assert "workers retired" in log and "workers back in" in log
 
     tree = service_tree(state)  # with the workers called back
+    forkserver = [p for p in root.children() if "multiprocessing.forkserver" in " ".join(p.cmdline())]
+    assert len(forkserver) == 1 and len(workers(root)) == state["workers"]  # the one that forks the workers
     down = xmdata(own_env, "down")
     assert down.returncode == 0 and "stopped" in down.stdout
     gone, alive = psutil.wait_procs(tree, timeout=30)
