@@ -86,6 +86,9 @@ class Workers:
         self.cluster.sync(self.cluster._correct_state)  # retire_workers, then each nanny closes
         from xmdata.models.model_cache import free_memory  # the scheduler's share of their memory
 
+        from .worker_start import stop_forkserver  # and the process that forked them (the model libraries)
+
+        stop_forkserver()
         free_memory()
 
     def restore(self) -> None:

@@ -7,11 +7,14 @@ worker forked from a process that imported them pays a few hundredths of that. W
 forkserver makes is decided where the cost falls (`start_local_cluster(..., models=...)`):
 - every cluster: Dask and the stage libraries (LIGHT), ~1.5 CPU-s once instead of once per worker;
 - the service's long-lived cluster: the model backends' imports too (registry.BACKEND_IMPORTS),
-  once per service, so every worker it starts or brings back after idling loads its model, not torch.
+  once per start or return from idle, so every worker it starts, restarts or brings back loads its
+  model, not torch.
   A run's own short cluster does not: a run of fastText-only stages would pay torch for nothing.
 
 One forkserver per process, started with the first worker (Python's `multiprocessing` keeps one):
-the first cluster a process starts decides its imports. It starts after Dask's nanny has set the
+the first cluster a process starts decides its imports. The service stops it with its retired
+workers (`stop_forkserver`) and the first worker it brings back starts it again: once per return,
+not once per worker. It starts after Dask's nanny has set the
 variables read at a process's start (PYTHONHASHSEED, MALLOC_TRIM_THRESHOLD_) in this process, so its
 workers have them as spawned ones do; it exits when this process does (its pipe closes). It never
 touches CUDA (importing torch does not): each GPU worker starts CUDA itself, on its own device.
@@ -50,6 +53,15 @@ def prepare(models: bool) -> list[str]:
         # Dask sets its own list on the first call; ours replaces it (a no-op once the forkserver runs).
         get_mp_context().set_forkserver_preload(list(preload(models)))
     return [__name__]
+
+
+def stop_forkserver() -> None:
+    """This process's forkserver ends, once none of its workers is left (the service's idle workers
+    retired): it holds the model libraries (~0.56 GB anonymous memory), and idle means small. The next
+    worker starts it again, with the same imports. (`_stop` is Python's own, private, for its tests.)"""
+    import multiprocessing.forkserver
+
+    multiprocessing.forkserver._forkserver._stop()
 
 
 def preload(models: bool) -> tuple[str, ...]:
