@@ -33,8 +33,10 @@ def local_cluster_plan(gpus: list[str], cpu_workers: int, dask_cuda_installed: b
 
 
 def start_cuda_cluster(plan: LocalClusterPlan, host: str, protocol: str, security, dashboard_address: str,
-                       memory_limit: str, env: dict, scheduler_kwargs: dict, preload: list[str]):
-    """LocalCUDACluster, one single-threaded worker per GPU advertising GPU=1, then the CPU workers."""
+                       memory_limit: str, env: dict, scheduler_kwargs: dict, preload: list[str] | None = None):
+    """LocalCUDACluster, one single-threaded worker per GPU advertising GPU=1, then the CPU workers;
+    `preload`: the workers' start hook (worker_start.prepare)."""
+    preload = list(preload or [])
     from dask_cuda import LocalCUDACluster
     from distributed import Nanny
 
