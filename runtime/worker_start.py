@@ -1,28 +1,30 @@
 """How the worker processes of a cluster xmdata starts come to life: forked from a forkserver that has
 already imported what they will import, or each a fresh python (spawn, XMDATA_WORKER_FORKSERVER=off).
 
-A fresh worker pays its libraries' imports before its first shard: ~1.5 CPU-s for Dask, pyarrow and
-polars, 6–8 CPU-s more for a model's (torch, transformers: docs/explanation/light-models.md). A
-worker forked from a process that imported them pays a few hundredths of that. Which imports the
+A fresh worker pays its libraries' imports before its first shard: ~1 CPU-s for Dask and pyarrow,
+6–8 CPU-s more for a model's (torch, transformers: docs/explanation/light-models.md). A worker
+forked from a process that imported them pays a few hundredths of that. Which imports the
 forkserver makes is decided where the cost falls (`start_local_cluster(..., models=...)`):
-- every cluster: Dask and the stage libraries (LIGHT), ~1.5 CPU-s once instead of once per worker;
+- every cluster: Dask and the stage libraries (LIGHT), once instead of once per worker;
 - the service's long-lived cluster: the model backends' imports too (registry.BACKEND_IMPORTS),
-  once per start or return from idle, so every worker it starts, restarts or brings back loads its
-  model, not torch.
-  A run's own short cluster does not: a run of fastText-only stages would pay torch for nothing.
+  ~8 CPU-s once per start or return from idle, so every worker it starts, restarts or brings back
+  loads its model, not torch. A run's own short cluster does not: a run of fastText-only stages
+  would pay torch for nothing.
 
-One forkserver per process, started with the first worker (Python's `multiprocessing` keeps one):
-the first cluster a process starts decides its imports. The service stops it with its retired
-workers (`stop_forkserver`) and the first worker it brings back starts it again: once per return,
-not once per worker. It starts after Dask's nanny has set the
-variables read at a process's start (PYTHONHASHSEED, MALLOC_TRIM_THRESHOLD_) in this process, so its
-workers have them as spawned ones do; it exits when this process does (its pipe closes). It never
+One forkserver per process (Python's `multiprocessing` keeps one), started by the first worker,
+after Dask's nanny has set in this process the variables read at a process's start
+(PYTHONHASHSEED, MALLOC_TRIM_THRESHOLD_): its workers have them as spawned ones do. A cluster
+started when none of its workers is left gets a new one if the imports asked for or this process's
+environment have changed (a forked worker has the forkserver's environment, where a spawned one has
+this process's now). The service stops it with its retired workers (`stop_forkserver`); the first
+worker it brings back starts it again. It exits when this process does (its pipe closes). It never
 touches CUDA (importing torch does not): each GPU worker starts CUDA itself, on its own device.
-torch's threads are read at torch's import, in the forkserver: `dask_setup` sets a worker's own
+torch's threads are fixed at torch's import, in the forkserver: `dask_setup` sets a worker's own
 share (OMP_NUM_THREADS, from its nanny) once the worker's environment is in place.
 """
 from __future__ import annotations
 
+import os
 import sys
 
 from . import settings
@@ -50,9 +52,35 @@ def prepare(models: bool) -> list[str]:
     if chosen == "forkserver":
         from distributed.utils import get_mp_context
 
-        # Dask sets its own list on the first call; ours replaces it (a no-op once the forkserver runs).
-        get_mp_context().set_forkserver_preload(list(preload(models)))
+        wanted = list(preload(models))
+        if not _in_step(wanted):
+            stop_forkserver()
+        # Dask sets its own list on the first call; ours replaces it (used when the forkserver starts).
+        get_mp_context().set_forkserver_preload(wanted)
     return [__name__]
+
+
+def _in_step(wanted: list[str]) -> bool:
+    """Whether the running forkserver (if any) may serve this cluster: it has the imports asked for
+    and this process's environment as it is now (a spawned worker inherits that; a forked one the
+    forkserver's, read by libraries at their import too), or it still has workers, which stopping
+    it would kill."""
+    import multiprocessing.forkserver
+
+    import psutil
+
+    pid = multiprocessing.forkserver._forkserver._forkserver_pid
+    if pid is None:
+        return True
+    try:
+        server = psutil.Process(pid)
+        if server.children():
+            return True
+        started = server.environ()
+        command = " ".join(server.cmdline())
+    except psutil.Error:
+        return False
+    return started == dict(os.environ) and repr(wanted) in command
 
 
 def stop_forkserver() -> None:

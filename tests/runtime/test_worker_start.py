@@ -123,3 +123,22 @@ def test_the_model_imports_touch_no_cuda():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split("\n")[-2] == "[] False"
+
+
+def test_a_later_cluster_sees_the_environment_as_it_is_then(fresh_forkserver, monkeypatch):
+    """A forked worker has the forkserver's environment: a cluster started after a change (and after
+    the last one closed) gets a forkserver of the new one, as spawned workers would."""
+    def seen():
+        return os.environ.get("XMDATA_TEST_RUN"), os.getppid()
+
+    monkeypatch.setenv("XMDATA_WORKER_FORKSERVER", "on")
+    answers = []
+    for value in ("first", "second"):
+        monkeypatch.setenv("XMDATA_TEST_RUN", value)
+        cluster, client = start_local_cluster(1)
+        try:
+            answers += list(client.run(seen).values())
+        finally:
+            close_local_cluster(cluster, client)
+    assert [value for value, _ in answers] == ["first", "second"]
+    assert answers[0][1] != answers[1][1]  # another forkserver
