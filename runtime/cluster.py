@@ -61,8 +61,7 @@ def start_local_cluster(n_workers: int | None = None, memory_limit: str = "auto"
     security = (credentials or new_dask_credentials()).security()
     common = {"host": host, "protocol": "tls://", "security": security, "memory_limit": memory_limit,
               "dashboard_address": f"{DASHBOARD_HOST}:0", "scheduler_kwargs": {"dashboard": dashboard},
-              "env": {settings.OMP_NUM_THREADS.name: threads, "MKL_NUM_THREADS": threads},
-              "preload": prepare(models)}
+              "env": {settings.OMP_NUM_THREADS.name: threads, "MKL_NUM_THREADS": threads}, **prepare(models)}
     plan = local_cluster_plan(gpu_ids(), workers)
     with dask.config.set({**ONE_SHARD_A_WORKER, **({} if dashboard else HEALTH_ONLY)}):
         if plan.cuda:

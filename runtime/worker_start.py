@@ -41,10 +41,10 @@ def method() -> str:
     return "forkserver" if settings.WORKER_FORKSERVER.get() else "spawn"
 
 
-def prepare(models: bool) -> list[str]:
+def prepare(models: bool) -> dict:
     """Before a LocalCluster starts its workers: how they start, set for this process (a nanny reads it
     each time it starts a worker, at a restart or when the service brings its workers back); returns
-    the `preload` its workers take (`dask_setup` below)."""
+    the `preload` and `preload_argv` its nannies take: Dask's configured ones, then `dask_setup` below."""
     import dask
 
     chosen = method()
@@ -57,7 +57,19 @@ def prepare(models: bool) -> list[str]:
             stop_forkserver()
         # Dask sets its own list on the first call; ours replaces it (used when the forkserver starts).
         get_mp_context().set_forkserver_preload(wanted)
-    return [__name__]
+    return worker_preload()
+
+
+def worker_preload() -> dict:
+    """Nanny keywords: the preloads Dask's config names (a user's), ours after them."""
+    import dask
+
+    configured = dask.config.get("distributed.worker.preload") or []
+    argv = dask.config.get("distributed.worker.preload-argv") or []
+    configured = [configured] if isinstance(configured, str) else list(configured)
+    if argv and not isinstance(argv[0], str):  # one list per preload: ours takes none
+        argv = [*argv, []]
+    return {"preload": [*configured, __name__], "preload_argv": argv}
 
 
 def _in_step(wanted: list[str]) -> bool:
