@@ -158,6 +158,14 @@ def child_env(drop: tuple[str, ...] = (), **extra: str) -> dict[str, str]:
     return env
 
 
+def process_environment(pid: int) -> dict[str, str]:
+    """The environment another process of this user started with (Linux): whether a forkserver's is
+    still this process's (runtime/worker_start.py)."""
+    with open(f"/proc/{pid}/environ", "rb") as f:
+        pairs = [os.fsdecode(item).split("=", 1) for item in f.read().split(b"\0") if b"=" in item]
+    return dict(pairs)
+
+
 def variables(prefixes: tuple[str, ...]) -> list[tuple[str, str]]:
     """(name, value) of this process's variables whose names start with one of `prefixes`, sorted:
     what a library reads for itself (torch's ATEN_*, Prefect's PREFECT_*…), for a cache key or a check."""

@@ -24,7 +24,6 @@ share (OMP_NUM_THREADS, from its nanny) once the worker's environment is in plac
 """
 from __future__ import annotations
 
-import os
 import sys
 
 from . import settings
@@ -88,11 +87,11 @@ def _in_step(wanted: list[str]) -> bool:
         server = psutil.Process(pid)
         if server.children():
             return True
-        started = server.environ()
+        started = settings.process_environment(pid)
         command = " ".join(server.cmdline())
-    except psutil.Error:
+    except (psutil.Error, OSError):
         return False
-    return started == dict(os.environ) and repr(wanted) in command
+    return started == settings.child_env() and repr(wanted) in command
 
 
 def stop_forkserver() -> None:
