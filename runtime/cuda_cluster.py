@@ -33,19 +33,22 @@ def local_cluster_plan(gpus: list[str], cpu_workers: int, dask_cuda_installed: b
 
 
 def start_cuda_cluster(plan: LocalClusterPlan, host: str, protocol: str, security, dashboard_address: str,
-                       memory_limit: str, env: dict, scheduler_kwargs: dict):
-    """LocalCUDACluster, one single-threaded worker per GPU advertising GPU=1, then the CPU workers."""
+                       memory_limit: str, env: dict, scheduler_kwargs: dict, preload: list[str] | None = None,
+                       preload_argv: list | None = None):
+    """LocalCUDACluster, one single-threaded worker per GPU advertising GPU=1, then the CPU workers;
+    `preload`, `preload_argv`: the workers' start hooks (worker_start.prepare)."""
+    hooks = {"preload": preload, "preload_argv": preload_argv}  # None: Dask's config
     from dask_cuda import LocalCUDACluster
     from distributed import Nanny
 
     cluster = LocalCUDACluster(
         CUDA_VISIBLE_DEVICES=",".join(plan.gpus), n_workers=len(plan.gpus), threads_per_worker=1,
         host=host, protocol=protocol, security=security, dashboard_address=dashboard_address, scheduler_kwargs=scheduler_kwargs,
-        memory_limit=memory_limit, resources={GPU: 1})  # its workers' env is its own: the device each
+        memory_limit=memory_limit, resources={GPU: 1}, **hooks)  # its workers' env is its own: the device each
     for index in range(plan.cpu_workers):
         cluster.worker_spec[f"cpu-{index}"] = {"cls": Nanny, "options": {
             "nthreads": 1, "memory_limit": memory_limit, "host": host, "name": f"cpu-{index}",
-            "protocol": protocol, "security": security,
+            "protocol": protocol, "security": security, **hooks,
             "env": {**env, settings.CUDA_VISIBLE_DEVICES.name: ""}}}  # a CPU worker never touches a GPU
     cluster.sync(cluster._correct_state)
     return cluster

@@ -86,6 +86,9 @@ class Workers:
         self.cluster.sync(self.cluster._correct_state)  # retire_workers, then each nanny closes
         from xmdata.models.model_cache import free_memory  # the scheduler's share of their memory
 
+        from .worker_start import stop_forkserver  # and the process that forked them (the model libraries)
+
+        stop_forkserver()
         free_memory()
 
     def restore(self) -> None:
@@ -123,7 +126,7 @@ def main() -> None:
                  "idle_minutes": idle_s / 60, "model_idle_minutes": model_idle_s / 60, "log": p["log"],
                  "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
         write_state(state)
-        cluster, client = start_local_cluster(workers, credentials=credentials, dashboard=args.dashboard)
+        cluster, client = start_local_cluster(workers, credentials=credentials, dashboard=args.dashboard, models=True)
         own_clients = len(cluster.scheduler.clients)
         if not signals.stop:  # asked to stop while the cluster started: no command is sent to it
             state.update(dask_address=cluster.scheduler_address, workers=len(cluster.workers),

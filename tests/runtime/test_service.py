@@ -53,11 +53,24 @@ def state_of(env):
 
 
 def workers(service):
-    """The service's worker processes (spawned by its nannies, which live in the service's process)."""
+    """The service's worker processes: forked by its forkserver for its nannies (which live in the
+    service's process), or spawned by them (XMDATA_WORKER_FORKSERVER=off)."""
     found = []
     for proc in service.children():
         with contextlib.suppress(psutil.Error):  # one that exits meanwhile, or a zombie not yet reaped: gone
-            if proc.status() != psutil.STATUS_ZOMBIE and "spawn_main" in " ".join(proc.cmdline()):
+            command = " ".join(proc.cmdline())
+            if "multiprocessing.forkserver" in command:
+                found += [p for p in proc.children() if p.status() != psutil.STATUS_ZOMBIE]
+            elif proc.status() != psutil.STATUS_ZOMBIE and "spawn_main" in command:
+                found.append(proc)
+    return found
+
+
+def forkservers(service):
+    found = []
+    for proc in service.children():
+        with contextlib.suppress(psutil.Error):
+            if proc.status() != psutil.STATUS_ZOMBIE and "multiprocessing.forkserver" in " ".join(proc.cmdline()):
                 found.append(proc)
     return found
 
@@ -99,6 +112,7 @@ def test_up_reuse_idle_workers_retire_come_back_and_down_on_loopback(own_env, tm
 
     root = psutil.Process(state["pid"])
     wait_for(lambda: state_of(own_env)["retired"] and not workers(root))
+    wait_for(lambda: not forkservers(root), timeout=30)  # gone with them: the model libraries' memory back
     status = xmdata(own_env, "status")
     assert status.returncode == 0 and "retired" in status.stdout and "Prefect server" in status.stdout, status.stdout
     assert lid(tmp_path / "second") == first  # the workers called back: same shards, same bytes
@@ -106,6 +120,7 @@ def test_up_reuse_idle_workers_retire_come_back_and_down_on_loopback(own_env, tm
     assert "workers retired" in log and "workers back in" in log
 
     tree = service_tree(state)  # with the workers called back
+    assert len(forkservers(root)) == 1 and len(workers(root)) == state["workers"]  # started again, with them
     down = xmdata(own_env, "down")
     assert down.returncode == 0 and "stopped" in down.stdout
     gone, alive = psutil.wait_procs(tree, timeout=30)

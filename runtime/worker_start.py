@@ -1,0 +1,124 @@
+"""How the worker processes of a cluster xmdata starts come to life: forked from a forkserver that has
+already imported what they will import, or each a fresh python (spawn, XMDATA_WORKER_FORKSERVER=off).
+
+A fresh worker pays its libraries' imports before its first shard: ~1 CPU-s for Dask and pyarrow,
+6–8 CPU-s more for a model's (torch, transformers: docs/explanation/light-models.md). A worker
+forked from a process that imported them pays a few hundredths of that. Which imports the
+forkserver makes is decided where the cost falls (`start_local_cluster(..., models=...)`):
+- every cluster: Dask and the stage libraries (LIGHT), once instead of once per worker;
+- the service's long-lived cluster: the model backends' imports too (registry.BACKEND_IMPORTS),
+  ~8 CPU-s once per start or return from idle, so every worker it starts, restarts or brings back
+  loads its model, not torch. A run's own short cluster does not: a run of fastText-only stages
+  would pay torch for nothing.
+
+One forkserver per process (Python's `multiprocessing` keeps one), started by the first worker,
+after Dask's nanny has set in this process the variables read at a process's start
+(PYTHONHASHSEED, MALLOC_TRIM_THRESHOLD_): its workers have them as spawned ones do. A cluster
+started when none of its workers is left gets a new one if the imports asked for or this process's
+environment have changed (a forked worker has the forkserver's environment, where a spawned one has
+this process's now). The service stops it with its retired workers (`stop_forkserver`); the first
+worker it brings back starts it again. It exits when this process does (its pipe closes). It never
+touches CUDA (importing torch does not): each GPU worker starts CUDA itself, on its own device.
+torch's threads are fixed at torch's import, in the forkserver: `dask_setup` sets a worker's own
+share (OMP_NUM_THREADS, from its nanny) once the worker's environment is in place.
+"""
+from __future__ import annotations
+
+import sys
+
+from . import settings
+
+METHOD = "distributed.worker.multiprocessing-method"
+# What any worker imports to run a shard: Dask's own list (distributed.utils.get_mp_context) and the
+# stage libraries. An import that fails is skipped by the forkserver, as by Dask. Not polars: it starts
+# threads at import and is not fork-safe (its docs); a worker imports it after the fork.
+LIGHT = ("distributed", "dask", "msgpack", "cloudpickle", "tornado", "toolz", "numpy", "pandas", "lz4",
+         "pyarrow.parquet", "pyarrow.dataset", "xmdata.runtime.dask_executor", "xmdata.runtime.worker_start")
+
+
+def method() -> str:
+    return "forkserver" if settings.WORKER_FORKSERVER.get() else "spawn"
+
+
+def prepare(models: bool) -> dict:
+    """Before a LocalCluster starts its workers: how they start, set for this process (a nanny reads it
+    each time it starts a worker, at a restart or when the service brings its workers back); returns
+    the `preload` and `preload_argv` its nannies take: Dask's configured ones, then `dask_setup` below."""
+    import dask
+
+    chosen = method()
+    dask.config.set({METHOD: chosen})
+    if chosen == "forkserver":
+        from distributed.utils import get_mp_context
+
+        wanted = list(preload(models))
+        if not _in_step(wanted):
+            stop_forkserver()
+        # Dask sets its own list on the first call; ours replaces it (used when the forkserver starts).
+        get_mp_context().set_forkserver_preload(wanted)
+    return worker_preload()
+
+
+def worker_preload() -> dict:
+    """Nanny keywords: the preloads Dask's config names (a user's), ours after them."""
+    import dask
+
+    configured = dask.config.get("distributed.worker.preload") or []
+    argv = dask.config.get("distributed.worker.preload-argv") or []
+    configured = [configured] if isinstance(configured, str) else list(configured)
+    if argv and not isinstance(argv[0], str):  # one list per preload: ours takes none
+        argv = [*argv, []]
+    return {"preload": [*configured, __name__], "preload_argv": argv}
+
+
+def _in_step(wanted: list[str]) -> bool:
+    """Whether the running forkserver (if any) may serve this cluster: it has the imports asked for
+    and this process's environment as it is now (a spawned worker inherits that; a forked one the
+    forkserver's, read by libraries at their import too), or it still has workers, which stopping
+    it would kill."""
+    import multiprocessing.forkserver
+
+    import psutil
+
+    pid = multiprocessing.forkserver._forkserver._forkserver_pid
+    if pid is None:
+        return True
+    try:
+        server = psutil.Process(pid)
+        if server.children():
+            return True
+        started = settings.process_environment(pid)
+        command = " ".join(server.cmdline())
+    except (psutil.Error, OSError):
+        return False
+    return started == settings.child_env() and repr(wanted) in command
+
+
+def stop_forkserver() -> None:
+    """This process's forkserver ends, once none of its workers is left (the service's idle workers
+    retired): it holds the model libraries (~0.56 GB anonymous memory), and idle means small. The next
+    worker starts it again, with the same imports. (`_stop` is Python's own, private, for its tests.)"""
+    import multiprocessing.forkserver
+
+    multiprocessing.forkserver._forkserver._stop()
+
+
+def preload(models: bool) -> tuple[str, ...]:
+    if not models:
+        return LIGHT
+    from xmdata.models.registry import BACKEND_IMPORTS
+
+    return LIGHT + BACKEND_IMPORTS
+
+
+def dask_setup(worker) -> None:  # noqa: ARG001 — Dask's preload hook, run as each worker starts
+    use_thread_share()
+
+
+def use_thread_share() -> None:
+    """torch's threads = this worker's OMP_NUM_THREADS, as a worker that imports torch itself gets
+    them; a torch imported by the forkserver kept the forkserver's."""
+    threads = settings.OMP_NUM_THREADS.get()
+    torch = sys.modules.get("torch")
+    if torch is not None and threads and torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
