@@ -185,6 +185,8 @@ def test_an_existing_scheduler_with_workers_on_other_cpu_kernels_builds_the_same
     finally:
         for proc in reversed(procs):
             stop_process_group(proc)
+        # the service the demo started under this test's own cache (its Prefect API) goes with the test
+        subprocess.run([os.path.join(BIN, "xmdata"), "down"], env=other, capture_output=True, timeout=120)
     platform = json.load(open(out / "manifest.json"))["platform"]
     assert "default" in json.dumps(platform).lower()  # the record says which kernels built it
     assert list((tmp_path / "cache").glob("tiny-models-*/manifest.json"))  # its own tiny models
