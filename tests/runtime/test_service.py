@@ -3,6 +3,7 @@ retired and called back, down; kill -9, and a deleted home, stop it too."""
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -109,12 +110,14 @@ def test_up_reuse_idle_workers_retire_come_back_and_down_on_loopback(own_env, tm
     first = lid(tmp_path / "first")
     status = xmdata(own_env, "status")
     assert status.returncode == 0 and "language_identifier:lid.176" in status.stdout  # kept warm on a worker
+    assert re.search(r"worker forkserver [\d,]+, workers [\d,]+", status.stdout), status.stdout  # counted apart
 
     root = psutil.Process(state["pid"])
     wait_for(lambda: state_of(own_env)["retired"] and not workers(root))
     wait_for(lambda: not forkservers(root), timeout=30)  # gone with them: the model libraries' memory back
     status = xmdata(own_env, "status")
     assert status.returncode == 0 and "retired" in status.stdout and "Prefect server" in status.stdout, status.stdout
+    assert "worker forkserver" not in status.stdout  # none left to count
     assert lid(tmp_path / "second") == first  # the workers called back: same shards, same bytes
     log = open(state["log"]).read()
     assert "workers retired" in log and "workers back in" in log
