@@ -22,6 +22,7 @@ from .cluster import bind_host, close_local_cluster, default_workers, start_loca
 from .owner_only import new_auth_string, new_dask_credentials, write_private
 from .prefect_api import start_prefect_server, stop_process_group
 from .service import CLUSTER_START_S, WAKE_SIGNAL, idle_seconds, model_idle_seconds, paths, write_state
+from .worker_start import start_early
 
 CHECK_EVERY_S = 1.0  # a signal wakes the loop at once; this is for the idle clock and the folders
 class Signals:
@@ -113,6 +114,7 @@ def main() -> None:
     credentials = new_dask_credentials("xmdata-service").write(p["secrets"])
     auth = new_auth_string()
     write_private(os.path.join(p["secrets"], "prefect-auth"), auth + "\n")
+    start_early(models=True)  # the workers' forkserver imports the model libraries while Prefect starts
     server, api_url = start_prefect_server(host, log_path=p["log"], timeout=240, auth=auth)
     cluster = client = None
     try:

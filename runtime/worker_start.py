@@ -59,6 +59,34 @@ def prepare(models: bool) -> dict:
     return worker_preload()
 
 
+def start_early(models: bool) -> None:
+    """Start the forkserver now, before the cluster that will use it: the service calls this before
+    its Prefect server starts, so the preload (~8 CPU-s with the model imports) runs on the other
+    core while Prefect starts, not after it, ahead of the first worker. The variables a nanny sets in
+    this process before it starts a worker (Dask's `distributed.nanny.pre-spawn-environ`, and the
+    hash seed it fixes) are set first, as the nanny would: the forkserver, and so every worker, has
+    them, and the cluster's own start then finds it in step (`_in_step`)."""
+    if method() != "forkserver":
+        return
+    import multiprocessing.forkserver
+
+    settings.become_environment(settings.child_env(**nanny_environment()))
+    prepare(models)
+    multiprocessing.forkserver.ensure_running()
+
+
+def nanny_environment() -> dict[str, str]:
+    """What a Dask nanny sets in its own process before it starts a worker (distributed's Nanny: its
+    `pre-spawn-environ` config, and PYTHONHASHSEED 6640 where that leaves it unset or 0)."""
+    import dask
+    import distributed  # noqa: F401 — loads distributed's config defaults
+
+    env = {k: str(v) for k, v in (dask.config.get("distributed.nanny.pre-spawn-environ") or {}).items()}
+    if env.get("PYTHONHASHSEED") in (None, "0"):
+        env["PYTHONHASHSEED"] = "6640"
+    return env
+
+
 def worker_preload() -> dict:
     """Nanny keywords: the preloads Dask's config names (a user's), ours after them."""
     import dask

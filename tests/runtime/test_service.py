@@ -104,6 +104,10 @@ def test_up_reuse_idle_workers_retire_come_back_and_down_on_loopback(own_env, tm
     assert "UI password  in " in up.stdout and "mutual TLS" in up.stdout
     tree = service_tree(state)
     assert len(tree) >= 4  # the service (scheduler), its Prefect server, a nanny'd worker per core
+    # the workers' forkserver started before Prefect (its preload beside Prefect's start) and was kept
+    # by the cluster (in step with its environment): one, older than the Prefect server
+    (early,) = forkservers(psutil.Process(state["pid"]))
+    assert early.create_time() <= psutil.Process(state["prefect_pid"]).create_time()
     ports = [c.laddr for p in tree for c in p.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN]
     assert ports and all(addr.ip == "127.0.0.1" for addr in ports), ports
 
