@@ -72,16 +72,9 @@ def flatten(result, prefix: str = "") -> list[tuple[str, float]]:
 
 def rated_pairs(rated: dict[str, tuple[pa.Table, str]]) -> tuple[pa.Table, str]:
     """The rated sets' pairs with their translations as one table, and the folder its image paths are
-    under: the sets' own image folders' common parent, each set's paths rebased onto it."""
-    root = os.path.commonpath([os.path.abspath(images) for _, images in rated.values()])
-    tables = []
-    for pairs, images in rated.values():
-        prefix = os.path.relpath(os.path.abspath(images), root)
-        if prefix != ".":
-            paths = pc.binary_join_element_wise(prefix, pairs.column("image_path"), "/")
-            pairs = pairs.set_column(pairs.column_names.index("image_path"), "image_path", paths)
-        tables.append(pairs)
-    return pa.concat_tables(tables, promote_options="default"), root
+    under: the sets' one images folder (the config refuses rated sets with two)."""
+    (root,) = {images for _, images in rated.values()}
+    return pa.concat_tables([pairs for pairs, _ in rated.values()], promote_options="default"), root
 
 
 def build_benchmarks(config: BenchmarksConfig, folders: dict[str, str], formats: dict[str, str], work: str,

@@ -23,7 +23,7 @@ from xmdata.tasks.release.sections import ContaminationConfig, DedupConfig, Imag
     LanguageIdConfig, QATranslationConfig, ScoringConfig, TranslationConfig
 from xmdata.tasks.stage_params import DEFAULT_SHARDS, Seed, ShardCount
 
-from .benchmark_config import SET_TABLES, BenchmarksConfig
+from .benchmark_config import RATED, SET_TABLES, BenchmarksConfig
 from .mmmeb_config import MmmebConfig
 from .release_refs import DOWNLOAD_TABLES, DOWNLOADED, IMPORTED, INPUT_FIELDS, TINY, absolute_paths, model_refs, \
     with_tiny_models
@@ -81,6 +81,12 @@ class ReleaseConfig(Strict):
             wrong += [f"benchmarks.sets.{n}.source: {e.source} (a {fmt} import has no pairs a set can score; "
                       f"formats that do: {', '.join(sorted(SET_TABLES))})" for n, e in self.benchmarks.sets.items()
                       if e.source in self.imports and (fmt := self.imports[e.source].format) not in SET_TABLES]
+            rated = {n: e.images for n, e in self.benchmarks.sets.items()
+                     if e.source in self.imports and SET_TABLES.get(self.imports[e.source].format) == RATED}
+            if len(set(rated.values())) > 1:  # one table, one folder its image paths are relative to
+                wrong += [f"benchmarks.sets: the rated sets {', '.join(sorted(rated))} name different images "
+                          f"folders ({', '.join(sorted(set(rated.values())))}); their pairs are one table, "
+                          f"rated_pairs, whose image paths are relative to one folder"]
         if self.mmmeb:
             wrong += [f"mmmeb.sources.{role}: {name} (not an import)"
                       for role, names in self.mmmeb.sources.model_dump().items() for name in names

@@ -37,7 +37,7 @@ def start_cuda_cluster(plan: LocalClusterPlan, host: str, protocol: str, securit
                        preload_argv: list | None = None):
     """LocalCUDACluster, one single-threaded worker per GPU advertising GPU=1, then the CPU workers;
     `preload`, `preload_argv`: the workers' start hooks (worker_start.prepare)."""
-    hooks = {"preload": preload, "preload_argv": preload_argv}  # None: Dask's config
+    hooks = {k: v for k, v in (("preload", preload), ("preload_argv", preload_argv)) if v is not None}  # none: Dask's
     from dask_cuda import LocalCUDACluster
     from distributed import Nanny
 

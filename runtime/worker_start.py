@@ -49,13 +49,17 @@ def prepare(models: bool) -> dict:
     chosen = method()
     dask.config.set({METHOD: chosen})
     if chosen == "forkserver":
-        from distributed.utils import get_mp_context
+        import multiprocessing
+
+        import distributed.utils
 
         wanted = list(preload(models))
         if not _in_step(wanted):
             stop_forkserver()
-        # Dask sets its own list on the first call; ours replaces it (used when the forkserver starts).
-        get_mp_context().set_forkserver_preload(wanted)
+        # Ours is the list (used when the forkserver starts). Dask's own first call would build its list
+        # by importing each package in this process (pandas among them): told it is set already.
+        distributed.utils._forkserver_preload_set = True
+        multiprocessing.get_context("forkserver").set_forkserver_preload(wanted)
     return worker_preload()
 
 
@@ -76,12 +80,12 @@ def start_early(models: bool) -> None:
 
 
 def nanny_environment() -> dict[str, str]:
-    """What a Dask nanny sets in its own process before it starts a worker (distributed's Nanny: its
-    `pre-spawn-environ` config, and PYTHONHASHSEED 6640 where that leaves it unset or 0)."""
-    import dask
-    import distributed  # noqa: F401 — loads distributed's config defaults
+    """What a Dask nanny sets in its own process before it starts a worker: its `pre-spawn-environ`
+    as Dask's nanny reads it (a variable this process has keeps its value; None unsets), and the hash
+    seed Nanny.__init__ fixes where that leaves it unset or 0 (distributed 2025: Nanny's own rule)."""
+    from distributed.nanny import _get_env_variables
 
-    env = {k: str(v) for k, v in (dask.config.get("distributed.nanny.pre-spawn-environ") or {}).items()}
+    env = _get_env_variables("distributed.nanny.pre-spawn-environ")
     if env.get("PYTHONHASHSEED") in (None, "0"):
         env["PYTHONHASHSEED"] = "6640"
     return env
@@ -125,18 +129,28 @@ def _in_step(wanted: list[str]) -> bool:
 def stop_forkserver() -> None:
     """This process's forkserver ends, once none of its workers is left (the service's idle workers
     retired): it holds the model libraries (~0.56 GB anonymous memory), and idle means small. The next
-    worker starts it again, with the same imports. (`_stop` is Python's own, private, for its tests.)"""
+    worker starts it again, with the same imports. A worker still there (its nanny's close timed out)
+    keeps it: stopping it would leave that worker without its parent. (`_stop` is Python's own,
+    private, for its tests.)"""
     import multiprocessing.forkserver
 
+    import psutil
+
+    pid = multiprocessing.forkserver._forkserver._forkserver_pid
+    if pid is not None:
+        try:
+            if psutil.Process(pid).children():
+                return
+        except psutil.Error:
+            pass
     multiprocessing.forkserver._forkserver._stop()
 
 
 def preload(models: bool) -> tuple[str, ...]:
-    if not models:
-        return LIGHT
-    from xmdata.models.registry import BACKEND_IMPORTS
-
-    return LIGHT + BACKEND_IMPORTS
+    """The forkserver's imports. The model libraries go through one module that imports each on its
+    own (model_imports.py): Python's forkserver skips only an ImportError, and a library that raises
+    anything else (a torch/torchvision mismatch) would stop it and every worker with it."""
+    return LIGHT + (("xmdata.runtime.model_imports",) if models else ())
 
 
 def dask_setup(worker) -> None:  # noqa: ARG001 — Dask's preload hook, run as each worker starts

@@ -81,6 +81,12 @@ def test_a_benchmark_set_on_an_import_without_pairs_is_refused_before_the_build(
     with pytest.raises(ContractError, match=r"benchmarks.sets.xm.source: xm \(a xm3600 import has no pairs a set "
                        r"can score; formats that do: .*vicr"):
         load_release_config(str(tmp_path / "b.yaml"))
+    (tmp_path / "two.yaml").write_text(
+        "name: x\nimports: {a: {format: vicr, source: .}, b: {format: vicr, source: .}}\n"
+        "benchmarks: {targets: [fr], clip_model: 'tiny:open_clip', sets: {a: {source: a, metric: correlation, "
+        "images: ia}, b: {source: b, metric: correlation, images: ib}}}\n")
+    with pytest.raises(ContractError, match=r"the rated sets a, b name different images folders"):
+        load_release_config(str(tmp_path / "two.yaml"))
 
 
 def test_mmmeb_source_layouts_are_refused_whole_or_row_by_row(tmp_path):

@@ -125,6 +125,25 @@ def test_the_model_imports_touch_no_cuda():
     assert out.stdout.split("\n")[-2] == "[] False"
 
 
+def test_a_library_that_breaks_at_import_leaves_the_forkserver_up(tmp_path):
+    """Python's forkserver skips only an ImportError in its preload: a library raising anything else (a
+    torch/torchvision mismatch raises RuntimeError) would stop it and every worker. model_imports.py
+    imports each on its own and keeps going."""
+    (tmp_path / "broken_for_test.py").write_text("raise RuntimeError('operator torchvision::nms does not exist')\n")
+    code = textwrap.dedent("""
+        import sys
+        import xmdata.models.registry as registry
+        registry.BACKEND_IMPORTS = ("broken_for_test", "fasttext")
+        import xmdata.runtime.model_imports as imports
+        print(imports.FAILED, "fasttext" in sys.modules)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == ("{'broken_for_test': 'RuntimeError: operator torchvision::nms does not exist'} "
+                                  "True")
+
+
 def test_a_later_cluster_sees_the_environment_as_it_is_then(fresh_forkserver, monkeypatch):
     """A forked worker has the forkserver's environment: a cluster started after a change (and after
     the last one closed) gets a forkserver of the new one, as spawned workers would."""
