@@ -16,9 +16,9 @@ from xmdata.tasks.translation.options import FilterOptions, TranslatorOptions
 
 # The table a benchmark set reads from its import, by import format: scored pairs with judgements, or
 # VICR's rated pairs (whose every split is translated and published as the release's rated_pairs table).
+RATED = "rated_pairs"  # schemas/ratings.py RATED_PAIRS (not imported here: this module is pydantic only)
 SET_TABLES = {**{fmt: "pairs" for fmt in ("flickr8k-expert", "flickr8k-cf", "composite", "pascal50s", "valse",
-                                          "xvnli", "marvl")}, "vicr": "rated_pairs"}
-RATED = "rated_pairs"
+                                          "xvnli", "marvl")}, "vicr": RATED}
 
 
 class BenchmarkSet(Strict):

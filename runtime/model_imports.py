@@ -10,7 +10,6 @@ import importlib
 from xmdata.models.registry import BACKEND_IMPORTS
 
 
-
 def import_each(names: tuple[str, ...]) -> dict[str, str]:
     """{module: what its import raised} of the NAMES that failed; the others imported."""
     failed = {}

@@ -29,8 +29,8 @@ import sys
 from . import settings
 
 METHOD = "distributed.worker.multiprocessing-method"
-# What any worker imports to run a shard: Dask's own list (distributed.utils.get_mp_context) and the
-# stage libraries. An import that fails is skipped by the forkserver, as by Dask. Not polars: it starts
+# What any worker imports to run a shard: Dask's modules (close to the list distributed.utils.get_mp_context
+# would build, which it builds by importing each package in this process: not used) and the stage libraries. An import that fails is skipped by the forkserver, as by Dask. Not polars: it starts
 # threads at import and is not fork-safe (its docs); a worker imports it after the fork.
 LIGHT = ("distributed", "dask", "msgpack", "cloudpickle", "tornado", "toolz", "numpy", "pandas", "lz4",
          "pyarrow.parquet", "pyarrow.dataset", "xmdata.runtime.dask_executor", "xmdata.runtime.worker_start")
@@ -108,22 +108,27 @@ def _in_step(wanted: list[str]) -> bool:
     and this process's environment as it is now (a spawned worker inherits that; a forked one the
     forkserver's, read by libraries at their import too), or it still has workers, which stopping
     it would kill."""
+    import psutil
+
+    try:
+        server = _running_forkserver()
+        if server is None or server.children():
+            return True
+        started = settings.process_environment(server.pid)
+        command = " ".join(server.cmdline())
+    except (psutil.Error, OSError):
+        return False
+    return started == settings.child_env() and repr(wanted) in command
+
+
+def _running_forkserver():
+    """psutil.Process of this process's forkserver, or None when it has not started (or was stopped)."""
     import multiprocessing.forkserver
 
     import psutil
 
     pid = multiprocessing.forkserver._forkserver._forkserver_pid
-    if pid is None:
-        return True
-    try:
-        server = psutil.Process(pid)
-        if server.children():
-            return True
-        started = settings.process_environment(pid)
-        command = " ".join(server.cmdline())
-    except (psutil.Error, OSError):
-        return False
-    return started == settings.child_env() and repr(wanted) in command
+    return psutil.Process(pid) if pid is not None else None
 
 
 def stop_forkserver() -> None:
@@ -136,13 +141,11 @@ def stop_forkserver() -> None:
 
     import psutil
 
-    pid = multiprocessing.forkserver._forkserver._forkserver_pid
-    if pid is not None:
-        try:
-            if psutil.Process(pid).children():
-                return
-        except psutil.Error:
-            pass
+    try:
+        if (server := _running_forkserver()) is not None and server.children():
+            return
+    except psutil.Error:  # gone already: stopping it only clears Python's record of it
+        pass
     multiprocessing.forkserver._forkserver._stop()
 
 

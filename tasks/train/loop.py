@@ -42,7 +42,6 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-
 from xmdata.runtime.owner_only import private_folder, write_private
 from xmdata.schemas.contract import ContractError
 from xmdata.tasks.train.loop_params import LoopParams  # noqa: F401  (the loop's params, declared apart: --help imports them)
