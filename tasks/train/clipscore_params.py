@@ -15,7 +15,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from xmdata.runtime.params import Params
-from xmdata.tasks.stage_params import DEFAULT_WEIGHT, ClipScoreWeight
+from xmdata.tasks.stage_params import ClipScoreWeight, ScoringParams
 from xmdata.tasks.train.loop_params import LoopParams, over_recipe_loop
 
 # One caption batch then one rated batch per optimizer step: the paper's two accumulated steps.
@@ -45,7 +45,7 @@ class ClipscoreParams(Params):
     weight_decay: float = Field(0.0, ge=0, description="AdamW's weight decay")
     pearson_weight: float = Field(1.0, ge=0, description="a rated batch's loss is contrastive + pearson_weight x "
                                   "(1 - Pearson r of CLIPScore and rating); 0 trains the contrastive loss alone")
-    weight: ClipScoreWeight = DEFAULT_WEIGHT  # the evaluation's w, as scoring's
+    weight: ClipScoreWeight = ScoringParams.model_fields["weight"].default  # the evaluation's w: scoring's own
     device: Literal["cpu", "cuda"] = Field("cpu", description="where the model trains and scores")
     loop: LoopParams = CLIPSCORE_LOOP
 
