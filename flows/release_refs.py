@@ -62,7 +62,10 @@ def model_refs(config: Strict) -> list[ModelRef]:
         if c := getattr(config, section):
             t, f = c.translator, c.filters
             refs.append(ModelRef(f"{section}.translator", f"{section}.translator.model", (section, "translator"),
-                                 "model", t, t.backend, t.revision, (t.backend,), {**ON_CPU, "dtype": "float32"}))
+                                 "model", t, t.backend, t.revision, (t.backend,),
+                                 # batch_size 1: on a sample, filling each call up to the recipe's size
+                                 # (models/token_batches.py) would cost more than batching saves
+                                 {**ON_CPU, "dtype": "float32", "batch_size": 1}))
             if f:
                 refs.append(ModelRef(f"{section}.filters.lid_model", f"{section}.filters.lid_model",
                                      (section, "filters"), "lid_model", f, "fasttext", None))

@@ -12,7 +12,7 @@ import warnings
 from typing import Literal, Sequence
 
 from xmdata.runtime.params import Params
-from xmdata.models.token_batches import length_sorted_batches
+from xmdata.models.token_batches import batch_capacity, filled, length_sorted_batches
 
 from .base import ModelError, ModelSpec, hub_error, resolve_local_path
 from .oom_backoff import FAILED, BatchSizes, is_out_of_memory, report, run_with_backoff
@@ -57,7 +57,7 @@ PRECISIONS = {"float32": "32-true", "bfloat16": "bf16-mixed", "float16": "16-mix
 class CometKiwiOptions(Params):
     """How the estimator batches and computes; no defaults here (FilterOptions' qe_* fields hold them)."""
     batch_size: int  # at most this many pairs per forward
-    batch_tokens: int  # and at most this many padded tokens
+    batch_tokens: int  # and at most this many tokens (a forward holds pairs of one length)
     precision: Literal["float32", "bfloat16", "float16"]
 
 
@@ -118,22 +118,27 @@ class CometKiwiEstimator:
         return [length[pair["mt"]] + length[pair["src"]] + 4 for pair in batch]  # <s> mt </s></s> src </s>
 
     def predict(self, batch: list[dict[str, str]]) -> list[float | None]:
-        """One score per pair, in input order; pairs run length-sorted in token-budget batches.
+        """One score per pair, in input order; pairs run in batches of one length and one size
+        under the token budget (token_batches.py).
         None for a pair that runs out of memory even alone (on GPU: batches are halved first)."""
         if not batch:
             return []
-        batches = length_sorted_batches(self.token_lengths(batch), self.options.batch_tokens,
-                                        max_items=self.options.batch_size)
+        lengths = self.token_lengths(batch)
+        batches = length_sorted_batches(lengths, self.options.batch_tokens, max_items=self.options.batch_size)
         groups = [[batch[i] for i in indices] for indices in batches]
-        try:
-            outputs = self.score_groups(groups)
+        capacities = [batch_capacity(lengths[indices[0]], self.options.batch_tokens, max_items=self.options.batch_size)
+                      for indices in batches]
+        try:  # every group filled to its length's capacity: one shape per length (token_batches.py)
+            full = [filled(group, size) for group, size in zip(groups, capacities)]
+            outputs = [scores[:len(group)] for group, scores in zip(groups, self.score_groups(full))]
         except Exception as exc:
             if not is_out_of_memory(exc):
                 raise
             outputs = None
         if outputs is None:  # batch by batch now, halving those that still do not fit
             sizes = BatchSizes()
-            outputs = [run_with_backoff(group, lambda part: self.score_groups([part])[0], sizes) for group in groups]
+            outputs = [run_with_backoff(group, lambda part: self.score_groups([part])[0], sizes, fill_to=size)
+                       for group, size in zip(groups, capacities)]
             report("cometkiwi", sizes)
         scores: list[float | None] = [None] * len(batch)
         for indices, group_scores in zip(batches, outputs):

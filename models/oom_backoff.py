@@ -12,6 +12,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Callable, Sequence, TypeVar
 
+from .token_batches import filled
+
 OUT_OF_MEMORY = "out_of_memory"
 T = TypeVar("T")
 R = TypeVar("R")
@@ -53,21 +55,31 @@ class BatchSizes:
 
 
 def run_with_backoff(items: Sequence[T], run: Callable[[Sequence[T]], list[R]],
-                     sizes: BatchSizes | None = None) -> list[R | OutOfMemory]:
-    """run(items) -> one result per item, halving on out-of-memory; FAILED for an item that failed alone."""
+                     sizes: BatchSizes | None = None, fill_to: int | None = None) -> list[R | OutOfMemory]:
+    """run(items) -> one result per item, halving on out-of-memory; FAILED for an item that failed alone.
+
+    `fill_to`: the first call holds that many items, the list filled with copies of its last item
+    (their results dropped), so that every batch of a kind runs in one shape and an item's result
+    does not depend on its batch-mates (token_batches.py). The halves of a batch that ran out of
+    memory run at their own size, or they would not fit: their results may differ in the last digits."""
     sizes = sizes if sizes is not None else BatchSizes()
     if not items:
         return []
     try:
-        results = run(items)
+        batch = filled(items, fill_to or 0)
+        results = run(batch)
+        if len(results) == len(batch):  # else left whole: the caller's count check names a broken backend
+            results = results[:len(items)]
         sizes.ran.append(len(items))
         return results
     except Exception as exc:
         if not is_out_of_memory(exc):
             raise
     # Outside the except block, so the exception's frames (and the tensors they hold) are freed first.
-    sizes.out_of_memory.append(len(items))
+    sizes.out_of_memory.append(len(batch))
     release_cached_memory()
+    if len(batch) > len(items):  # the filled shape did not fit: the items as they are, then halves
+        return run_with_backoff(items, run, sizes)
     if len(items) == 1:
         return [FAILED]
     half = (len(items) + 1) // 2

@@ -150,10 +150,10 @@ class OpenClipScorer:
         return 256 if torch.cuda.get_device_properties(self.device).total_memory >= 40 * 2**30 else 64
 
     def predict(self, batch: tuple[Any, Any], pad_to: int | None = None):
-        """On CUDA a batch shorter than pad_to is padded up to it: cuBLAS picks kernels by shape, so
-        that with one shape a row's embedding does not depend on its batch-mates (not yet checked on
-        a GPU). On CPU in float32 other batch sizes move embeddings by ~1e-7 (measured), so CPU
-        batches run as they are."""
+        """A batch shorter than pad_to is padded up to it with copies of its last row: kernels are
+        picked by shape (cuBLAS's, and on CPU oneDNN's and MKL's), so with one shape a row's embedding
+        does not depend on its batch-mates (tests/models/test_batch_independence.py, on two sets of
+        CPU kernels; without it, other batch sizes moved every embedding by ~1e-7)."""
         import torch
 
         pixels, tokens = batch
@@ -177,6 +177,6 @@ class OpenClipScorer:
         if inputs is None:
             return np.zeros((0, self.embed_dim), dtype=np.float32)
         n = len(inputs)
-        if pad_to and n < pad_to and self.device.startswith("cuda"):
+        if pad_to and n < pad_to:
             inputs = torch.cat([inputs, inputs[-1:].expand(pad_to - n, *inputs.shape[1:])])
         return encode(inputs.to(self.device, non_blocking=True), normalize=True)[:n].float().cpu().numpy()

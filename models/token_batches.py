@@ -1,32 +1,47 @@
-"""Length-sorted batching under a token budget, for beam search and COMETKiwi alike, so that long
-inputs fit in memory.
+"""Batches for beam search and COMETKiwi alike: under a token budget, so that long inputs fit in
+memory, and of one fixed shape per input length, so that an input's result does not depend on the
+inputs beside it (which depend on the shard plan).
 
-For beam search the budget counts beam-expanded tokens: a batch of n inputs padded to length L under
-B beams holds n·L·B tokens in the decoder's cache, which is what runs out first at beam 100.
+Both halves are needed, measured on the tiny models (tests/models/test_batch_independence.py, with
+torch's default and with other CPU kernels): padding to a batch-mate's length changes an input's
+numbers, and so does the number of inputs in the call, enough to flip an untrained model's beams.
+So a batch holds inputs of one length only (nothing padded) and every call for that length holds
+`batch_capacity` inputs: a shorter batch is filled with copies of its last input, whose results are
+dropped (`oom_backoff.run_with_backoff(fill_to=...)`). What that costs is at most one partly filled
+call per input length and shard.
+
+For beam search the budget counts beam-expanded tokens: a batch of n inputs of length L under B
+beams holds n·L·B tokens in the decoder's cache, which is what runs out first at beam 100.
 """
 from __future__ import annotations
 
+import itertools
 import math
+
+
+def batch_capacity(length: int, max_tokens: int, num_beams: int = 1, max_items: int | None = None) -> int:
+    """How many inputs of `length` tokens one call holds: `max_tokens` tokens × beams and at most
+    `max_items`, at least one whatever its length."""
+    size = max(1, max_tokens // max(1, length * num_beams))
+    return size if max_items is None else max(1, min(size, max_items))
 
 
 def length_sorted_batches(lengths: list[int], max_tokens: int, num_beams: int = 1,
                           max_items: int | None = None) -> list[list[int]]:
-    """Indices into `lengths`, grouped in batches, longest first (an OOM shows at once, not at the
-    end), each at most `max_items` inputs and `max_tokens` padded tokens × beams. Every batch holds at
-    least one input, whatever its length. Deterministic: ties by index."""
+    """Indices into `lengths`, grouped in batches of one length each, longest first (an OOM shows
+    at once, not at the end), each of at most `batch_capacity` inputs. Deterministic: ties by index."""
     order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
     batches: list[list[int]] = []
-    current: list[int] = []
-    for index in order:
-        padded = lengths[current[0]] if current else lengths[index]  # the first is the longest
-        full = max_items is not None and len(current) >= max_items
-        if current and (full or (len(current) + 1) * padded * num_beams > max_tokens):
-            batches.append(current)
-            current = []
-        current.append(index)
-    if current:
-        batches.append(current)
+    for length, same in itertools.groupby(order, key=lambda i: lengths[i]):
+        same = list(same)
+        size = batch_capacity(length, max_tokens, num_beams, max_items)
+        batches += [same[start:start + size] for start in range(0, len(same), size)]
     return batches
+
+
+def filled(items: list, size: int) -> list:
+    """`items` and copies of its last item up to `size` (their results are dropped)."""
+    return list(items) + [items[-1]] * max(0, size - len(items))
 
 
 def max_new_tokens(input_length: int, ratio: float, extra: int, ceiling: int) -> int:

@@ -115,5 +115,6 @@ def candidates_table(rows: list[dict]) -> pa.Table:
 def translate_qa_stage(params: TranslateQaParams, translator: ModelSpec, labels: dict) -> Stage:
     """`translator`: params.translator resolved (TranslatorOptions.spec), once by the flow."""
     labels = {t: {k: labels[t][k] for k in ("question", "answer")} for t in params.targets}
-    return Stage(STAGE, version="1", fn=translate_instances, gpu=needs_gpu(translator.device),
+    # 2: batches of one input length (a unit's candidates no longer depend on the rows beside it)
+    return Stage(STAGE, version="2", fn=translate_instances, gpu=needs_gpu(translator.device),
                  params=QaTranslateShard(params=params, translator=translator, labels=labels))

@@ -141,10 +141,11 @@ def clip_score_stage(params: ScoringParams, model: ModelSpec, image_root: str | 
     """`model`: params' open_clip model resolved (ScoringParams.spec), once by the flow. A config section
     that adds fields of its own (ScoringConfig, BenchmarksConfig) reaches the shard as ScoringParams.
 
-    batch_size is a parameter of the output on CUDA (padded fixed-shape batches), so it is hashed
-    with the rest: a rerun with another batch size redoes the shards.
+    batch_size is a parameter of the output (padded fixed-shape batches), so it is hashed with the
+    rest: a rerun with another batch size redoes the shards.
     """
     params = ScoringParams.model_validate(params.model_dump(include=set(ScoringParams.model_fields)))
-    return Stage(STAGE, version="1", fn=score_table, params=ScoreShard(
+    # 2: batches padded to batch_size on CPU too (a row's score no longer moves with its batch-mates)
+    return Stage(STAGE, version="2", fn=score_table, params=ScoreShard(
         params=params, model=model, image_root=image_root, references_column=references_column),
         gpu=needs_gpu(model.device))

@@ -14,12 +14,12 @@ from typing import Callable, Iterator
 from xmdata.tasks.translation.options import TranslatorOptions
 from xmdata.models.base import Candidate, ModelSpec
 from xmdata.models.oom_backoff import BatchSizes, OutOfMemory, run_with_backoff
-from xmdata.models.token_batches import length_sorted_batches, max_new_tokens
+from xmdata.models.token_batches import batch_capacity, length_sorted_batches, max_new_tokens
 
 
 def recorded(translator: ModelSpec, params) -> dict:
-    """What a beam-search shard's params hash covers, as stage version 1 recorded it: the resolved
-    translator, the languages and the generation options (TranslatorOptions.beam_search)."""
+    """What a beam-search shard's params hash covers: the resolved translator, the languages and the
+    generation options (TranslatorOptions.beam_search; batch_size since the stages' version 2)."""
     return {"translator": asdict(translator), "source_language": params.source,
             "target_languages": params.targets, **params.translator.beam_search()}
 
@@ -27,15 +27,17 @@ def recorded(translator: ModelSpec, params) -> dict:
 def beam_search(translator, units: list[dict], text: Callable[[dict], str], source: str, target: str,
                 options: TranslatorOptions, sizes: BatchSizes) -> Iterator[tuple[dict, list[Candidate] | OutOfMemory]]:
     """(unit, its candidates best first, or FAILED when it ran out of memory alone) for every unit,
-    in length-sorted batches under `options.batch_tokens`; each unit needs its `tokens` count."""
-    for batch in length_sorted_batches([u["tokens"] for u in units], options.batch_tokens, options.num_beams):
+    in batches of one length and one size (token_batches.py); each unit needs its `tokens` count."""
+    lengths = [u["tokens"] for u in units]
+    for batch in length_sorted_batches(lengths, options.batch_tokens, options.num_beams, options.batch_size):
         part = [units[i] for i in sorted(batch)]  # input order inside a batch: stable output
-        # One limit for the whole batch, halves included: a retried unit gets what it would have.
-        limit = max_new_tokens(max(u["tokens"] for u in part), options.max_new_tokens_ratio,
+        capacity = batch_capacity(lengths[batch[0]], options.batch_tokens, options.num_beams, options.batch_size)
+        # One limit for the length, halves included: a retried unit gets what it would have.
+        limit = max_new_tokens(lengths[batch[0]], options.max_new_tokens_ratio,
                                options.max_new_tokens_extra, translator.max_input_tokens)
         results = run_with_backoff(part, lambda some: translator.predict(
             translator.prepare([text(u) for u in some], source, target),
-            options.num_beams, options.num_candidates, limit), sizes)
+            options.num_beams, options.num_candidates, limit), sizes, fill_to=capacity)
         if len(results) != len(part):  # a broken backend, not a bad row: fail the shard
             raise RuntimeError(f"translator returned {len(results)} results for {len(part)} inputs")
         yield from zip(part, results)

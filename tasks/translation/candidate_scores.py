@@ -84,6 +84,6 @@ def candidate_lid_stage(model: ModelSpec, accepted_labels: dict[str, list[str]],
 
 
 def candidate_qe_stage(model: ModelSpec, name: str = QE_STAGE) -> Stage:
-    # 2: pairs batched by tokens (last digits of a score may move with its batch-mates)
-    return Stage(name, version="2", fn=estimate_candidate_quality, params=CandidateQeShard(model=model),
+    # 3: batches of pairs of one length (a score no longer moves with its batch-mates)
+    return Stage(name, version="3", fn=estimate_candidate_quality, params=CandidateQeShard(model=model),
                  gpu=needs_gpu(model.device))

@@ -58,7 +58,10 @@ class BeamSearch(Params):
     by these names (tasks/translation/beam_search.py)."""
     num_beams: int = Field(100, ge=1, description="beam width (the paper: 100)")
     num_candidates: int = Field(25, ge=1, description="candidates kept per text (the paper: 25)")
-    batch_tokens: int = Field(65536, ge=1, description="padded input tokens × beams per generate() call")
+    batch_tokens: int = Field(65536, ge=1, description="input tokens × beams per generate() call (a call holds inputs of one length)")
+    batch_size: int = Field(8, ge=1, description="and at most this many inputs; a call with fewer is filled "
+                            "with copies up to the number its length allows, so that a text's candidates do not "
+                            "depend on the texts beside it (nor on the shard plan)")
     max_new_tokens_ratio: float = Field(2.0, gt=0, description="output limit: ratio × input tokens + extra")
     max_new_tokens_extra: int = Field(10, ge=0, description="the extra of the output limit")
 
@@ -93,7 +96,7 @@ class FilterOptions(Params):
     qe_revision: str | None = Field(None, description="hub revision of the QE model")
     qe_device: str = Field("cpu", description="where COMETKiwi runs (the command line: --device)")
     qe_batch_size: int = Field(32, ge=1, description="at most this many pairs per COMETKiwi forward")
-    qe_batch_tokens: int = Field(16384, ge=1, description="and at most this many padded tokens (pairs sorted by length)")
+    qe_batch_tokens: int = Field(16384, ge=1, description="and at most this many tokens (a forward holds pairs of one length)")
     qe_precision: Literal["float32", "bfloat16", "float16"] = Field(
         "float32", description="COMETKiwi weights and forward; bfloat16/float16 halve its GPU memory (XXL)")
     min_qe: float | None = Field(None, description="reject chosen translations below this QE (off by default)")

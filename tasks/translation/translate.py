@@ -100,6 +100,7 @@ def candidates_table(rows: list[dict]) -> pa.Table:
 
 def translate_stage(params: TranslateParams, translator: ModelSpec) -> Stage:
     """`translator`: params.translator resolved (TranslatorOptions.spec), once by the flow."""
-    # Still version 1: a shard that finished before out-of-memory backoff existed had no OOM to back off from.
-    return Stage(STAGE, version="1", fn=translate_candidates,
+    # 2: batches of one input length (a unit's candidates no longer depend on the rows beside it; the
+    # out-of-memory backoff needed no new version: a shard that finished before it had no OOM).
+    return Stage(STAGE, version="2", fn=translate_candidates,
                  params=TranslateShard(params=params, translator=translator), gpu=needs_gpu(translator.device))

@@ -185,7 +185,7 @@ def test_shard_params_hash_as_the_dicts_before_them_so_finished_shards_stay_fini
 
     spec = ModelSpec("m2m100", "/m", options={"b": 1, "a": 2})
     generation = {"num_beams": 4, "num_candidates": 2, "batch_tokens": 64, "max_new_tokens_ratio": 2.0,
-                  "max_new_tokens_extra": 10}
+                  "max_new_tokens_extra": 10, "batch_size": 8}  # batch_size: since translate's version 2
     texts = TranslateParams(columns=["text"], targets=["fr"], translator=generation)
     qa = TranslateQaParams(targets=["fr"], translator=generation)
     labels = {"fr": {"question": ["Question"], "answer": ["Réponse"], "source": "data"}}

@@ -96,8 +96,9 @@ def test_batches_keep_every_instance_with_its_own_text(scripted):
 def test_out_of_memory_halves_the_batch_and_rejects_only_the_item_that_fails_alone(scripted):
     scripted.memory = 1  # every batch of two runs out of memory
     candidates, rejects = run(rows(5, fail=set(), oom={2}))
-    # batches of 2, 2 and 1: each 2 runs out of memory and its halves run alone; r2 fails alone too
-    assert sorted(len(b) for b in scripted.batches) == [1, 1, 1, 1, 1, 2, 2]
+    # batches of 2, 2 and 1 (filled to 2 with a copy): each 2 runs out of memory and its items run
+    # alone; r2 fails alone too
+    assert sorted(len(b) for b in scripted.batches) == [1, 1, 1, 1, 1, 2, 2, 2]
     assert rejects.column("reason").to_pylist() == ["out_of_memory"]
     assert rejects.column("row_id").to_pylist() == ["r2"] and "sizes" in rejects.column("value")[0].as_py()
     kept, refused = select_candidates(pl.from_arrow(candidates), False, 0.0, None)
