@@ -26,6 +26,7 @@ def _check(found: dict) -> None:
     assert found["control_unpadded_changed"] > 0, found
 
 
+@pytest.mark.slow  # three model loads and ~60 beam searches, ~15 s
 def test_model_results_do_not_depend_on_their_batch_mates(tiny_models):
     _check(differences())
 
