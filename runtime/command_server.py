@@ -12,7 +12,8 @@ Only the owner gets in: the socket sits in the 0700 secrets folder, and a connec
 (SO_PEERCRED) is another user is closed unread. A command whose environment differs from this
 process's where the libraries read it at import (`service_files.import_time_digest`) is refused,
 and the client runs it in its own process. The process ends with the service, or when its socket
-is removed.
+is removed. Started by a command that started the service, it imports only once that command has
+ended (at most AFTER_COMMAND_LIMIT_S later): on 2 cores its imports slowed the first demo.
 """
 from __future__ import annotations
 
@@ -26,24 +27,27 @@ import socket
 import struct
 import sys
 import threading
+import time
 
 from . import settings
 from .service_files import INFO_NAME, SOCKET_NAME, command_environment, import_time_digest
 
 # What commands import before they work (listed from `sys.modules` after a demo re-check and a
 # 10-row command): the libraries, Prefect's run engines and what they load on first use (fastapi's
-# encoders, graphviz for visualisation, telemetry), the language-code data, the command line.
+# encoders, graphviz for visualisation, telemetry), the language-code data, the metrics' statistics
+# (scipy.stats: tasks/evaluation imports it where a metric runs), the command line.
 WARM_MODULES = ("prefect.main", "prefect.flow_engine", "prefect.task_engine", "prefect.engine",
                 "prefect.concurrency.sync", "prefect.utilities.visualization", "prefect.telemetry.run_telemetry",
                 "fastapi", "fastapi.encoders", "anyio._backends._asyncio", "distributed", "pandas", "polars",
                 "pyarrow.parquet", "pyarrow.dataset", "langcodes.data_dicts", "langcodes.language_distance",
-                "reverse_geocoder", "xmdata.cli", "xmdata.commands", "xmdata.cli_evaluate",
+                "reverse_geocoder", "scipy.stats", "xmdata.cli", "xmdata.commands", "xmdata.cli_evaluate",
                 "xmdata.runtime.service", "xmdata.runtime.run_setup", "xmdata.runtime.dask_executor",
                 "xmdata.runtime.storage_check", "xmdata.models.tiny", "xmdata.models.translators",
                 "xmdata.models.languages", "xmdata.tasks.clean.fingerprint")
 HEADER = struct.Struct("!I")  # the length of the JSON message that follows
 MAX_MESSAGE = 4 << 20
 FDS = 3  # stdin, stdout, stderr
+AFTER_COMMAND_LIMIT_S = 60.0  # the longest the imports wait for the command that started the service
 
 
 def recv_message(conn: socket.socket) -> tuple[dict, list[int]]:
@@ -142,7 +146,22 @@ def warm_up() -> None:
             print(f"command process: {module.name} not imported: {type(exc).__name__}: {exc}", flush=True)
 
 
-def serve(folder: str, service_pid: int, fingerprint: str) -> None:
+def wait_for_first_command(pid: int | None, service_pid: int, limit_s: float = AFTER_COMMAND_LIMIT_S) -> None:
+    """Before the imports: until the command that started the service ends (or LIMIT_S pass, or the
+    service goes). On 2 cores the ~4 CPU-s of imports took a core from that command while it ran;
+    commands that come meanwhile run in their own process, as without a command process."""
+    deadline = time.monotonic() + limit_s
+    while pid and time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+            os.kill(service_pid, 0)
+        except (ProcessLookupError, PermissionError):
+            return
+        time.sleep(0.2)
+
+
+def serve(folder: str, service_pid: int, fingerprint: str, after_pid: int | None = None) -> None:
+    wait_for_first_command(after_pid, service_pid)
     warm_up()
     if threading.active_count() != 1:  # a fork copies one thread: nothing may run beside it
         print(f"command process: imports started threads {threading.enumerate()}; not serving", flush=True)
@@ -229,10 +248,11 @@ def main() -> None:
     parser.add_argument("--folder", required=True)
     parser.add_argument("--service-pid", type=int, required=True)
     parser.add_argument("--fingerprint", required=True)
+    parser.add_argument("--after-pid", type=int, default=None)
     args = parser.parse_args()
     os.environ.update(command_environment(settings.child_env()))  # as a command sets them, before any import
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    serve(args.folder, args.service_pid, args.fingerprint)
+    serve(args.folder, args.service_pid, args.fingerprint, args.after_pid)
 
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ def run_environment(executor: str | None = None, dask_address: str | None = None
     service = None
     named = settings.PREFECT_API_URL.get()
     if settings.SERVICE.get():
-        service = running_service() if named else ensure_service(quiet=quiet)
+        service = running_service() if named else ensure_service(quiet=quiet, for_this_command=True)
     # The service's cluster may still be starting: its address is waited for only by a stage that uses it.
     warm = (functools.partial(service_target, service)
             if service and not workers and not address and not cluster else None)

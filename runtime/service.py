@@ -138,9 +138,12 @@ def touch_used() -> None:
         os.utime(paths()["used"])
 
 
-def ensure_service(workers: int | None = None, quiet: bool = False, dashboard: bool = False) -> dict:
+def ensure_service(workers: int | None = None, quiet: bool = False, dashboard: bool = False,
+                   for_this_command: bool = False) -> dict:
     """The running service, started (and waited for) if there is none; one start at a time.
-    `dashboard`: a running service without its dashboard is restarted with it."""
+    `dashboard`: a running service without its dashboard is restarted with it. `for_this_command`:
+    started by a command to run itself, whose core the warm command process leaves to it until it
+    ends (command_server.wait_for_first_command)."""
     with open_private(paths()["lock"], "wb") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         state = read_state()
@@ -153,10 +156,10 @@ def ensure_service(workers: int | None = None, quiet: bool = False, dashboard: b
                 print("xmdata: the running service has other code, does not answer or has no dashboard; "
                       "restarting it", file=sys.stderr)
             stop_service(state)
-        return _start(workers, quiet, dashboard)
+        return _start(workers, quiet, dashboard, os.getpid() if for_this_command else None)
 
 
-def _start(workers: int | None, quiet: bool, dashboard: bool = False) -> dict:
+def _start(workers: int | None, quiet: bool, dashboard: bool = False, first_command: int | None = None) -> dict:
     p = paths()
     if os.path.exists(p["state"]):
         os.unlink(p["state"])
@@ -180,7 +183,7 @@ def _start(workers: int | None, quiet: bool, dashboard: bool = False) -> dict:
             raise ServiceError(f"the xmdata service did not start (log {p['log']}):\n{_log_tail()}")
         time.sleep(0.1)
     touch_used()
-    _start_command_process(state, p)
+    _start_command_process(state, p, first_command)
     if not quiet:
         print(f"xmdata: started the local service: Prefect UI {state['ui_url']}, a Dask cluster of "
               f"{state['workers']} workers (starting; retired after {state['model_idle_minutes']:g} min unused, "
@@ -189,11 +192,13 @@ def _start(workers: int | None, quiet: bool, dashboard: bool = False) -> dict:
     return state
 
 
-def _start_command_process(state: dict, p: dict[str, str]) -> None:
+def _start_command_process(state: dict, p: dict[str, str], first_command: int | None = None) -> None:
     """The service's warm command process (command_server.py), in this command's environment (the
-    one later commands must share to use it); it ends with the service."""
+    one later commands must share to use it); it ends with the service. `first_command`: the pid of
+    the command it waits for before its imports."""
     command = [sys.executable, "-m", "xmdata.runtime.command_server", "--folder", state["secrets"],
                "--service-pid", str(state["pid"]), "--fingerprint", state["fingerprint"]]
+    command += ["--after-pid", str(first_command)] if first_command else []
     with open_private(p["log"], "ab") as log:
         subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                          env=settings.child_env(), start_new_session=True, cwd="/")

@@ -7,7 +7,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from xmdata.schemas.contract import ContractError
 
@@ -43,6 +42,7 @@ def cross_lingual_recall(src_text, tgt_text, k: int = 10) -> float:
 def corr_baseline(src_text, src_image, tgt_text, tgt_image, rng: np.random.Generator) -> float | None:
     """CORR: Spearman between text and image cosine distances over (source, target) pairs of the sample;
     above CORR_SIDE items per side, over a seeded CORR_SIDE x CORR_SIDE sub-grid of it."""
+    from scipy import stats  # noqa: PLC0415 — ~1 s of import, paid where a metric runs
     s = np.sort(rng.choice(len(src_text), min(len(src_text), CORR_SIDE), replace=False))
     t = np.sort(rng.choice(len(tgt_text), min(len(tgt_text), CORR_SIDE), replace=False))
     text_dist = (1 - src_text[s] @ tgt_text[t].T).ravel()
@@ -105,6 +105,7 @@ def _summary(values: list) -> dict:
 
 def agreement(runs: dict) -> dict:
     """Per seed, Pearson and Spearman across models of XLR against BkR and against CORR; mean over seeds."""
+    from scipy import stats  # noqa: PLC0415 — ~1 s of import, paid where a metric runs
     if len(runs) < 3:
         return {"reason": f"needs at least three models (got {len(runs)}; two give ±1 by construction)"}
     out = {}

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-from scipy import stats
 
 from xmdata.schemas.contract import ContractError
 from xmdata.schemas.evaluation import labels, numbers, require_columns, require_subset, require_unique
@@ -56,6 +55,7 @@ def cider_scores(candidates: pa.Table, references: pa.Table, text: str = "text",
 def gain_correlation(delta: np.ndarray, gain: np.ndarray) -> dict:
     """Pearson, Spearman, Kendall τ-b of ΔCIDEr with the side-by-side gain, and Matthews' coefficient of
     their signs (positive: model 2 better, > 0). The paper's Table 5 rows give its Table 6 with these."""
+    from scipy import stats  # noqa: PLC0415 — ~1 s of import, paid where a metric runs
     if len(delta) != len(gain):
         raise ContractError(f"ΔCIDEr and gains differ in length ({len(delta)} vs {len(gain)})")
     out = {"n": int(len(delta)), "reason": None, "pearson": None, "spearman": None, "kendall_tau_b": None,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-from scipy import stats
 
 from xmdata.schemas.contract import ContractError, Violation
 from xmdata.schemas.evaluation import labels, numbers, require_columns, require_in_scale, row_labels
@@ -18,6 +17,7 @@ def correlate(x: np.ndarray, y: np.ndarray) -> dict:
 
     τ-c is scipy's (Stuart's): m = the smaller number of distinct values of x and y, which for a continuous
     score is the number of rating levels present in the data (the paper's m when all levels occur)."""
+    from scipy import stats  # noqa: PLC0415 — ~1 s of import, paid where a metric runs
     if len(x) != len(y):
         raise ContractError(f"score and rating differ in length ({len(x)} vs {len(y)})")
     out = {"n": int(len(x)), "reason": None}

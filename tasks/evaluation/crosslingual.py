@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-from scipy import stats
 
 from xmdata.schemas.evaluation import labels, numbers, require_columns, require_unique
 
@@ -13,6 +12,7 @@ from xmdata.tasks.evaluation.correlation import qe_by_language, quartile_masks
 
 
 def _pearson(x: np.ndarray, y: np.ndarray) -> tuple[float | None, str | None]:
+    from scipy import stats  # noqa: PLC0415 — ~1 s of import, paid where a metric runs
     if len(x) < 2:
         return None, "fewer than two common items"
     if np.ptp(x) == 0 or np.ptp(y) == 0:

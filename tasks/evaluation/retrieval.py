@@ -6,7 +6,6 @@ from __future__ import annotations
 import zlib
 
 import numpy as np
-from scipy import stats
 
 from xmdata.schemas.contract import ContractError
 
@@ -55,6 +54,7 @@ def retrieval_hits(queries: np.ndarray, targets: np.ndarray, keys: np.ndarray, d
 def mcnemar(a: np.ndarray, b: np.ndarray, exact_below: int = 25) -> dict:
     """McNemar's test on paired hits: chi-squared with continuity correction, (|b - c| - 1)^2 / (b + c),
     when the discordant pairs b + c >= 25, else the exact two-sided binomial test (statistic = min(b, c))."""
+    from scipy import stats  # noqa: PLC0415 — ~1 s of import, paid where a metric runs
     a, b = np.asarray(a, dtype=bool), np.asarray(b, dtype=bool)
     if a.shape != b.shape:
         raise ContractError(f"McNemar needs the same items for both systems ({len(a)} vs {len(b)} outcomes)")

@@ -8,7 +8,7 @@ import pytest
 from support.cli_in_process import run_xmdata
 
 pytestmark = pytest.mark.slow
-ROWS = [{"id": f"r{i}", "caption": f"The dog {i} runs in the house.", "refs": ["A dog.", "A small dog runs."]}
+ROWS = [{"id": f"r{i}", "caption": f"The dog {i} runs in the house.", "refs": ["A small dog sits.", "A small dog runs."]}
         for i in range(12)] + [{"id": "blank", "caption": " ", "refs": ["A cat."]}]
 
 
