@@ -1,6 +1,7 @@
 """How far rows' results move with the rows beside them, per model stage, through the stages' own
-batching code: each row run alone vs all rows in one call (and, for QE, among other batch-mates). Run in this process, or as
-`python -m support.batch_independence` (from tests/) in a process with other CPU kernels; prints JSON."""
+batching code: each row run alone vs all rows in one call (and, for QE, among other batch-mates).
+Run in this process, or as `python -m support.batch_independence` (from tests/) in a process with
+other CPU kernels; prints JSON."""
 from __future__ import annotations
 
 import json
