@@ -41,6 +41,7 @@ class Seq2SeqTranslator:
         self.model = None
         self.tokenizer = None
         self.languages: dict[str, int] = {}  # language code -> id of its language token
+        self._dropped: dict[int, bool] = {}  # token id -> left out of decoded text (decode_ids)
         self.max_input_tokens = DEFAULT_MAX_INPUT_TOKENS
         self._tokenizer_lock = threading.Lock()  # M2M100 keeps the source language on the tokenizer
 
@@ -77,6 +78,7 @@ class Seq2SeqTranslator:
         if self.tokenizer is None:
             self.tokenizer = self._from_pretrained(self.tokenizer_class_name)
             self.languages = self.language_token_ids()
+            self._dropped = dict.fromkeys([*self.languages.values(), *self.tokenizer.all_special_ids], True)
 
     def supported_languages(self) -> list[str]:
         return sorted(self.languages)
@@ -141,11 +143,22 @@ class Seq2SeqTranslator:
         return self.decode_ids(sequences.tolist())
 
     def decode_ids(self, sequences: list[list[int]]) -> list[str]:
-        # Language tokens are not "special" to every tokenizer, and an untrained model may emit them
-        # anywhere: drop them by id rather than by pattern.
-        language_ids = set(self.languages.values())
-        kept = [[t for t in seq if t not in language_ids] for seq in sequences]
-        return [text.strip() for text in self.tokenizer.batch_decode(kept, skip_special_tokens=True)]
+        """What `batch_decode(skip_special_tokens=True)` gives once language tokens are dropped. Both
+        are dropped here by id: language tokens are not "special" to every tokenizer, and an untrained
+        model may emit them anywhere; and a slow (Python) tokenizer skipping special tokens itself
+        lists them again for every token (~20% of a tiny M2M100's beam search; the same text,
+        tests/models/test_models.py)."""
+        kept = [[t for t in seq if not self.dropped(t)] for seq in sequences]
+        return [text.strip() for text in self.tokenizer.batch_decode(kept, skip_special_tokens=False)]
+
+    def dropped(self, token_id: int) -> bool:
+        """A language or special token's id, or an id the tokenizer reads as a special token (M2M100
+        reads every id it has no piece for, its model's spare ones included, as `<unk>`)."""
+        if (known := self._dropped.get(token_id)) is not None:
+            return known
+        token = self.tokenizer.convert_ids_to_tokens(token_id)
+        self._dropped[token_id] = found = token in self.tokenizer.all_special_tokens
+        return found
 
     def _greedy_scores(self, out):
         """Greedy search has no sequences_scores: mean log-prob over generated tokens, as beams report."""

@@ -163,6 +163,9 @@ def wait_for_first_command(pid: int | None, service_pid: int, limit_s: float = A
 def serve(folder: str, service_pid: int, fingerprint: str, after_pid: int | None = None) -> None:
     wait_for_first_command(after_pid, service_pid)
     warm_up()
+    if not _alive(service_pid):  # stopped while this imported: nothing to serve
+        print("command process: the service stopped; not serving", flush=True)
+        return
     if threading.active_count() != 1:  # a fork copies one thread: nothing may run beside it
         print(f"command process: imports started threads {threading.enumerate()}; not serving", flush=True)
         return
@@ -172,6 +175,9 @@ def serve(folder: str, service_pid: int, fingerprint: str, after_pid: int | None
     old_umask = os.umask(0o177)  # srw------- : the owner connects (write), no one else
     try:
         listener.bind(path)
+    except FileNotFoundError:  # the service's folder went with it
+        print("command process: the service's folder is gone; not serving", flush=True)
+        return
     finally:
         os.umask(old_umask)
     listener.listen(16)
@@ -233,6 +239,14 @@ def _reap() -> None:
             return
         if pid == 0:
             return
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
 
 
 def _still_wanted(path: str, socket_id: int, service_pid: int) -> bool:

@@ -30,11 +30,7 @@ def run_environment(executor: str | None = None, dask_address: str | None = None
                     dashboard: bool = False):
     """`tls`: (CA, certificate, key) files for a tls:// `dask_address`; `dashboard`: a cluster
     started for this command serves its dashboard on 127.0.0.1."""
-    executor = resolve_executor(executor)  # a bad XMDATA_EXECUTOR stops here, before any start
-    address = dask_address or settings.DASK_ADDRESS.get()
-    target = external_target(address, *tls) if address else None  # bad TLS flags stop here too
-    if any(tls) and not address:
-        raise ContractError("--tls-ca-file, --tls-cert and --tls-key are for a tls:// --dask-address")
+    executor, address, target = _checked(executor, dask_address, tls)
     service = None
     named = settings.PREFECT_API_URL.get()
     if settings.SERVICE.get():
@@ -49,6 +45,37 @@ def run_environment(executor: str | None = None, dask_address: str | None = None
             execution_session(executor, target, workers, warm, cluster, dashboard), \
             _keep_alive(service is not None):
         yield
+
+
+def _checked(executor: str | None, dask_address: str | None, tls: tuple) -> tuple:
+    """What stops a command before any start: a bad XMDATA_EXECUTOR, bad TLS flags."""
+    executor = resolve_executor(executor)
+    address = dask_address or settings.DASK_ADDRESS.get()
+    target = external_target(address, *tls) if address else None
+    if any(tls) and not address:
+        raise ContractError("--tls-ca-file, --tls-cert and --tls-key are for a tls:// --dask-address")
+    return executor, address, target
+
+
+def start_service_early(executor: str | None = None, dask_address: str | None = None,
+                        tls: tuple = (None, None, None), quiet: bool = False) -> None:
+    """For a command with nothing of the user's left to check (the demo, once its --out is): the
+    service that `run_environment` will ask for starts in a thread while the command imports its
+    flows (~4 CPU-s), instead of after. `run_environment`'s own `ensure_service` then finds it up,
+    or waits on the service lock for this start; a failure here is left to that call to meet and
+    report (nothing is printed from the thread but the service's start line)."""
+    try:
+        _checked(executor, dask_address, tls)
+    except ContractError:
+        return  # the command refuses it itself, before any start
+    if not settings.SERVICE.get() or settings.PREFECT_API_URL.get():
+        return
+
+    def start() -> None:
+        with contextlib.suppress(Exception):
+            ensure_service(quiet=quiet, for_this_command=True)
+
+    threading.Thread(target=start, name="xmdata-service-start", daemon=True).start()
 
 
 @contextlib.contextmanager

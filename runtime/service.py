@@ -27,7 +27,7 @@ import time
 from . import settings
 from .owner_only import DaskCredentials, DaskTarget, open_private, private_folder, read_private_text, write_private
 from .prefect_api import healthy
-from .service_files import code_fingerprint, service_key  # noqa: F401  (code_fingerprint: for callers)
+from .service_files import PID_NAME, code_fingerprint, light_prefect_home, service_key  # noqa: F401  (code_fingerprint: for callers)
 from .storage import cache_root
 
 WAKE_SIGNAL = signal.SIGUSR1  # to the service: a command needs its retired workers back
@@ -49,10 +49,18 @@ def state_dir() -> str:
     return private_folder(os.path.join(cache_root(), "service"))
 
 
-def _key() -> str:
+def prefect_home() -> str:
+    """PREFECT_HOME as Prefect resolves it in this folder; without importing Prefect (~1.3 CPU-s)
+    where no config file here could name it (service_files.light_prefect_home)."""
+    if (home := light_prefect_home()) is not None:
+        return home
     from prefect.settings import PREFECT_HOME  # noqa: PLC0415 — reads the settings, not the server
 
-    return service_key(str(PREFECT_HOME.value()))
+    return str(PREFECT_HOME.value())
+
+
+def _key() -> str:
+    return service_key(prefect_home())
 
 
 def paths() -> dict[str, str]:
@@ -117,9 +125,17 @@ def alive(pid: int) -> bool:
         pass  # not our child: signal 0 says whether it exists
     try:
         os.kill(pid, 0)
-        return True
     except (ProcessLookupError, PermissionError):
         return False
+    return not _zombie(pid)  # exited, not yet reaped by its parent (the command that started it, still running)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+    except (OSError, IndexError):
+        return False  # not Linux, or gone meanwhile: os.kill said enough
 
 
 def running_service() -> dict | None:
@@ -163,9 +179,11 @@ def _start(workers: int | None, quiet: bool, dashboard: bool = False, first_comm
     p = paths()
     if os.path.exists(p["state"]):
         os.unlink(p["state"])
+    # The home this command resolved (a prefect.toml or .env here may name it): the service runs in
+    # "/", where those files are not, and must use the home whose key names its files.
     env = settings.child_env(drop=(settings.PREFECT_API_URL.name,), PREFECT_SERVER_ANALYTICS_ENABLED="false",
                              PREFECT_LOGGING_LEVEL="WARNING", DASK_LOGGING__DISTRIBUTED="warning",
-                             **IDLE_FRIENDLY_DASK)
+                             **{settings.PREFECT_HOME.name: os.path.abspath(prefect_home())}, **IDLE_FRIENDLY_DASK)
     command = [sys.executable, "-m", "xmdata.runtime.service_main", "--fingerprint", code_fingerprint()]
     if workers:
         command += ["--workers", str(workers)]
@@ -200,8 +218,21 @@ def _start_command_process(state: dict, p: dict[str, str], first_command: int | 
                "--service-pid", str(state["pid"]), "--fingerprint", state["fingerprint"]]
     command += ["--after-pid", str(first_command)] if first_command else []
     with open_private(p["log"], "ab") as log:
-        subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                         env=settings.child_env(), start_new_session=True, cwd="/")
+        proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                env=settings.child_env(), start_new_session=True, cwd="/")
+    write_private(os.path.join(state["secrets"], PID_NAME), str(proc.pid))  # the service stops it with itself
+
+
+def stop_command_process(secrets: str) -> None:
+    """SIGTERM to the service's command process (its pid in SECRETS, checked to be one), so that one
+    still waiting or importing when the service stops does not go on for nothing."""
+    try:
+        pid = int(read_private_text(os.path.join(secrets, PID_NAME)))
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            if b"xmdata.runtime.command_server" in f.read():
+                os.kill(pid, signal.SIGTERM)
+    except (OSError, ValueError):
+        pass  # none started, gone already, or not Linux (it sees the service gone within a second)
 
 
 def cluster_address(pid: int | None = None, timeout: float = CLUSTER_START_S) -> str:

@@ -17,8 +17,9 @@ from . import settings
 
 SOURCE_PACKAGES = ("xmdata", "xmdata.runtime", "xmdata.flows", "xmdata.tasks", "xmdata.models", "xmdata.schemas")
 PREFECT_CONFIG_FILES = (".env", "prefect.toml")
-# The warm command process's socket and its facts (pid, code), in the service's `.secrets/` folder.
-SOCKET_NAME, INFO_NAME = "commands.sock", "commands.json"
+# The warm command process's socket, its facts (pid, code) once it serves, and its pid from its start
+# (the service stops it with itself), in the service's `.secrets/` folder.
+SOCKET_NAME, INFO_NAME, PID_NAME = "commands.sock", "commands.json", "commands.pid"
 
 
 def service_key(prefect_home: str) -> str:
@@ -28,7 +29,7 @@ def service_key(prefect_home: str) -> str:
 def light_prefect_home() -> str | None:
     """PREFECT_HOME as Prefect would resolve it, without Prefect; None when a config file in the
     working folder might set it (then only Prefect can say)."""
-    if home := settings.PREFECT_HOME.get():
+    if home := settings.PREFECT_HOME.get():  # "~" expanded, as Prefect does
         return home
     if any(os.path.exists(name) for name in PREFECT_CONFIG_FILES):
         return None

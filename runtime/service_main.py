@@ -21,7 +21,8 @@ import time
 from .cluster import bind_host, close_local_cluster, default_workers, start_local_cluster
 from .owner_only import new_auth_string, new_dask_credentials, write_private
 from .prefect_api import start_prefect_server, stop_process_group
-from .service import CLUSTER_START_S, WAKE_SIGNAL, idle_seconds, model_idle_seconds, paths, write_state
+from .service import (CLUSTER_START_S, WAKE_SIGNAL, idle_seconds, model_idle_seconds, paths, prefect_home,
+                      stop_command_process, write_state)
 from .worker_start import start_early
 
 CHECK_EVERY_S = 1.0  # a signal wakes the loop at once; this is for the idle clock and the folders
@@ -106,8 +107,6 @@ def main() -> None:
     parser.add_argument("--dashboard", action="store_true")
     args = parser.parse_args()
     signals = Signals()
-    from prefect.settings import PREFECT_HOME
-
     idle_s, model_idle_s, p = idle_seconds(), model_idle_seconds(), paths()  # paths() once: it makes the folder
     host, workers = bind_host(), args.workers or default_workers()
     # This service's credentials, new at each start: a certificate or password from an earlier one opens nothing.
@@ -118,7 +117,7 @@ def main() -> None:
     server, api_url = start_prefect_server(host, log_path=p["log"], timeout=240, auth=auth)
     cluster = client = None
     try:
-        homes = folder_ids([str(PREFECT_HOME.value()), os.path.dirname(p["state"])])  # the server made its home
+        homes = folder_ids([prefect_home(), os.path.dirname(p["state"])])  # the server made its home
         # Written as soon as Prefect answers: a command with nothing for the cluster (small work runs
         # in its own process) goes on at once; one that needs it waits for the address below.
         # Started after Prefect, not beside it: on 2 cores the two slowed each other.
@@ -164,6 +163,7 @@ def main() -> None:
         if cluster is not None:
             close_local_cluster(cluster, client)
         stop_process_group(server)
+        stop_command_process(p["secrets"])
         shutil.rmtree(p["secrets"], ignore_errors=True)
         print("service stopped", flush=True)
 

@@ -94,8 +94,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="build the demo release from the shipped sample data, offline")
     demo.add_argument("--out", default="demo-release", help="release folder (default ./demo-release)")
     _add_run_options(demo)
+    # service_early: the packaged config and sample have nothing to refuse, so the service starts
+    # while the demo imports (runtime/run_setup.start_service_early)
     demo.set_defaults(shards=None, config="demo", seed=None, work=None, release_command=None, sample=False,
-                      models="config")
+                      models="config", service_early=True)
 
     release = sub.add_parser("release", help="build a reproducible data release from a release.yaml; "
                              "`xmdata release verify DIR` checks one, `xmdata release compare A B` two")
@@ -260,7 +262,6 @@ def main(argv: list[str] | None = None) -> int:
     from xmdata.runtime.service_files import command_environment  # before Prefect and Dask read their config
 
     os.environ.update(command_environment(settings.child_env(), verbose=args.verbose))
-    from xmdata.commands import COMMANDS  # heavy imports start here, after argument parsing
     from xmdata.models.base import ModelError
     from xmdata.runtime.execution import ShardsFailed
     from xmdata.runtime.service import ServiceError
@@ -275,6 +276,13 @@ def main(argv: list[str] | None = None) -> int:
                 if path := getattr(args, flag, None):
                     check = check_location if is_url(path) else check_output_folder
                     check(path, f"--{flag}")
+            if getattr(args, "service_early", False):  # nothing of the user's left to check (the demo)
+                from xmdata.runtime.run_setup import start_service_early
+
+                start_service_early(args.executor, args.dask_address, (args.tls_ca_file, args.tls_cert, args.tls_key),
+                                    args.quiet)
+            from xmdata.commands import COMMANDS  # heavy imports start here, after the checks above
+
             with column_mapping(getattr(args, "map", None)) as mapping:
                 code = COMMANDS[args.command](args) or 0
     except (ContractError, ModelError) as exc:

@@ -3,9 +3,10 @@ the tiny models the demo resolves and the geocoding tables its workers read, in 
 import os
 
 import numpy as np
+import pytest
 
 
-def test_setup_caches_are_the_ones_the_demo_reads(tiny_models):
+def test_setup_caches_are_the_ones_the_demo_reads(tiny_models, monkeypatch):
     from xmdata.flows.release_config import load_release_config
     from xmdata.models.tiny import cached_tiny_models
     from xmdata.runtime.storage import cache_root
@@ -21,3 +22,11 @@ def test_setup_caches_are_the_ones_the_demo_reads(tiny_models):
     # And a worker's geocoder loads the tables from the cache: the land mask mapped, not decompressed again.
     geo_tables.land_mask.cache_clear()
     assert isinstance(geo_tables.land_mask().ocean_bits, np.memmap)
+    # torch's build facts are kept where the manifest reads them: publishing imports no torch for them.
+    from xmdata.tasks.release import manifest
+
+    assert any(line.startswith("torch build: ") for line in lines)
+    imported = manifest._torch_build_imported()
+    monkeypatch.setattr(manifest, "_torch_build_imported",
+                        lambda: pytest.fail("the manifest imported torch for facts setup kept"))
+    assert manifest.platform_record()["torch"] == imported

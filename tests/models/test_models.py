@@ -46,6 +46,28 @@ def test_translator_candidates_are_distinct_ranked_and_free_of_language_tokens(t
 
 
 @pytest.mark.parametrize("backend", TRANSLATORS)
+def test_decoding_drops_special_and_language_ids_as_the_tokenizer_itself_would(tiny_models, backend):
+    """decode_ids drops special tokens by id and decodes the rest as they are: the text of the
+    tokenizer's own batch_decode(skip_special_tokens=True) once language tokens are dropped, for id
+    sequences anywhere in the vocabulary (specials and language tokens among them, at any place)."""
+    translator = get_model("translator", tiny_models[backend])
+    tokenizer, languages = translator.tokenizer, set(translator.languages.values())
+    rng = np.random.default_rng(0)
+    size = translator.model.config.vocab_size  # the model's: M2M100's has ids the tokenizer has no piece for
+    assert languages and size > len(tokenizer) or backend != "m2m100"
+    specials = sorted(languages | set(tokenizer.all_special_ids))
+    sequences = [[int(i) for i in rng.integers(0, size, rng.integers(1, 30))] for _ in range(300)]
+    sequences += [[int(rng.choice(specials)) if rng.random() < 0.3 else int(rng.integers(0, size))
+                   for _ in range(rng.integers(1, 30))] for _ in range(300)]
+    sequences += [tokenizer(c.text)["input_ids"] for target in ("fr", "ar")
+                  for cs in translator.predict(translator.prepare(SENTENCES, "en", target), 4, 4, 20) for c in cs]
+    theirs = [text.strip() for text in tokenizer.batch_decode(
+        [[t for t in seq if t not in languages] for seq in sequences], skip_special_tokens=True)]
+    assert translator.decode_ids(sequences) == theirs
+    assert sum(bool(t) for t in theirs) > 500  # text, not only empty strings
+
+
+@pytest.mark.parametrize("backend", TRANSLATORS)
 def test_unsupported_target_language_is_refused_before_generation(tiny_models, backend):
     translator = get_model("translator", tiny_models[backend])
     with pytest.raises(ValueError, match=r"'xx' is not supported.*supported: .*\bfr\b"):

@@ -151,3 +151,25 @@ def test_kill_9_of_the_service_leaves_nothing_running(own_env):
     gone, alive = psutil.wait_procs(tree, timeout=30)
     assert not alive, f"orphaned: {alive}"  # the Prefect server and the workers went with it
     assert xmdata(own_env, "status").returncode == 3
+
+
+def test_down_stops_a_command_process_still_waiting_for_the_command_that_started_the_service(own_env):
+    """The command process a command's own service start leaves waiting (until that command ends,
+    command_server.wait_for_first_command) goes with the service, not after its wait and imports."""
+    from xmdata.runtime.service_files import PID_NAME
+
+    code = ("import time; from xmdata.runtime.service import ensure_service; "
+            "ensure_service(quiet=True, for_this_command=True); print('up', flush=True); time.sleep(300)")
+    command = subprocess.Popen([sys.executable, "-c", code], env=own_env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert command.stdout.readline().strip() == "up"
+        state = state_of(own_env)
+        waiting = psutil.Process(int(open(os.path.join(state["secrets"], PID_NAME)).read()))
+        assert "xmdata.runtime.command_server" in " ".join(waiting.cmdline())
+        assert waiting.cpu_times().user < 1.0  # still waiting: nothing imported yet
+        assert xmdata(own_env, "down").returncode == 0
+        # its parent is the command, still running, which has not reaped it: a zombie is gone
+        wait_for(lambda: not waiting.is_running() or waiting.status() == psutil.STATUS_ZOMBIE, timeout=10)
+    finally:
+        command.kill()
+        command.wait()
