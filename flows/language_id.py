@@ -21,7 +21,6 @@ def label_languages(input_path: str, out: str, shards: int, params: LanguageIdPa
                     ) -> tuple[list[StageReport], dict]:
     captions = open_input(input_path, CAPTIONS)
     captions.check()  # refuses a broken input before writing anything, a batch at a time
-    remove_stray_temp_files(out)  # what a killed run left half-written
     ingested = ingest(captions, "captions", shards, out)
     labelled = run_stage(language_id_stage(ModelSpec("fasttext", params.lid_model)), ingested.data_paths, out)
     return [ingested, labelled], lid_distributions(labelled.data_paths)
@@ -56,5 +55,6 @@ def identify_language_flow(input_path: str, out: str, params: LanguageIdParams =
 
     Docs: docs/how-to/commands.md; every option: docs/reference/commands.md#identify-language.
     """
+    remove_stray_temp_files(out)  # what a killed run left half-written
     reports, distributions = label_languages(input_path, out, shards, params)
     return finish_build(out, reports, distributions, f"Language ID of {input_path}")

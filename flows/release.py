@@ -79,7 +79,8 @@ def publish_release(release: Release, out: str, work: str | None, cluster: Clust
     """Build the checked RELEASE into OUT, resumably, and write its card and manifest."""
     config = release.config
     target, out, work = release_folders(out, work)
-    remove_stray_temp_files(out)  # what a killed run left half-written, build folder included
+    for folder in dict.fromkeys((out, work)):  # what a killed run left half-written, before any part runs
+        remove_stray_temp_files(folder)
     with column_mapping(config.columns), cluster_scope(cluster or config.cluster):
         build = build_release_data(release.resolved, work)  # `columns:` applied as --map on the commands
     summary = finish_build(work, build.reports, build.distributions, f"Build of release {config.name}",

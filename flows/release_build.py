@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
+from typing import Callable
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -19,6 +20,7 @@ from prefect.logging import get_logger
 from xmdata.runtime import storage
 from xmdata.runtime.atomic import write_json_atomic
 from xmdata.runtime.process import StageReport
+from xmdata.runtime.side_by_side import side_by_side
 from xmdata.schemas import CAPTIONS, IMAGES
 from xmdata.schemas.readers import read_input
 from xmdata.tasks.images.params import DownloadImagesParams
@@ -70,20 +72,8 @@ def build_release_data(config: ReleaseConfig, work: str) -> Build:
     if config.dedup or config.contamination:  # before any stage selects, translates or scores a row
         config, reports, stats, markdown = clean_release_inputs(config, work, shards)
         build.add(reports, stats, "Clean sets", markdown)
-    if c := config.language_id:
-        build.add(*label_languages(c.input, work, shards, c))
-    if c := config.image_selection:
-        reports, stats, _ = select_geo_diverse(c.input, work, shards, c, config.seed)
-        build.add(reports, stats)
-    if c := config.translation:
-        texts = translation_texts(c)
-        reports, stats, selection = translate_texts(texts, work, shards, c)
-        publish_report(selection)
-        build.add(reports, stats, "Translation", selection["markdown"])
-    if c := config.qa_translation:
-        reports, stats, qa_report = translate_qa_rows(c.input, work, shards, c)
-        publish_qa_report(qa_report)
-        build.add(reports, stats, "QA translation", qa_report["markdown"])
+    for added in side_by_side(independent_parts(config, work, shards), get_logger("xmdata.release")):
+        build.add(*added)
     image_roots = {}
     if c := config.scoring:
         pairs, image_roots["clip_scores"] = scoring_pairs(config, work, folders, roots)
@@ -99,6 +89,30 @@ def build_release_data(config: ReleaseConfig, work: str) -> Build:
         reports, stats, markdown = build_mmmeb(c, folders, roots, work, config.seed)
         build.add(reports, stats, "MMMEB", markdown)
     return build
+
+
+def independent_parts(config: ReleaseConfig, work: str, shards: int) -> list[Callable[[], tuple]]:
+    """The configured stages that read only the config's inputs, none another's output: each a
+    function giving its `Build.add` arguments, run side by side (runtime/side_by_side.py) and added
+    in this order. Scoring reads the translations, and runs after."""
+    parts = []
+    if c := config.language_id:
+        parts.append(lambda c=c: label_languages(c.input, work, shards, c))
+    if c := config.image_selection:
+        parts.append(lambda c=c: select_geo_diverse(c.input, work, shards, c, config.seed)[:2])
+    if c := config.translation:
+        def translation(c=c) -> tuple:
+            reports, stats, selection = translate_texts(translation_texts(c), work, shards, c)
+            publish_report(selection)
+            return reports, stats, "Translation", selection["markdown"]
+        parts.append(translation)
+    if c := config.qa_translation:
+        def qa_translation(c=c) -> tuple:
+            reports, stats, qa_report = translate_qa_rows(c.input, work, shards, c)
+            publish_qa_report(qa_report)
+            return reports, stats, "QA translation", qa_report["markdown"]
+        parts.append(qa_translation)
+    return parts
 
 
 def download_release_images(c: ImageDownloadConfig, work: str, shards: int) -> tuple[list[StageReport], dict]:

@@ -27,7 +27,6 @@ def score_pairs(source: str | pa.Table, out: str, shards: int, image_root: str |
     pairs = read_score_input(source, references_column)  # refuses a broken input before writing anything
     if image_root:  # a UI or Python run checks as the CLI does: no pair could score is a wrong input
         check_some_pair_scorable(pairs, image_root, source if isinstance(source, str) else "the pairs to score")
-    remove_stray_temp_files(out)
     ingested = ingest(pairs, "pairs", shards, out)
     stage = clip_score_stage(params, params.spec(), storage.absolute(image_root) if image_root else None,
                              references_column)
@@ -77,6 +76,7 @@ def score_flow(input_path: str, out: str, params: ScoringParams, image_root: str
 
     Docs: docs/how-to/score.md; every option: docs/reference/commands.md#score.
     """
+    remove_stray_temp_files(out)  # what a killed run left half-written
     started = time.perf_counter()
     reports, distributions = score_pairs(input_path, out, shards, image_root or posixpath.dirname(
         storage.absolute(input_path)), params, references_column)

@@ -42,7 +42,6 @@ def select_geo_diverse(input_path: str, out: str, shards: int, params: SelectIma
     languages, per_language, strategy, within = params.languages, params.per_language, params.strategy, params.within
     areas = load_language_areas(languages)  # a broken area file stops here, before any write
     images, exif_rejects = read_candidates(input_path)
-    remove_stray_temp_files(out)
     ingested = ingest(images, "images", shards, out, extra_rejects=exif_rejects)
     geocoded = run_stage(geocode_stage(), ingested.data_paths, out)
     # In id order: the seeded choice must not depend on how many shards geocoding ran in.
@@ -81,6 +80,7 @@ def select_images_flow(input_path: str, out: str, params: SelectImagesParams = S
 
     Docs: docs/how-to/select-images.md; every option: docs/reference/commands.md#select-images.
     """
+    remove_stray_temp_files(out)  # what a killed run left half-written
     reports, distributions, summary = select_geo_diverse(input_path, out, shards, params, seed)
     result = finish_build(out, reports, distributions, f"Image selection from {input_path}",
                           plots=(storage.join(out, "selection_map.png"),))

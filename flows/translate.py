@@ -74,7 +74,6 @@ def translate_texts(source: str | pa.Table, out: str, shards: int, params: Trans
         check_models(params)
     filters, spec = params.filters, params.translator.spec()
     accepted = lid_labels_for(params.targets, params.translator.backend, filters.lid_accept)
-    remove_stray_temp_files(out)
     ingested = ingest(table, "texts", shards, out)
     translated = run_stage(translate_stage(params, spec), ingested.data_paths, out)
     labelled = run_stage(candidate_lid_stage(filters.lid_spec(), accepted), translated.data_paths, out)
@@ -104,6 +103,7 @@ def translate_flow(input_path: str, out: str, params: TranslateParams, shards: S
 
     Docs: docs/how-to/translate.md; every option: docs/reference/commands.md#translate.
     """
+    remove_stray_temp_files(out)  # what a killed run left half-written
     reports, distributions, selection = translate_texts(input_path, out, shards, params, models_checked)
     publish_report(selection)
     return finish_build(out, reports, distributions, f"Translation of {input_path}",

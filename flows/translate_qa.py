@@ -48,7 +48,6 @@ def translate_qa_rows(source: str | pa.Table, out: str, shards: int, params: Tra
         check_models(params)
     targets, filters, spec = params.targets, params.filters, params.translator.spec()
     selected, selection = select_instances(table, params.exclude_tasks, params.per_task)
-    remove_stray_temp_files(out)
     # Label words of targets data/ lacks are derived here, once, with the run's own model.
     labels = resolve_labels(targets, lambda: get_model("translator", spec), params.source, spec.name_or_path, out)
     write_json_atomic({"labels": labels}, storage.join(out, "qa_labels.json"))
@@ -98,6 +97,7 @@ def translate_qa_flow(input_path: str, out: str, params: TranslateQaParams,
 
     Docs: docs/how-to/translate-qa.md; every option: docs/reference/commands.md#translate-qa.
     """
+    remove_stray_temp_files(out)  # what a killed run left half-written
     reports, distributions, report = translate_qa_rows(input_path, out, shards, params, models_checked)
     publish_qa_report(report)
     return finish_build(out, reports, distributions, f"QA translation of {input_path}",

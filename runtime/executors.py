@@ -54,18 +54,19 @@ class InProcessExecutor:
 
     Outputs on an object store: two shards in flight, so one computes while the other's objects go
     up (a PUT is a round trip the local disk does not pay; bench/storage.py measures the gain). The
-    stage's function itself runs one shard at a time, as on a single-threaded worker: a model is
-    never called from two threads at once."""
+    stage's function itself runs one shard at a time, as on a single-threaded worker, and one
+    stage's at a time in this process (parts of a build run side by side, runtime/side_by_side.py):
+    a model is never called from two threads at once."""
 
     where = "in-process"
 
     def run(self, stage: Stage, jobs: list[tuple[int, str]], root: str) -> Iterator[Outcome]:
         use_worker_threads()
+        stage = dataclasses.replace(stage, fn=_one_at_a_time(stage.fn))  # same name, version, params
         if not is_url(root):
             for index, path in jobs:
                 yield index, *shard_outcome(lambda: run_shard_job(stage, path, root, index, record_checked=True))
             return
-        stage = dataclasses.replace(stage, fn=_one_at_a_time(stage.fn))  # same name, version, params
         pool = ThreadPoolExecutor(UPLOAD_OVERLAP)
         try:
             # Each in a copy of this context: the command's storage options (runtime/storage.py).
@@ -77,11 +78,12 @@ class InProcessExecutor:
             pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _one_at_a_time(fn):
-    lock = threading.Lock()
+_SHARD_FUNCTIONS = threading.Lock()  # one in-process shard function at a time, whichever stage
 
+
+def _one_at_a_time(fn):
     def locked(table, params):
-        with lock:
+        with _SHARD_FUNCTIONS:
             return fn(table, params)
     return locked
 

@@ -4,8 +4,10 @@ finds it and keeps the file, without importing matplotlib or drawing (seconds ea
 gives the same bytes, so a kept file is the file a new drawing would have made."""
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import struct
+import threading
 from importlib import metadata
 
 import pyarrow as pa
@@ -13,6 +15,7 @@ import pyarrow as pa
 from .atomic import replace_atomically
 
 KEYWORD = "xmdata-input"
+_PYPLOT = threading.Lock()  # pyplot's figures and state are the process's: one drawing at a time
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
@@ -46,6 +49,19 @@ def drawn_key(path: str) -> str | None:
     except (OSError, struct.error):
         return None
     return None
+
+
+@contextlib.contextmanager
+def pyplot():
+    """matplotlib.pyplot on the Agg backend, to one caller at a time: parts of a build drawing side
+    by side (runtime/side_by_side.py) would otherwise share its current figure."""
+    with _PYPLOT:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        yield plt
 
 
 def save_png(fig, path: str, key: str, **savefig) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import polars as pl
 import pyarrow as pa
 
-from xmdata.runtime.figures import drawn_key, figure_key, save_png
+from xmdata.runtime.figures import drawn_key, figure_key, pyplot, save_png
 
 HISTOGRAM_BINS = 20
 
@@ -75,21 +75,17 @@ def write_qe_histogram(translations: pa.Table, path: str) -> None:
     key = figure_key(translations.select(["target_language", "status", "qe_score"]), "qe_histogram")
     if drawn_key(path) == key:
         return
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    rows = pl.from_arrow(translations).filter(pl.col("status") == "ok")
-    targets = sorted(pl.from_arrow(translations)["target_language"].unique().to_list())
-    fig, axes = plt.subplots(1, max(1, len(targets)), figsize=(3.2 * max(1, len(targets)), 2.6),
-                             squeeze=False, sharey=True)
-    for axis, target in zip(axes[0], targets):
-        scores = rows.filter(pl.col("target_language") == target)["qe_score"].to_numpy()
-        axis.hist(scores, bins=stable_bins(scores), color="#4c72b0")
-        axis.set_title(f"{target} (n={len(scores)})", fontsize=9)
-        axis.set_xlabel("COMETKiwi QE", fontsize=8)
-    axes[0][0].set_ylabel("translations", fontsize=8)
-    fig.tight_layout()
-    save_png(fig, path, key, dpi=90)
-    plt.close(fig)
+    with pyplot() as plt:
+        rows = pl.from_arrow(translations).filter(pl.col("status") == "ok")
+        targets = sorted(pl.from_arrow(translations)["target_language"].unique().to_list())
+        fig, axes = plt.subplots(1, max(1, len(targets)), figsize=(3.2 * max(1, len(targets)), 2.6),
+                                 squeeze=False, sharey=True)
+        for axis, target in zip(axes[0], targets):
+            scores = rows.filter(pl.col("target_language") == target)["qe_score"].to_numpy()
+            axis.hist(scores, bins=stable_bins(scores), color="#4c72b0")
+            axis.set_title(f"{target} (n={len(scores)})", fontsize=9)
+            axis.set_xlabel("COMETKiwi QE", fontsize=8)
+        axes[0][0].set_ylabel("translations", fontsize=8)
+        fig.tight_layout()
+        save_png(fig, path, key, dpi=90)
+        plt.close(fig)
