@@ -1,0 +1,90 @@
+"""Parts of a build side by side (runtime/side_by_side.py): really at once, in the caller's
+context, results in the order given, a failure raised once every part has ended."""
+import contextvars
+import logging
+import threading
+import time
+
+import pytest
+
+from xmdata.runtime.side_by_side import side_by_side
+
+WHO = contextvars.ContextVar("who", default=None)
+
+
+def test_parts_run_at_once_in_the_callers_context_and_come_back_in_order():
+    barrier = threading.Barrier(3, timeout=10)  # passes only if all three wait at the same time
+    WHO.set("the flow run")
+
+    def part(i):
+        def run():
+            barrier.wait()
+            time.sleep(0.05 * (3 - i))  # the last given ends first
+            return i, WHO.get(), threading.current_thread().name
+        return run
+
+    results = side_by_side([part(0), part(1), part(2)])
+    assert [r[0] for r in results] == [0, 1, 2]
+    assert {r[1] for r in results} == {"the flow run"}
+    assert len({r[2] for r in results}) == 3 and threading.current_thread().name not in {r[2] for r in results}
+
+
+def test_a_failure_waits_for_the_others_and_the_first_in_order_is_raised_the_rest_logged(caplog):
+    finished = []
+
+    def fails(message, after=0.0):
+        def run():
+            time.sleep(after)
+            raise RuntimeError(message)
+        return run
+
+    def slow():
+        time.sleep(0.3)
+        finished.append("slow")
+        return "done"
+
+    with caplog.at_level(logging.ERROR), pytest.raises(RuntimeError, match="first in order"):
+        side_by_side([slow, fails("first in order", after=0.1), fails("second in order")])
+    assert finished == ["slow"]  # the part that was fine ran to its end
+    assert "second in order" in caplog.text and "first in order" not in caplog.text
+
+
+def test_one_part_runs_in_the_callers_thread():
+    assert side_by_side([lambda: threading.current_thread().name]) == [threading.current_thread().name]
+    assert side_by_side([]) == []
+
+
+def test_stages_in_this_process_call_their_functions_one_at_a_time_across_parts(tmp_path):
+    """Two parts' in-process stages (the same model, say) never run a shard function at once."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from xmdata.runtime.execution import run_stage
+    from xmdata.runtime.session import execution_session
+    from xmdata.runtime.stage import Stage
+    from xmdata.tasks.build.rejects import no_rejects
+
+    inside, most = [0], [0]
+    lock = threading.Lock()
+
+    def shard_fn(table, params):
+        with lock:
+            inside[0] += 1
+            most[0] = max(most[0], inside[0])
+        time.sleep(0.05)
+        with lock:
+            inside[0] -= 1
+        return table, no_rejects()
+
+    def part(name):
+        paths = []
+        for i in range(4):
+            path = tmp_path / name / "input" / f"shard-{i:05d}.parquet"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            pq.write_table(pa.table({"id": [f"{name}{i}"], "text": ["x"]}), path)
+            paths.append(str(path))
+        return lambda: run_stage(Stage(name, "1", shard_fn), paths, str(tmp_path / name / "out")).shards_run
+
+    with execution_session("inprocess"):
+        assert side_by_side([part("a"), part("b")]) == [4, 4]
+    assert most[0] == 1
