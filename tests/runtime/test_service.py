@@ -153,11 +153,12 @@ def test_kill_9_of_the_service_leaves_nothing_running(own_env):
     assert xmdata(own_env, "status").returncode == 3
 
 
-def test_down_stops_a_command_process_still_waiting_for_the_command_that_started_the_service(own_env):
+def test_down_stops_a_command_process_still_waiting_for_the_command_that_started_the_service(own_home, tmp_path):
     """The command process a command's own service start leaves waiting (until that command ends,
     command_server.wait_for_first_command) goes with the service, not after its wait and imports."""
     from xmdata.runtime.service_files import PID_NAME
 
+    own_env = {**own_home, "PREFECT_HOME": str(tmp_path / "prefect"), "XMDATA_CACHE": str(tmp_path / "cache")}
     code = ("import time; from xmdata.runtime.service import ensure_service; "
             "ensure_service(quiet=True, for_this_command=True); print('up', flush=True); time.sleep(300)")
     command = subprocess.Popen([sys.executable, "-c", code], env=own_env, stdout=subprocess.PIPE, text=True)
@@ -173,3 +174,4 @@ def test_down_stops_a_command_process_still_waiting_for_the_command_that_started
     finally:
         command.kill()
         command.wait()
+        xmdata(own_env, "down")
