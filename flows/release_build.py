@@ -1,10 +1,13 @@
-"""The build behind a release: the stages its config names, in order, into one work folder.
+"""The build behind a release: the stages its config names, into one work folder.
 
 First the public datasets of `imports:`, converted in the build's process (`xmdata import`'s own code)
 into WORK/imports/<name>/, and stages' `import:<name>/<file>` inputs pointed there; an import whose
 source files, format and options are unchanged is not redone. Then each stage, the same code its own
 command runs (download-images, identify-language, select-images, translate, translate-qa, score); a
-release only chooses which run and with what. Finished shards are skipped, so a killed build resumes where it stopped.
+release only chooses which run and with what. The stages that read only the config's inputs
+(language ID, image selection, translation, QA translation) run side by side (runtime/side_by_side.py),
+and what they give is added in that order: the release is the same whichever finishes first.
+Finished shards are skipped, so a killed build resumes where it stopped.
 """
 from __future__ import annotations
 
