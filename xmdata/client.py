@@ -26,9 +26,12 @@ FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
 def runs_here(argv: list[str]) -> bool:
     """-v (it configures logging before the libraries load), the service's own commands, bare `xmdata`."""
-    if not argv or argv[0] in ("-v", "--verbose") or argv[0] in HERE or not settings.SERVICE.get():
+    if not argv or argv[0] in ("-v", "--verbose") or argv[0] in HERE:
         return True
-    return False
+    try:
+        return not settings.SERVICE.get()
+    except ValueError:  # a bad XMDATA_SERVICE: the command here refuses it in one line, exit 2
+        return True
 
 
 def command_process() -> str | None:

@@ -180,3 +180,19 @@ def test_a_bad_executor_in_the_environment_is_refused_before_anything_starts(mon
     assert main(["identify-language", sample_path("captions.jsonl"), "--out", str(tmp_path / "out")]) == 2
     assert "XMDATA_EXECUTOR='fast': choose from auto, inprocess, dask" in capsys.readouterr().err
     assert not (tmp_path / "cache").exists()  # no service was started for it
+
+
+@pytest.mark.parametrize("variable, value, said", [
+    ("XMDATA_EXECUTOR", "fast", "XMDATA_EXECUTOR='fast': choose from auto, inprocess, dask"),
+    ("XMDATA_SERVICE", "maybe", "XMDATA_SERVICE='maybe': expected on or off"),
+])
+def test_the_demo_starts_no_service_early_for_a_bad_variable(variable, value, said, tmp_path):
+    """The demo's early service start (run_setup.start_service_early) checks what run_environment
+    would refuse first; the entry point (xmdata/client.py) passes a bad XMDATA_SERVICE on to it."""
+    xmdata = os.path.join(os.path.dirname(sys.executable), "xmdata")
+    env = {**os.environ, variable: value, "XMDATA_CACHE": str(tmp_path / "cache"),
+           "PREFECT_HOME": str(tmp_path / "prefect")}
+    env.pop("PREFECT_API_URL", None)
+    done = subprocess.run([xmdata, "demo", "--out", str(tmp_path / "out")], env=env, capture_output=True, text=True)
+    assert (done.returncode, done.stderr.strip().splitlines()[-1]) == (2, f"xmdata: error: {said}")
+    assert "Traceback" not in done.stderr and not (tmp_path / "cache" / "service").exists()
