@@ -153,7 +153,8 @@ class OpenClipScorer:
         """A batch shorter than pad_to is padded up to it with copies of its last row: kernels are
         picked by shape (cuBLAS's, and on CPU oneDNN's and MKL's), so with one shape a row's embedding
         does not depend on its batch-mates (tests/models/test_batch_independence.py, on two sets of
-        CPU kernels; without it, other batch sizes moved every embedding by ~1e-7)."""
+        CPU kernels; without it, other batch sizes moved every embedding by ~1e-7). The scoring
+        stage fills its batches itself, as every model stage does (score.embed_with_backoff)."""
         import torch
 
         pixels, tokens = batch

@@ -46,10 +46,11 @@ def loader_plan(model) -> tuple[int, object, object]:
 
 
 def embed_with_backoff(items: list, embed, batch_size: int, sizes: BatchSizes) -> list:
-    """One embedding per item (FAILED: out of memory even alone). A full batch keeps its padded
-    shape; the halves of one that ran out of memory run at their own size, or they would not fit."""
-    return run_with_backoff(items, lambda part: list(embed(part, batch_size if len(part) == len(items) else len(part))),
-                            sizes)
+    """One embedding per item (FAILED: out of memory even alone). Every call holds `batch_size`
+    items, filled with copies of the last (one shape: an embedding does not depend on its
+    batch-mates); a filled batch that runs out of memory is retried as it is, then halved — the rule
+    of every model stage (oom_backoff.run_with_backoff)."""
+    return run_with_backoff(items, lambda part: list(embed(part)), sizes, fill_to=batch_size)
 
 
 def encode_texts(model, texts: list[str], batch_size: int, sizes: BatchSizes) -> tuple[np.ndarray, set[int]]:
@@ -58,7 +59,7 @@ def encode_texts(model, texts: list[str], batch_size: int, sizes: BatchSizes) ->
     failed: set[int] = set()
     for start in range(0, len(texts), batch_size):
         rows = embed_with_backoff(texts[start:start + batch_size],
-                                  lambda part, pad: model.predict(model.prepare([], part), pad_to=pad)[1],
+                                  lambda part: model.predict(model.prepare([], part))[1],
                                   batch_size, sizes)
         for offset, row in enumerate(rows):
             if row is FAILED:
@@ -85,8 +86,8 @@ def encode_images(model, loader: PrefetchingLoader, count: int, batch_size: int,
                 good.append(offset)
         if good:
             pixels = [finish(decoded[i].pixels) if finish else decoded[i].pixels for i in good]
-            rows = embed_with_backoff(pixels, lambda part, pad: model.predict((model.stack_pixels(part), None),
-                                                                              pad_to=pad)[0], batch_size, sizes)
+            rows = embed_with_backoff(pixels, lambda part: model.predict((model.stack_pixels(part), None))[0],
+                                      batch_size, sizes)
             for offset, row in zip(good, rows):
                 if row is FAILED:
                     failures[start + offset] = (OUT_OF_MEMORY, f"out of memory even alone ({sizes.summary()})")

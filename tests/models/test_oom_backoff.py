@@ -153,3 +153,25 @@ def _mostly(pixels, colour) -> bool:
     """Whether a preprocessed image's mean channel values point at `colour` (normalisation keeps order)."""
     means = pixels.float().mean(dim=(1, 2)).numpy()
     return int(np.argmax(means)) == int(np.argmax(colour)) and means.max() - np.sort(means)[-2] > 0.5
+
+
+def test_an_embedding_batch_filled_to_its_size_that_runs_out_is_retried_unfilled_before_refusing():
+    """The last, short batch of a scoring shard is filled to the batch size (one shape per call); when
+    that filled batch does not fit, its items run as they are, then alone, before any is refused."""
+    from xmdata.tasks.scoring.score import embed_with_backoff
+
+    calls = []
+
+    def embed(part):
+        calls.append(len(part))
+        if len(part) > 2:
+            oom()
+        return [f"embedding of {item}" for item in part]
+
+    sizes = BatchSizes()
+    assert embed_with_backoff(["a"], embed, 8, sizes) == ["embedding of a"]
+    assert calls == [8, 1] and sizes.out_of_memory == [8] and sizes.ran == [1]
+    calls.clear()
+    assert embed_with_backoff(["a", "b", "c"], embed, 4, BatchSizes()) == [f"embedding of {x}" for x in "abc"]
+    assert calls == [4, 3, 2, 1]  # filled, as they are, then halves
+    assert embed_with_backoff(["a"], lambda part: oom(), 4, BatchSizes()) == [FAILED]

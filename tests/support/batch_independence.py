@@ -65,8 +65,7 @@ def scorer_differences(spec) -> dict:
               for _ in range(12)]
 
     def images(part):
-        return embed_with_backoff(part, lambda p, pad: model.predict((model.stack_pixels(p), None), pad_to=pad)[0],
-                                  8, BatchSizes())
+        return embed_with_backoff(part, lambda p: model.predict((model.stack_pixels(p), None))[0], 8, BatchSizes())
 
     all_images = np.stack(images(pixels))
     images_alone = np.stack([images([p])[0] for p in pixels])
