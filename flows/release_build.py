@@ -5,8 +5,9 @@ into WORK/imports/<name>/, and stages' `import:<name>/<file>` inputs pointed the
 source files, format and options are unchanged is not redone. Then each stage, the same code its own
 command runs (download-images, identify-language, select-images, translate, translate-qa, score); a
 release only chooses which run and with what. The stages that read only the config's inputs
-(language ID, image selection, translation, QA translation) run side by side (runtime/side_by_side.py),
-and what they give is added in that order: the release is the same whichever finishes first.
+(language ID, image selection, translation, QA translation) run side by side (runtime/side_by_side.py)
+when a cluster may run their stages, and what they give is added in that order: the release is the
+same whichever finishes first.
 Finished shards are skipped, so a killed build resumes where it stopped.
 """
 from __future__ import annotations
@@ -23,6 +24,7 @@ from prefect.logging import get_logger
 from xmdata.runtime import storage
 from xmdata.runtime.atomic import write_json_atomic
 from xmdata.runtime.process import StageReport
+from xmdata.runtime.session import current_session
 from xmdata.runtime.side_by_side import side_by_side
 from xmdata.schemas import CAPTIONS, IMAGES
 from xmdata.schemas.readers import read_input
@@ -75,7 +77,9 @@ def build_release_data(config: ReleaseConfig, work: str) -> Build:
     if config.dedup or config.contamination:  # before any stage selects, translates or scores a row
         config, reports, stats, markdown = clean_release_inputs(config, work, shards)
         build.add(reports, stats, "Clean sets", markdown)
-    for added in side_by_side(independent_parts(config, work, shards), get_logger("xmdata.release")):
+    parts = independent_parts(config, work, shards)
+    together = current_session().may_use_a_cluster  # else in turns, as in this process they would be anyway
+    for added in side_by_side(parts, get_logger("xmdata.release")) if together else [part() for part in parts]:
         build.add(*added)
     image_roots = {}
     if c := config.scoring:

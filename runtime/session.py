@@ -66,6 +66,13 @@ class ExecutionSession:
         """An address or the service: true before the service's cluster has finished starting."""
         return bool(self.address or self.service_address)
 
+    @property
+    def may_use_a_cluster(self) -> bool:
+        """Whether a stage may run on a cluster: an address, the service, `dask`, a --cluster class.
+        Only then do a build's parts run side by side (flows/release_build.py): in this process
+        alone they would take turns at its shard functions anyway."""
+        return self.executor == "dask" or (self.executor == "auto" and (self.has_warm_cluster or self.cluster is not None))
+
     def executor_for(self, stage, pending_rows: int | Callable[[], int], pending_shards: int):
         """`pending_rows` may be a function: counting rows reads every pending shard's footer (a GET
         each on a store), which only `auto` needs."""

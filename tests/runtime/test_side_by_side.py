@@ -12,6 +12,14 @@ from xmdata.runtime.side_by_side import side_by_side
 WHO = contextvars.ContextVar("who", default=None)
 
 
+def interrupt(thread_id: int) -> None:
+    """Ctrl-C in the thread that called side_by_side (the main thread of a command; under xdist a
+    test may run in another, which `_thread.interrupt_main` would miss)."""
+    import ctypes
+
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), ctypes.py_object(KeyboardInterrupt))
+
+
 def test_parts_run_at_once_in_the_callers_context_and_come_back_in_order():
     barrier = threading.Barrier(3, timeout=10)  # passes only if all three wait at the same time
     WHO.set("the flow run")
@@ -88,3 +96,67 @@ def test_stages_in_this_process_call_their_functions_one_at_a_time_across_parts(
     with execution_session("inprocess"):
         assert side_by_side([part("a"), part("b")]) == [4, 4]
     assert most[0] == 1
+
+
+def test_ctrl_c_waits_for_a_running_shard_function_and_lets_no_other_start():
+    """A command interrupted while a part runs a model in this process does not end with that part's
+    thread inside native code (torch's abort at exit): the caller raises once the shard function
+    has returned, holding the lock so that none starts after."""
+    from xmdata.runtime.side_by_side import SHARD_FUNCTIONS
+
+    events, caller = [], threading.get_ident()
+
+    def part():
+        with SHARD_FUNCTIONS:
+            events.append("started")
+            interrupt(caller)  # Ctrl-C, while this shard function runs
+            time.sleep(0.5)
+            events.append("ended")
+
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            side_by_side([part, lambda: time.sleep(3)])
+        assert events == ["started", "ended"] and SHARD_FUNCTIONS.locked()
+    finally:
+        if SHARD_FUNCTIONS.locked():
+            SHARD_FUNCTIONS.release()
+
+
+def test_ctrl_c_stops_the_parts_stages_between_shards(tmp_path):
+    """The parts' in-process stages stop at their next shard, as a stage in the caller's thread does."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from xmdata.runtime.execution import run_stage
+    from xmdata.runtime.session import execution_session
+    from xmdata.runtime.side_by_side import SHARD_FUNCTIONS
+    from xmdata.runtime.stage import Stage
+    from xmdata.tasks.build.rejects import no_rejects
+
+    ran, caller = [], threading.get_ident()
+
+    def shard_fn(table, params):
+        ran.append(table.column("id")[0].as_py())
+        if len(ran) == 2:
+            interrupt(caller)
+        time.sleep(0.1)
+        return table, no_rejects()
+
+    def part(name):
+        paths = []
+        for i in range(20):
+            path = tmp_path / name / "input" / f"shard-{i:05d}.parquet"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            pq.write_table(pa.table({"id": [f"{name}{i}"], "text": ["x"]}), path)
+            paths.append(str(path))
+        return lambda: run_stage(Stage(name, "1", shard_fn), paths, str(tmp_path / name / "out"))
+
+    try:
+        with execution_session("inprocess"), pytest.raises(KeyboardInterrupt):
+            side_by_side([part("a"), part("b")])
+        stopped_at = len(ran)
+        time.sleep(0.5)
+        assert len(ran) == stopped_at < 40  # none started after the command raised, nor ran to the end
+    finally:
+        if SHARD_FUNCTIONS.locked():
+            SHARD_FUNCTIONS.release()
