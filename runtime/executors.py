@@ -54,9 +54,9 @@ class InProcessExecutor:
 
     Outputs on an object store: two shards in flight, so one computes while the other's objects go
     up (a PUT is a round trip the local disk does not pay; bench/storage.py measures the gain). The
-    stage's function itself runs one shard at a time, as on a single-threaded worker, and one
-    stage's at a time in this process (parts of a build run side by side, runtime/side_by_side.py):
-    a model is never called from two threads at once."""
+    stage's function itself runs one shard at a time, as on a single-threaded worker, and one at a
+    time in this process whichever stage it belongs to (parts of a build run side by side,
+    runtime/side_by_side.py): a model is never called from two threads at once."""
 
     where = "in-process"
 

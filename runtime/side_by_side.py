@@ -13,9 +13,10 @@ one at a time (figures.pyplot).
 Ctrl-C (or any exception) in the caller while parts run stops them as it stops a stage run in the
 caller's own thread: each part's executor sees `stopping()` between shards (in this process) or
 within 0.1 s (on a cluster, whose futures of the stage it then cancels) and raises KeyboardInterrupt.
-The caller waits for them (at most GRACE_S) and takes `SHARD_FUNCTIONS` before it raises, so the
-command never ends with a part's thread inside a model's native code, which aborts the interpreter's
-exit ("terminate called without an active exception", seen with torch).
+The caller waits for them (at most GRACE_S) before it raises, so the command does not end with a
+part's thread inside a model's native code, which aborts the interpreter's exit ("terminate called
+without an active exception", seen with torch), and a process that goes on (a served deployment
+whose run was cancelled) has no part left running.
 """
 from __future__ import annotations
 
@@ -66,10 +67,9 @@ def side_by_side(parts: list[Callable[[], T]], log: logging.Logger | None = None
     except BaseException:
         stop.set()
         deadline = time.monotonic() + GRACE_S
-        try:
+        try:  # a running shard function ends, then its part stops before the next
             for thread in [t for t in threads if t.ident is not None]:  # those started before the interrupt
                 thread.join(max(0.0, deadline - time.monotonic()))
-            SHARD_FUNCTIONS.acquire(timeout=max(0.0, deadline - time.monotonic()))  # kept: none starts after
         except KeyboardInterrupt:  # a second Ctrl-C: out now
             pass
         raise
