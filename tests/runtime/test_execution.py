@@ -182,17 +182,29 @@ def test_a_bad_executor_in_the_environment_is_refused_before_anything_starts(mon
     assert not (tmp_path / "cache").exists()  # no service was started for it
 
 
-@pytest.mark.parametrize("variable, value, said", [
-    ("XMDATA_EXECUTOR", "fast", "XMDATA_EXECUTOR='fast': choose from auto, inprocess, dask"),
-    ("XMDATA_SERVICE", "maybe", "XMDATA_SERVICE='maybe': expected on or off"),
-])
-def test_the_demo_starts_no_service_early_for_a_bad_variable(variable, value, said, tmp_path):
-    """The demo's early service start (run_setup.start_service_early) checks what run_environment
-    would refuse first; the entry point (xmdata/client.py) passes a bad XMDATA_SERVICE on to it."""
+def test_a_bad_xmdata_service_is_one_line_and_starts_nothing(tmp_path):
+    """The entry point (xmdata/client.py) reads XMDATA_SERVICE first: a bad value is the command's
+    one-line refusal, exit 2, before the demo's early service start."""
     xmdata = os.path.join(os.path.dirname(sys.executable), "xmdata")
-    env = {**os.environ, variable: value, "XMDATA_CACHE": str(tmp_path / "cache"),
+    env = {**os.environ, "XMDATA_SERVICE": "maybe", "XMDATA_CACHE": str(tmp_path / "cache"),
            "PREFECT_HOME": str(tmp_path / "prefect")}
     env.pop("PREFECT_API_URL", None)
     done = subprocess.run([xmdata, "demo", "--out", str(tmp_path / "out")], env=env, capture_output=True, text=True)
-    assert (done.returncode, done.stderr.strip().splitlines()[-1]) == (2, f"xmdata: error: {said}")
-    assert "Traceback" not in done.stderr and not (tmp_path / "cache" / "service").exists()
+    assert (done.returncode, done.stderr.strip()) == (2, "xmdata: error: XMDATA_SERVICE='maybe': expected on or off")
+    assert not (tmp_path / "cache").exists() and not (tmp_path / "out").exists()
+
+
+def test_the_demo_starts_no_service_early_for_what_the_command_refuses(monkeypatch, tmp_path):
+    """run_setup.start_service_early checks what run_environment refuses before any start."""
+    import threading
+
+    from xmdata.runtime.run_setup import start_service_early
+
+    monkeypatch.setenv("XMDATA_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    before = threading.active_count()
+    monkeypatch.setenv("XMDATA_EXECUTOR", "fast")
+    start_service_early()
+    monkeypatch.delenv("XMDATA_EXECUTOR")
+    start_service_early(tls=("ca.pem", None, None))  # TLS flags without a tls:// address
+    assert threading.active_count() == before and not (tmp_path / "cache").exists()
