@@ -135,7 +135,9 @@ def test_sigkill_mid_run_resumes_without_redoing_and_matches(reference_release, 
     run = run_demo(out, cluster_env)  # as a user reruns it: auto, on the service's warm cluster
     assert run["language_id"]["shards_skipped"] == finished
     assert run["language_id"]["shards_run"] == int(SHARDS) - finished
-    assert run["language_id"]["where"] == "in-process" and run["translate"]["where"] == "cluster"
+    assert run["language_id"]["where"] == "in-process" and run["clip_score"]["where"] == "cluster"
+    # translate ran beside language_id (release_build.independent_parts): it may have finished before the kill
+    assert run["translate"]["where"] == "cluster" or run["translate"]["shards_run"] == 0
     assert run["captions"]["shards_skipped"] == int(SHARDS)
     assert release_files(out) == release_files(reference_release)
     assert not list(out.rglob(".tmp-*.part"))  # what the kill left half-written was cleared
