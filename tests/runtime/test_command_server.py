@@ -114,7 +114,23 @@ def _blocked_command(tmp_path, command_socket):
             client.kill()  # blocked on the FIFO when it runs in its own process: it never ends by itself
             pytest.fail(f"the command did not run in the command process (client status {client.wait()})")
         time.sleep(0.1)
-    return client, new.pop()
+    child = new.pop()
+    # A signal must find the command blocked on the FIFO, not still starting (before `main` runs, a
+    # KeyboardInterrupt is not the command's: exit 1, seen once in CI).
+    deadline = time.monotonic() + 30
+    while _blocked_in(child) is False and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return client, child
+
+
+def _blocked_in(pid: int) -> bool | None:
+    """Whether PID waits for a FIFO's writer (Linux's wchan); None where the kernel does not say."""
+    try:
+        with open(f"/proc/{pid}/wchan") as f:
+            where = f.read().strip()
+    except OSError:
+        return None
+    return None if where in ("", "0") else where == "wait_for_partner"
 
 
 def _gone(pid: int, seconds: float = 30) -> bool:
