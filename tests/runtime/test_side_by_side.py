@@ -12,6 +12,20 @@ from xmdata.runtime.side_by_side import side_by_side
 WHO = contextvars.ContextVar("who", default=None)
 
 
+def one_row_shards(folder, name: str, n: int) -> list[str]:
+    """N input shards of one row each (ids NAME0, NAME1, …) under FOLDER/input."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    paths = []
+    for i in range(n):
+        path = folder / "input" / f"shard-{i:05d}.parquet"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.table({"id": [f"{name}{i}"], "text": ["x"]}), path)
+        paths.append(str(path))
+    return paths
+
+
 def interrupt(thread_id: int) -> None:
     """Ctrl-C in the thread that called side_by_side (the main thread of a command; under xdist a
     test may run in another, which `_thread.interrupt_main` would miss)."""
@@ -64,9 +78,6 @@ def test_one_part_runs_in_the_callers_thread():
 
 def test_stages_in_this_process_call_their_functions_one_at_a_time_across_parts(tmp_path):
     """Two parts' in-process stages (the same model, say) never run a shard function at once."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     from xmdata.runtime.execution import run_stage
     from xmdata.runtime.session import execution_session
     from xmdata.runtime.stage import Stage
@@ -85,12 +96,7 @@ def test_stages_in_this_process_call_their_functions_one_at_a_time_across_parts(
         return table, no_rejects()
 
     def part(name):
-        paths = []
-        for i in range(4):
-            path = tmp_path / name / "input" / f"shard-{i:05d}.parquet"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            pq.write_table(pa.table({"id": [f"{name}{i}"], "text": ["x"]}), path)
-            paths.append(str(path))
+        paths = one_row_shards(tmp_path / name, name, 4)
         return lambda: run_stage(Stage(name, "1", shard_fn), paths, str(tmp_path / name / "out")).shards_run
 
     with execution_session("inprocess"):
@@ -120,9 +126,6 @@ def test_ctrl_c_waits_for_a_running_shard_function():
 
 def test_ctrl_c_stops_the_parts_stages_between_shards(tmp_path):
     """The parts' in-process stages stop at their next shard, as a stage in the caller's thread does."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     from xmdata.runtime.execution import run_stage
     from xmdata.runtime.session import execution_session
     from xmdata.runtime.side_by_side import SHARD_FUNCTIONS
@@ -139,12 +142,7 @@ def test_ctrl_c_stops_the_parts_stages_between_shards(tmp_path):
         return table, no_rejects()
 
     def part(name):
-        paths = []
-        for i in range(20):
-            path = tmp_path / name / "input" / f"shard-{i:05d}.parquet"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            pq.write_table(pa.table({"id": [f"{name}{i}"], "text": ["x"]}), path)
-            paths.append(str(path))
+        paths = one_row_shards(tmp_path / name, name, 20)
         return lambda: run_stage(Stage(name, "1", shard_fn), paths, str(tmp_path / name / "out"))
 
     with execution_session("inprocess"), pytest.raises(KeyboardInterrupt):
