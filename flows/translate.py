@@ -16,7 +16,7 @@ from xmdata.models.cometkiwi import checkpoint_path
 from xmdata.models.fasttext_lid import check_fasttext_file
 from xmdata.models.registry import translator_languages
 from xmdata.runtime import storage
-from xmdata.runtime.atomic import remove_stray_temp_files, write_parquet_atomic
+from xmdata.runtime.atomic import remove_stray_temp_files
 from xmdata.runtime.execution import run_stage
 from xmdata.runtime.process import StageReport
 from xmdata.schemas import ContractError
@@ -25,7 +25,7 @@ from xmdata.tasks.build.ingest import ingest
 from xmdata.tasks.translation.translate import translate_stage
 from xmdata.tasks.translation.input import read_translation_input
 from xmdata.tasks.translation.languages import lid_labels_for
-from xmdata.tasks.translation.outputs import CANDIDATES_FILE, write_run, write_selection
+from xmdata.tasks.translation.outputs import write_candidates, write_run, write_selection
 from xmdata.tasks.stage_params import DEFAULT_SHARDS, ShardCount
 
 from .finish import finish_build
@@ -78,9 +78,8 @@ def translate_texts(source: str | pa.Table, out: str, shards: int, params: Trans
     translated = run_stage(translate_stage(params, spec), ingested.data_paths, out)
     labelled = run_stage(candidate_lid_stage(filters.lid_spec(), accepted), translated.data_paths, out)
     scored = run_stage(candidate_qe_stage(filters.qe_spec()), labelled.data_paths, out)
-    candidates = pa.concat_tables([storage.read_parquet(p) for p in scored.data_paths])
-    write_parquet_atomic(candidates, storage.join(out, CANDIDATES_FILE))
-    write_run(out, params, list_columns, accepted_lid_labels=accepted, translator=spec.to_dict(),
+    write_run(out, params, list_columns, candidate_shard_rows=write_candidates(scored.data_paths, out),
+              accepted_lid_labels=accepted, translator=spec.to_dict(),
               lid_model=filters.lid_spec().to_dict(), qe_model=filters.qe_spec().to_dict())
     selection = write_selection(out, params, list_columns)
     kept = {t: r["rows_out"] for t, r in selection["targets"].items()}

@@ -49,18 +49,79 @@ def _upload_whole(url: str, write) -> str:
         os.unlink(tmp)
 
 
+# Fixed writer options: same table, same bytes (the reproducibility promise rests on this).
+PARQUET_OPTIONS = dict(compression="zstd", compression_level=3, write_statistics=True, use_dictionary=True)
+ROW_GROUP_ROWS = 64 * 1024
+
+
 def write_parquet_atomic(table: pa.Table, path: str) -> str:
-    # Fixed writer options: same table, same bytes (the reproducibility promise rests on this).
     # One chunk: the same rows give the same pages whatever chunk layout the reader produced.
     def write(sink):
-        pq.write_table(table.combine_chunks(), sink, compression="zstd", compression_level=3,
-                       write_statistics=True, use_dictionary=True, row_group_size=64 * 1024)
+        pq.write_table(table.combine_chunks(), sink, row_group_size=ROW_GROUP_ROWS, **PARQUET_OPTIONS)
 
     if storage.is_url(path):  # encoded in memory and sent: no temp file to write, re-read and delete
         sink = pa.BufferOutputStream()
         write(sink)
         return _put_whole(path, sink.getvalue().to_pybytes())
     return replace_atomically(path, write)
+
+
+class ParquetStream:
+    """A Parquet file written a table at a time, atomically: the bytes `write_parquet_atomic` writes
+    for all the tables at once (row groups of exactly ROW_GROUP_ROWS), holding at most one row group.
+    `as_written`: each table its own row groups instead, holding nothing (the bytes then follow how
+    the rows came, not only which). Use as a context manager: the file appears when the block ends
+    without an exception."""
+
+    def __init__(self, path: str, schema: pa.Schema, as_written: bool = False):
+        self.path, self.schema, self.rows, self.as_written = path, schema, 0, as_written
+        folder = None if storage.is_url(path) else os.path.dirname(storage.local(path)) or "."
+        if folder:
+            os.makedirs(folder, exist_ok=True)
+        fd, self._tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".part")
+        os.close(fd)
+        self._writer = pq.ParquetWriter(self._tmp, schema, **PARQUET_OPTIONS)
+        self._pending: list[pa.Table] = []
+        self._pending_rows = 0
+
+    def write(self, table: pa.Table) -> None:
+        if self.as_written:
+            self.rows += table.num_rows
+            if table.num_rows:
+                self._writer.write_table(table.cast(self.schema).combine_chunks(), row_group_size=ROW_GROUP_ROWS)
+            return
+        self._pending.append(table.cast(self.schema))
+        self._pending_rows += table.num_rows
+        self.rows += table.num_rows
+        if self._pending_rows >= ROW_GROUP_ROWS:
+            whole = pa.concat_tables(self._pending).combine_chunks()
+            full = whole.num_rows // ROW_GROUP_ROWS * ROW_GROUP_ROWS
+            self._writer.write_table(whole.slice(0, full), row_group_size=ROW_GROUP_ROWS)
+            rest = whole.slice(full)
+            self._pending, self._pending_rows = [rest], rest.num_rows
+
+    def __enter__(self) -> "ParquetStream":
+        return self
+
+    def __exit__(self, kind, error, trace) -> None:
+        try:
+            if kind is None:
+                if self._pending_rows or not self.rows:
+                    self._writer.write_table(pa.concat_tables([self.schema.empty_table(), *self._pending])
+                                             .combine_chunks(), row_group_size=ROW_GROUP_ROWS)
+                self._writer.close()
+                if storage.is_url(self.path):
+                    storage.upload(self._tmp, self.path)
+                else:
+                    os.chmod(self._tmp, 0o644)  # as replace_atomically: other users' workers read it
+                    with open(self._tmp, "rb") as f:
+                        os.fsync(f.fileno())
+                    os.replace(self._tmp, storage.local(self.path))
+            else:
+                self._writer.close()
+        finally:
+            if os.path.exists(self._tmp):
+                os.unlink(self._tmp)
 
 
 def write_json_atomic(obj, path: str) -> None:

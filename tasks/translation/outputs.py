@@ -13,20 +13,27 @@ the params it holds and reads nothing back.
 from __future__ import annotations
 
 import json
+import os
+import tempfile
+from itertools import groupby
+from typing import Iterator
 
 import polars as pl
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from xmdata.tasks.translation.params import TranslateParams
 from xmdata.runtime import storage
-from xmdata.runtime.atomic import write_json_atomic, write_parquet_atomic, write_text_atomic
+from xmdata.runtime.atomic import ROW_GROUP_ROWS, ParquetStream, write_json_atomic, write_text_atomic
 from xmdata.schemas import ContractError
-from xmdata.schemas.translation import TRANSLATIONS
+from xmdata.schemas.tables import REJECTS_SCHEMA
+from xmdata.schemas.translation import CANDIDATES, TRANSLATIONS
 
-from .reassemble import reassemble
+from .reassemble import reassemble, reassembled_schema
 from xmdata.tasks.build.rejects import concat_rejects, make_rejects
-from xmdata.tasks.translation.select import near_threshold_counts, select_units
-from xmdata.tasks.translation.report import report_markdown, translation_report, write_qe_histogram
+from xmdata.tasks.build import sorted_merge
+from xmdata.tasks.translation.select import ORDER, shard_units
+from xmdata.tasks.translation.report import ReportTally, report_markdown, write_qe_histogram
 
 CANDIDATES_FILE, SETTINGS_FILE = "candidates.parquet", "translate.json"
 STAGE = "select_translations"
@@ -53,32 +60,87 @@ def read_run(run_dir: str) -> tuple[TranslateParams, list[str]]:
 
 
 def selection_rejects(translations: pa.Table) -> pa.Table:
+    """Every refused part of TRANSLATIONS, in its order: id, and `column[element] -> target` as the value."""
     refused = pl.from_arrow(translations).filter(pl.col("status") != "ok")
-    parts = [make_rejects(STAGE, reason, group["id"].to_list(), [
-        f"{c if e is None else f'{c}[{e}]'} -> {t}" for c, e, t in
-        zip(group["column"], group["element"], group["target_language"])])
-        for (reason,), group in refused.group_by("reason", maintain_order=True)]
-    return concat_rejects(parts)
+    runs = groupby(refused.select("id", "column", "element", "target_language", "reason").iter_rows(),
+                   key=lambda row: row[4])
+    return concat_rejects([make_rejects(STAGE, reason, *zip(*[
+        (i, f"{c if e is None else f'{c}[{e}]'} -> {t}") for i, c, e, t, _ in rows])) for reason, rows in runs])
+
+
+def candidate_shards(run_dir: str) -> Iterator[pa.Table]:
+    """The run's candidates a shard at a time (a unit's candidates are all in one): candidates.parquet
+    holds the shards one after another and translate.json their rows (a run without them: one shard)."""
+    run = json.loads(storage.read_text(storage.join(run_dir, SETTINGS_FILE)))
+    sizes = list(run.get("candidate_shard_rows") or [])
+    with storage.open_file(storage.join(run_dir, CANDIDATES_FILE)) as handle:
+        parquet = pq.ParquetFile(handle)
+        if not sizes:
+            yield parquet.read()
+            return
+        if sum(sizes) != parquet.metadata.num_rows:
+            raise ContractError(f"{run_dir}: {CANDIDATES_FILE} has {parquet.metadata.num_rows} rows, "
+                                f"{SETTINGS_FILE} lists {sum(sizes)}: not from one run")
+        pending = parquet.schema_arrow.empty_table()
+        for batch in parquet.iter_batches(batch_size=8 * 1024):
+            pending = pa.concat_tables([pending, pa.Table.from_batches([batch])])
+            while sizes and pending.num_rows >= sizes[0]:
+                yield pending.slice(0, sizes[0])
+                pending = pending.slice(sizes.pop(0))
+        while sizes:  # empty shards at the end
+            yield pending.slice(0, sizes.pop(0))
+
+
+def write_candidates(shard_paths: list[str], out: str) -> list[int]:
+    """OUT/candidates.parquet: the scored shards one after another, read one at a time, each its own
+    row groups (a build file: the release sorts it into its own); returns their rows."""
+    sizes = []
+    with ParquetStream(storage.join(out, CANDIDATES_FILE), CANDIDATES.schema, as_written=True) as stream:
+        for path in shard_paths:
+            shard = storage.read_parquet(path)
+            stream.write(shard)
+            sizes.append(shard.num_rows)
+            del shard
+            pa.default_memory_pool().release_unused()  # the shard's buffers back, not kept for the next
+    return sizes
 
 
 def write_selection(run_dir: str, params: TranslateParams, list_columns: list[str], out: str | None = None,
                     min_lid_prob: float | None = None, min_qe: float | None = None) -> dict:
-    """Select from RUN_DIR's candidates into OUT (default RUN_DIR); thresholds default to the params'."""
+    """Select from RUN_DIR's candidates into OUT (default RUN_DIR); thresholds default to the params'.
+
+    Shard by shard: each shard's units are chosen and counted, kept in a private temp folder, then
+    merged in ORDER into the outputs, a bounded number of rows at a time. The whole selection holds
+    one shard and each kept unit's QE score (for quartiles, quantiles and the histogram)."""
     out = out or run_dir
     min_lid_prob = params.filters.min_lid_prob if min_lid_prob is None else min_lid_prob
     min_qe = params.filters.min_qe if min_qe is None else min_qe
-    candidates = storage.read_parquet(storage.join(run_dir, CANDIDATES_FILE))
-    units = select_units(candidates, min_lid_prob, min_qe)
-    translations = units.select(TRANSLATIONS.schema.names).to_arrow().cast(TRANSLATIONS.schema)
-    write_parquet_atomic(translations, storage.join(out, "translations.parquet"))
-    write_parquet_atomic(reassemble(translations, params.columns, list_columns),
-                         storage.join(out, "translated.parquet"))
-    write_parquet_atomic(selection_rejects(translations), storage.join(out, "translation_rejects.parquet"))
+    tally = ReportTally()
+    with tempfile.TemporaryDirectory(prefix="xmdata-select-") as folder:
+        unit_files = []
+        for candidates in candidate_shards(run_dir):
+            units = shard_units(candidates, min_lid_prob, min_qe)
+            tally.add(candidates, units)
+            unit_files.append(os.path.join(folder, f"{len(unit_files):06d}.parquet"))
+            pq.write_table(units.to_arrow(), unit_files[-1], row_group_size=sorted_merge.ROW_GROUP, compression="lz4")
+            del candidates, units
+            pa.default_memory_pool().release_unused()
+        quartiles = tally.quartiles()
+        with ParquetStream(storage.join(out, "translations.parquet"), TRANSLATIONS.schema) as chosen, \
+                ParquetStream(storage.join(out, "translated.parquet"),
+                              reassembled_schema(params.columns, list_columns)) as translated, \
+                ParquetStream(storage.join(out, "translation_rejects.parquet"), REJECTS_SCHEMA) as rejects:
+            for units in sorted_merge.merge_sorted(unit_files, ORDER, group=["target_language", "id"]):
+                translations = quartiles.assign(units).select(TRANSLATIONS.schema.names).to_arrow()
+                chosen.write(translations)
+                translated.write(reassemble(translations.cast(TRANSLATIONS.schema), params.columns, list_columns))
+                rejects.write(selection_rejects(translations))
+                del units, translations
+                pa.default_memory_pool().release_unused()
     report = {"thresholds": {"min_lid_prob": min_lid_prob, "min_qe": min_qe},
-              "targets": translation_report(candidates, translations),
-              "near_threshold": near_threshold_counts(units)}
+              "targets": tally.report(quartiles), "near_threshold": dict(sorted(tally.near_threshold.items()))}
     write_json_atomic(report, storage.join(out, "translation_report.json"))
-    write_qe_histogram(translations, storage.join(out, "qe_histogram.png"))
+    write_qe_histogram(quartiles.scores, storage.join(out, "qe_histogram.png"))
     markdown = report_markdown(report["targets"], "qe_histogram.png")
     write_text_atomic(markdown, storage.join(out, "translation_report.md"))
     return {**report, "markdown": markdown}

@@ -25,7 +25,10 @@ def reassemble(translations: pa.Table, columns: list[str], list_columns: list[st
             part = part.select("id", "target_language", pl.col("text").alias(column))
         rows = rows.join(part, on=["id", "target_language"], how="left")
     rows = rows.sort(["target_language", "id"]).select("id", "target_language", *columns, "min_qe_score")
-    return rows.to_arrow().cast(pa.schema(
-        [pa.field("id", pa.string()), pa.field("target_language", pa.string())]
-        + [pa.field(c, pa.list_(pa.string()) if c in list_columns else pa.string()) for c in columns]
-        + [pa.field("min_qe_score", pa.float32())]))
+    return rows.to_arrow().cast(reassembled_schema(columns, list_columns))
+
+
+def reassembled_schema(columns: list[str], list_columns: list[str]) -> pa.Schema:
+    return pa.schema([pa.field("id", pa.string()), pa.field("target_language", pa.string())]
+                     + [pa.field(c, pa.list_(pa.string()) if c in list_columns else pa.string()) for c in columns]
+                     + [pa.field("min_qe_score", pa.float32())])

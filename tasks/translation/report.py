@@ -5,10 +5,12 @@ bounds and mean, and translations.parquet carries every row's `qe_quartile` to s
 """
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
 
 from xmdata.runtime.figures import drawn_key, figure_key, pyplot, save_png
+from xmdata.tasks.translation.select import QuartileRanks
 
 HISTOGRAM_BINS = 20
 
@@ -17,29 +19,61 @@ def _round(value) -> float | None:
     return None if value is None else round(float(value), 6)
 
 
-def translation_report(candidates: pa.Table, translations: pa.Table) -> dict:
-    cands, rows = pl.from_arrow(candidates), pl.from_arrow(translations)
-    report = {}
-    for target in sorted(rows["target_language"].unique().to_list()):
-        mine = rows.filter(pl.col("target_language") == target)
-        ok = mine.filter(pl.col("status") == "ok")
-        scored = cands.filter((pl.col("target_language") == target) & (pl.col("status") == "ok"))
-        rejected = mine.filter(pl.col("status") != "ok").group_by("reason").len().sort("reason")
-        qe = ok["qe_score"].cast(pl.Float64)
-        quartile = {f"q{q}_mean": _round(ok.filter(pl.col("qe_quartile") == q)["qe_score"].mean())
-                    for q in (1, 4)}
-        report[target] = {
-            "rows_in": mine.height, "rows_out": ok.height,
-            "acceptance_rate": _round(ok.height / mine.height) if mine.height else None,
-            "rejected": dict(zip(rejected["reason"].to_list(), rejected["len"].to_list())),
-            "candidates": scored.height,
-            "candidates_lid_rejected": scored.filter(~pl.col("lid_match").fill_null(False)).height,
-            "qe": {"mean": _round(qe.mean()), "min": _round(qe.min()), "max": _round(qe.max()),
-                   "p25": _round(qe.quantile(0.25, "nearest")), "median": _round(qe.quantile(0.5, "nearest")),
-                   "p75": _round(qe.quantile(0.75, "nearest")), "bottom_quartile_mean": quartile["q1_mean"],
-                   "top_quartile_mean": quartile["q4_mean"]},
-        }
-    return report
+class ReportTally:
+    """The report's counts, added shard by shard (a unit's candidates all in one shard), and each
+    kept unit's QE score: what the report, the histogram and `QuartileRanks` need of the whole table."""
+
+    def __init__(self):
+        self.counts: dict[str, dict] = {}
+        self.kept_scores: dict[str, list[np.ndarray]] = {}
+        self.near_threshold: dict[str, int] = {}
+
+    def add(self, candidates: pa.Table, units: pl.DataFrame) -> None:
+        cands = pl.from_arrow(candidates).filter(pl.col("status") == "ok")
+        per_target = cands.group_by("target_language").agg(
+            pl.len().alias("candidates"), (~pl.col("lid_match").fill_null(False)).sum().alias("lid_rejected"))
+        for target, count, lid_rejected in per_target.iter_rows():
+            tally = self._target(target)
+            tally["candidates"] += count
+            tally["candidates_lid_rejected"] += lid_rejected
+        for target, status, reason, count in units.group_by("target_language", "status", "reason").len().iter_rows():
+            tally = self._target(target)
+            tally["rows_in"] += count
+            if status == "ok":
+                tally["rows_out"] += count
+            else:
+                tally["rejected"][reason] = tally["rejected"].get(reason, 0) + count
+        for target, near in units.group_by("target_language").agg(pl.col("near_threshold").sum()).iter_rows():
+            self.near_threshold[target] = self.near_threshold.get(target, 0) + near
+        for target, scores in QuartileRanks.kept_scores(units).items():
+            self.kept_scores.setdefault(target, []).append(scores)
+
+    def _target(self, target: str) -> dict:
+        return self.counts.setdefault(target, {"rows_in": 0, "rows_out": 0, "rejected": {}, "candidates": 0,
+                                               "candidates_lid_rejected": 0})
+
+    def quartiles(self) -> QuartileRanks:
+        return QuartileRanks({t: self.kept_scores.get(t, [np.zeros(0, np.float32)]) for t in self.counts})
+
+    def report(self, quartiles: QuartileRanks) -> dict:
+        """Per target: rows in and out, reasons, candidates (LID-rejected), the kept units' QE."""
+        report = {}
+        for target in sorted(self.counts):
+            tally, scores = self.counts[target], quartiles.scores[target]
+            qe, size = pl.Series(scores, dtype=pl.Float32).cast(pl.Float64), len(scores)
+            first, last = (size + 3) // 4, size - (3 * size + 3) // 4  # units in quartiles 1 and 4
+            report[target] = {
+                "rows_in": tally["rows_in"], "rows_out": tally["rows_out"],
+                "acceptance_rate": _round(tally["rows_out"] / tally["rows_in"]) if tally["rows_in"] else None,
+                "rejected": dict(sorted(tally["rejected"].items())),
+                "candidates": tally["candidates"], "candidates_lid_rejected": tally["candidates_lid_rejected"],
+                "qe": {"mean": _round(qe.mean()), "min": _round(qe.min()), "max": _round(qe.max()),
+                       "p25": _round(qe.quantile(0.25, "nearest")), "median": _round(qe.quantile(0.5, "nearest")),
+                       "p75": _round(qe.quantile(0.75, "nearest")),
+                       "bottom_quartile_mean": _round(pl.Series(scores[:first], dtype=pl.Float32).mean()),
+                       "top_quartile_mean": _round(pl.Series(scores[size - last:], dtype=pl.Float32).mean())},
+            }
+        return report
 
 
 def report_markdown(report: dict, histogram: str | None = None) -> str:
@@ -70,20 +104,22 @@ def stable_bins(scores, step: float = 0.01):
     return np.linspace(low, max(high, low + step), HISTOGRAM_BINS + 1)
 
 
-def write_qe_histogram(translations: pa.Table, path: str) -> None:
-    """One panel per target: the QE scores of kept translations (kept as drawn when they are the same)."""
-    key = figure_key(translations.select(["target_language", "status", "qe_score"]), "qe_histogram")
+def write_qe_histogram(scores: dict[str, np.ndarray], path: str) -> None:
+    """One panel per target: the QE scores of its kept translations, SCORES (kept as drawn when they
+    are the same)."""
+    targets = sorted(scores)
+    drawn = pa.table({"target_language": [t for t in targets for _ in scores[t]],
+                      "qe_score": pa.array(np.concatenate([np.sort(scores[t]) for t in targets] or [[]]),
+                                           pa.float32())})
+    key = figure_key(drawn, "qe_histogram", *targets)
     if drawn_key(path) == key:
         return
     with pyplot() as plt:
-        rows = pl.from_arrow(translations).filter(pl.col("status") == "ok")
-        targets = sorted(pl.from_arrow(translations)["target_language"].unique().to_list())
         fig, axes = plt.subplots(1, max(1, len(targets)), figsize=(3.2 * max(1, len(targets)), 2.6),
                                  squeeze=False, sharey=True)
         for axis, target in zip(axes[0], targets):
-            scores = rows.filter(pl.col("target_language") == target)["qe_score"].to_numpy()
-            axis.hist(scores, bins=stable_bins(scores), color="#4c72b0")
-            axis.set_title(f"{target} (n={len(scores)})", fontsize=9)
+            axis.hist(scores[target], bins=stable_bins(scores[target]), color="#4c72b0")
+            axis.set_title(f"{target} (n={len(scores[target])})", fontsize=9)
             axis.set_xlabel("COMETKiwi QE", fontsize=8)
         axes[0][0].set_ylabel("translations", fontsize=8)
         fig.tight_layout()

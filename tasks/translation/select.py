@@ -9,6 +9,7 @@ segment was.
 """
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
 
@@ -71,21 +72,60 @@ def join_segments(segments: pl.DataFrame) -> pl.DataFrame:
         joiner.then(pl.col("unspaced")).otherwise(pl.col("spaced"))))
 
 
-def quartiles(frame: pl.DataFrame) -> pl.DataFrame:
-    """qe_quartile 1..4 by rank of qe_score among kept rows of each target (ties by unit order)."""
-    ok = pl.col("status") == "ok"
-    rank = pl.col("qe_score").rank("ordinal").over("target_language", "ok_row")
-    size = pl.len().over("target_language", "ok_row")
-    return frame.with_columns(ok_row=ok).with_columns(
-        qe_quartile=pl.when(ok).then(((rank - 1) * 4 // size + 1).cast(pl.Int8))).drop("ok_row")
+class QuartileRanks:
+    """`qe_quartile` 1..4: the rank of `qe_score` among the kept units of a target, ties by unit order
+    (ORDER), in four equal parts. Built from every kept unit's score (4 bytes a unit: all a selection
+    holds of the whole table), it assigns units that arrive in ORDER, a chunk at a time, exactly as a
+    rank over the whole table would: a tie that a quarter's edge splits is ranked by arrival."""
+
+    def __init__(self, kept_scores: dict[str, list[np.ndarray]]):
+        self.scores = {t: np.sort(np.concatenate(parts)) for t, parts in kept_scores.items()}
+        self._ranked: dict[tuple[str, float], int] = {}  # split ties: how many of the tie ranked so far
+
+    @staticmethod
+    def kept_scores(units: pl.DataFrame) -> dict[str, np.ndarray]:
+        kept = units.filter(pl.col("status") == "ok")
+        return {t: group["qe_score"].to_numpy() for (t,), group in kept.group_by("target_language")}
+
+    def assign(self, units: pl.DataFrame) -> pl.DataFrame:
+        """UNITS (the next ones in ORDER) with `qe_quartile`."""
+        quartile = np.zeros(units.height, dtype=np.int8)
+        ok = (units["status"] == "ok").to_numpy()
+        targets = units["target_language"].to_numpy()
+        for target in np.unique(targets[ok]):
+            rows = np.flatnonzero(ok & (targets == target))
+            ranked, size = self.scores[target], len(self.scores[target])
+            scores = units["qe_score"].to_numpy()[rows]
+            rank = np.searchsorted(ranked, scores, "left")
+            ties_end = np.searchsorted(ranked, scores, "right")
+            edges = -(-np.arange(1, 4) * size // 4)  # the first rank of quarters 2, 3, 4
+            split = ((rank[:, None] < edges) & (edges < ties_end[:, None])).any(axis=1)
+            for i in np.flatnonzero(split):
+                tie = (target, float(scores[i]))
+                before = self._ranked.get(tie, 0)
+                self._ranked[tie] = before + 1
+                rank[i] += before
+            quartile[rows] = rank * 4 // size + 1
+        return units.with_columns(qe_quartile=pl.when(pl.Series(ok)).then(pl.Series(quartile)).cast(pl.Int8))
 
 
-def select_units(candidates: pa.Table, min_lid_prob: float = 0.5, min_qe: float | None = None) -> pl.DataFrame:
-    """One row per unit and target, with the TRANSLATIONS columns and `near_threshold`."""
+ORDER = ["target_language", "id", "column", "element"]  # translations.parquet's rows, nulls first
+
+
+def shard_units(candidates: pa.Table, min_lid_prob: float = 0.5, min_qe: float | None = None) -> pl.DataFrame:
+    """One row per unit and target of CANDIDATES (every candidate of a unit: one shard), in ORDER, with
+    the TRANSLATIONS columns but `qe_quartile`, and `near_threshold`."""
     segments = choose_per_segment(pl.from_arrow(candidates), min_lid_prob, min_qe)
     units = join_segments(segments).with_columns(
         status=pl.when(pl.col("reason").is_null()).then(pl.lit("ok")).otherwise(pl.lit("rejected")))
-    return quartiles(units.sort(["target_language", "id", "column", "element"], nulls_last=False))
+    return units.sort(ORDER, nulls_last=False)
+
+
+def select_units(candidates: pa.Table, min_lid_prob: float = 0.5, min_qe: float | None = None) -> pl.DataFrame:
+    """`shard_units` with `qe_quartile`, for candidates held whole."""
+    units = shard_units(candidates, min_lid_prob, min_qe)
+    scores = QuartileRanks.kept_scores(units)
+    return QuartileRanks({t: [s] for t, s in scores.items()}).assign(units)
 
 
 def near_threshold_counts(units: pl.DataFrame) -> dict[str, int]:
