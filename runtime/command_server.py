@@ -105,14 +105,14 @@ def _become_the_command(conn: socket.socket, message: dict, fds: list[int]) -> N
             os.kill(os.getpid(), signal.SIGKILL)
 
     threading.Thread(target=watch_client, daemon=True, name="xmdata-client-watch").start()
-    from xmdata.cli import main
+    from xmdata.cli import EXIT_INTERRUPTED, main
 
     try:
         code = main(message["argv"])
     except SystemExit as exc:  # argparse's --help and usage errors
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    except KeyboardInterrupt:
-        code = 130
+    except KeyboardInterrupt:  # before main's own handler (in its first imports)
+        code = EXIT_INTERRUPTED
     except BaseException:  # as the command's own process would: the traceback on its stderr
         import traceback
 
@@ -151,12 +151,7 @@ def wait_for_first_command(pid: int | None, service_pid: int, limit_s: float = A
     service goes). On 2 cores the ~4 CPU-s of imports took a core from that command while it ran;
     commands that come meanwhile run in their own process, as without a command process."""
     deadline = time.monotonic() + limit_s
-    while pid and time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-            os.kill(service_pid, 0)
-        except (ProcessLookupError, PermissionError):
-            return
+    while pid and _alive(pid) and _alive(service_pid) and time.monotonic() < deadline:
         time.sleep(0.2)
 
 
@@ -251,9 +246,8 @@ def _alive(pid: int) -> bool:
 
 def _still_wanted(path: str, socket_id: int, service_pid: int) -> bool:
     try:
-        os.kill(service_pid, 0)
-        return os.stat(path).st_ino == socket_id
-    except (ProcessLookupError, PermissionError, FileNotFoundError):
+        return _alive(service_pid) and os.stat(path).st_ino == socket_id
+    except FileNotFoundError:
         return False
 
 

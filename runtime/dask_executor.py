@@ -28,7 +28,7 @@ from . import settings
 from .executors import Outcome, failure_reason, is_input_error, shard_outcome
 from .placement import placement
 from .process import run_shard_job
-from .side_by_side import stopping
+from .side_by_side import raise_if_stopping
 from .stage import Stage
 from .storage import storage_options
 
@@ -109,8 +109,7 @@ class DaskExecutor:
         limit = settings.NO_WORKER_SECONDS.get()
         seen = asked = time.monotonic()  # the clock starts with the stage: a cluster may be starting
         while not running.is_empty():
-            if stopping():  # the command was interrupted while this ran as a part of a build: cancel (run's finally)
-                raise KeyboardInterrupt
+            raise_if_stopping()  # the command was interrupted while this ran as a part of a build: cancel (run's finally)
             if running.has_ready():
                 yield running.next_batch(block=False)
                 seen = asked = time.monotonic()  # something came back: a worker was there

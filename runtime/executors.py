@@ -17,7 +17,7 @@ from typing import Iterator
 from . import settings
 from .cluster import default_workers, worker_threads
 from .process import run_shard_job
-from .side_by_side import SHARD_FUNCTIONS, stopping
+from .side_by_side import SHARD_FUNCTIONS, raise_if_stopping
 from .storage import is_url
 from .stage import Stage
 
@@ -65,8 +65,7 @@ class InProcessExecutor:
         stage = dataclasses.replace(stage, fn=_one_at_a_time(stage.fn))  # same name, version, params
         if not is_url(root):
             for index, path in jobs:
-                if stopping():  # the command was interrupted while this ran as a part of a build
-                    raise KeyboardInterrupt
+                raise_if_stopping()  # the command was interrupted while this ran as a part of a build
                 yield index, *shard_outcome(lambda: run_shard_job(stage, path, root, index, record_checked=True))
             return
         pool = ThreadPoolExecutor(UPLOAD_OVERLAP)
@@ -75,8 +74,7 @@ class InProcessExecutor:
             futures = {pool.submit(contextvars.copy_context().run, run_shard_job, stage, path, root, index,
                                    record_checked=True): index for index, path in jobs}
             for future in as_completed(futures):
-                if stopping():
-                    raise KeyboardInterrupt
+                raise_if_stopping()
                 yield futures[future], *shard_outcome(future.result)
         finally:  # an input error or Ctrl-C: shards not started yet never start
             pool.shutdown(wait=True, cancel_futures=True)

@@ -39,6 +39,12 @@ def stopping() -> bool:
     return stop is not None and stop.is_set()
 
 
+def raise_if_stopping() -> None:
+    """KeyboardInterrupt when `stopping()`: where an executor checks between shards."""
+    if stopping():
+        raise KeyboardInterrupt
+
+
 def side_by_side(parts: list[Callable[[], T]], log: logging.Logger | None = None) -> list[T]:
     if len(parts) < 2:
         return [part() for part in parts]

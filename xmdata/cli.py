@@ -16,6 +16,7 @@ from xmdata.tasks.stage_params import LanguageIdParams, ScoringParams, SelectIma
 
 EXIT_BAD_INPUT = 2
 EXIT_SHARDS_FAILED = 1
+EXIT_INTERRUPTED = 130  # Ctrl-C: as a shell reports a command SIGINT ended
 
 
 def seed_int(text: str) -> int:
@@ -291,6 +292,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ShardsFailed, ServiceError) as exc:
         print(f"xmdata: error: {exc}", file=sys.stderr)
         return EXIT_SHARDS_FAILED
+    except KeyboardInterrupt:  # the stages stopped and said so (a Prefect run: Crashed); finished shards are kept
+        print("xmdata: interrupted (finished shards are kept: the same command resumes from them)", file=sys.stderr)
+        return EXIT_INTERRUPTED
     if unused := mapping.unused():
         print(f"xmdata: warning: --map: no input had a column named {', '.join(unused)}", file=sys.stderr)
     return code

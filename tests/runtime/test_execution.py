@@ -208,3 +208,19 @@ def test_the_demo_starts_no_service_early_for_what_the_command_refuses(monkeypat
     monkeypatch.delenv("XMDATA_EXECUTOR")
     start_service_early(tls=("ca.pem", None, None))  # TLS flags without a tls:// address
     assert threading.active_count() == before and not (tmp_path / "cache").exists()
+
+
+def test_ctrl_c_ends_a_command_in_one_line_and_130(tmp_path):
+    """An interrupted command (here: its body raises KeyboardInterrupt, as SIGINT does) says so in one
+    line and exits 130, without Python's traceback; the command server's client gets the same code."""
+    from xmdata.data import sample_path
+
+    code = ("import sys; from xmdata import commands; from xmdata.cli import main\n"
+            "def interrupted(args): raise KeyboardInterrupt\n"
+            "commands.COMMANDS['identify-language'] = interrupted\n"
+            "sys.exit(main(['identify-language', sys.argv[1], '--out', sys.argv[2]]))")
+    env = {**os.environ, "XMDATA_CACHE": str(tmp_path / "cache"), "XMDATA_SERVICE": "off"}
+    done = subprocess.run([sys.executable, "-c", code, sample_path("captions.jsonl"), str(tmp_path / "out")],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 130, done.stderr[-2000:]
+    assert done.stderr.strip() == "xmdata: interrupted (finished shards are kept: the same command resumes from them)"
