@@ -12,7 +12,7 @@ from prefect.artifacts import create_table_artifact
 
 from xmdata.models.registry import get_model
 from xmdata.runtime import storage
-from xmdata.runtime.atomic import remove_stray_temp_files, write_json_atomic, write_parquet_atomic
+from xmdata.runtime.atomic import concat_parquet_files, remove_stray_temp_files, write_json_atomic
 from xmdata.runtime.execution import run_stage
 from xmdata.runtime.process import StageReport
 from xmdata.tasks.translation.candidate_scores import candidate_lid_stage, candidate_qe_stage
@@ -58,13 +58,12 @@ def translate_qa_rows(source: str | pa.Table, out: str, shards: int, params: Tra
         reports.append(run_stage(candidate_lid_stage(filters.lid_spec(), accepted, "qa_candidate_lid"),
                                  reports[-1].data_paths, out))
         reports.append(run_stage(candidate_qe_stage(filters.qe_spec(), "qa_candidate_qe"), reports[-1].data_paths, out))
-    candidates = pa.concat_tables([storage.read_parquet(p) for p in reports[-1].data_paths])
-    write_parquet_atomic(candidates, storage.join(out, "qa_candidates.parquet"))
+    concat_parquet_files(reports[-1].data_paths, storage.join(out, "qa_candidates.parquet"))
     write_json_atomic({"params": params.model_dump(mode="json"), "labels": labels, "translator": spec.to_dict(),
                        "lid_model": filters.lid_spec().to_dict() if filters else None,
                        "qe_model": filters.qe_spec().to_dict() if filters else None},
                       storage.join(out, "translate_qa.json"))  # what the run was, for a reader (nothing reads it back)
-    report = write_qa_outputs(out, candidates, params, labels, selection, passthrough_columns(selected))
+    report = write_qa_outputs(out, reports[-1].data_paths, params, labels, selection, passthrough_columns(selected))
     derived = sorted(t for t, entry in labels.items() if entry["source"] != "data/qa_labels.json")
     distributions = {"QA instances kept per target": report["kept_per_target"],
                      "QA input rows left out": {

@@ -124,6 +124,23 @@ class ParquetStream:
                 os.unlink(self._tmp)
 
 
+def concat_parquet_files(paths: list[str], dest: str, schema: pa.Schema | None = None) -> list[int]:
+    """DEST: the Parquet files PATHS one after another (shards), read one at a time, each its own row
+    groups; returns their rows. SCHEMA defaults to the first file's."""
+    if schema is None:
+        with storage.open_file(paths[0]) as handle:
+            schema = pq.read_schema(handle)
+    sizes = []
+    with ParquetStream(dest, schema, as_written=True) as stream:
+        for path in paths:
+            table = storage.read_parquet(path)
+            stream.write(table)
+            sizes.append(table.num_rows)
+            del table
+            pa.default_memory_pool().release_unused()  # the shard's buffers back, not kept for the next
+    return sizes
+
+
 def write_json_atomic(obj, path: str) -> None:
     write_text_atomic(json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n", path)
 

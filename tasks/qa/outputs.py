@@ -1,4 +1,4 @@
-"""Selection and the QA translation's files, from qa_candidates.parquet alone (no model):
+"""Selection and the QA translation's files, from the candidate shards alone (no model):
 
     qa_parallel.parquet   query and positive of every kept instance x target, as independent pairs
     qa_rejects.parquet    every refused instance x target (stage select_qa, its reason)
@@ -13,13 +13,19 @@ is counted in the report's `near_threshold`.
 """
 from __future__ import annotations
 
+import os
+import tempfile
+from itertools import groupby
 
 import polars as pl
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from xmdata.runtime import storage
-from xmdata.runtime.atomic import write_json_atomic, write_parquet_atomic, write_text_atomic
+from xmdata.runtime.atomic import ParquetStream, write_json_atomic, write_parquet_atomic, write_text_atomic
+from xmdata.schemas.tables import REJECTS_SCHEMA
 from xmdata.schemas.translation import QA_COUNTS, QA_PARALLEL
+from xmdata.tasks.build import sorted_merge
 
 from xmdata.tasks.build.rejects import concat_rejects, make_rejects
 from xmdata.tasks.translation.params import TranslateQaParams
@@ -75,6 +81,11 @@ def select_candidates(candidates: pl.DataFrame, scored: bool, min_lid_prob: floa
     return kept, refused.select("id", "task", "target_language", "reason").sort("id", "target_language")
 
 
+def parallel_schema(passthrough: pa.Table | None) -> pa.Schema:
+    extra = [] if passthrough is None else [f for f in passthrough.schema if f.name != "id"]
+    return pa.schema(list(QA_PARALLEL.schema) + extra)
+
+
 def parallel_table(kept: pl.DataFrame, source_language: str, passthrough: pa.Table | None = None) -> pa.Table:
     """The parallel corpus; input columns the translation did not use follow, joined by id."""
     frame = kept.sort("id", "target_language", "part").with_columns(
@@ -85,8 +96,7 @@ def parallel_table(kept: pl.DataFrame, source_language: str, passthrough: pa.Tab
         return table
     extra = pl.from_arrow(passthrough).unique("id", keep="first")
     joined = pl.from_arrow(table).join(extra, on="id", how="left", maintain_order="left")
-    return joined.to_arrow().cast(pa.schema(list(schema) + [passthrough.schema.field(c) for c in extra.columns
-                                                             if c != "id"]))
+    return joined.select(parallel_schema(passthrough).names).to_arrow().cast(parallel_schema(passthrough))
 
 
 def near_threshold_counts(candidates: pl.DataFrame, scored: bool, min_lid_prob: float, min_qe: float | None,
@@ -122,26 +132,53 @@ def counts_markdown(counts: pl.DataFrame, selection: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_qa_outputs(out: str, candidates: pa.Table, params: TranslateQaParams, labels: dict, selection: dict,
+def qa_rejects(refused: pl.DataFrame) -> pa.Table:
+    """Every refused instance x target of REFUSED, in its order, as rejects (`task -> target`)."""
+    runs = groupby(refused.select("id", "task", "target_language", "reason").iter_rows(), key=lambda row: row[3])
+    return concat_rejects([make_rejects(STAGE, reason, *zip(*[(i, f"{k} -> {t}") for i, k, t, _ in rows]))
+                           for reason, rows in runs])
+
+
+def write_qa_outputs(out: str, shard_paths: list[str], params: TranslateQaParams, labels: dict, selection: dict,
                      passthrough: pa.Table | None = None) -> dict:
-    """Write the selection's files; returns the report (counts as rows, and the markdown).
-    `passthrough`: id + input columns the translation did not use, carried into qa_parallel."""
-    frame, filters = pl.from_arrow(candidates), params.filters
+    """Write the selection's files from the candidate shards SHARD_PATHS; returns the report (counts as
+    rows, and the markdown). `passthrough`: id + input columns the translation did not use, carried
+    into qa_parallel. An instance's candidates are all in its shard: each shard is selected on its
+    own and the shards' rows merged in order (tasks/build/sorted_merge.py), so a shard is what is held."""
+    filters = params.filters
     scored = filters is not None  # unscored: every extracted candidate passes, and none is below a QE
     min_lid_prob, min_qe = (filters.min_lid_prob, filters.min_qe) if scored else (0.0, None)
-    kept, refused = select_candidates(frame, scored, min_lid_prob, min_qe)
-    write_parquet_atomic(parallel_table(kept, params.source, passthrough), storage.join(out, "qa_parallel.parquet"))
-    groups = refused.group_by("reason", maintain_order=True)  # refused is sorted: stable bytes
-    rejects = concat_rejects([make_rejects(STAGE, reason, g["id"].to_list(), [
-        f"{k} -> {t}" for k, t in zip(g["task"], g["target_language"])]) for (reason,), g in groups])
-    write_parquet_atomic(rejects, storage.join(out, "qa_rejects.parquet"))
-    counts = count_outcomes(kept, refused)
+    counts, kept_per_target, near = [], dict.fromkeys(params.targets, 0), dict.fromkeys(params.targets, 0)
+    with tempfile.TemporaryDirectory(prefix="xmdata-select-qa-") as folder:
+        parallel_files, refused_files = [], []
+        for index, path in enumerate(shard_paths):
+            frame = pl.from_arrow(storage.read_parquet(path))
+            kept, refused = select_candidates(frame, scored, min_lid_prob, min_qe)
+            parallel_files.append(os.path.join(folder, f"parallel-{index:06d}.parquet"))
+            pq.write_table(parallel_table(kept, params.source, passthrough), parallel_files[-1],
+                           row_group_size=sorted_merge.ROW_GROUP, compression="lz4")
+            refused_files.append(os.path.join(folder, f"refused-{index:06d}.parquet"))
+            pq.write_table(refused.to_arrow(), refused_files[-1], row_group_size=sorted_merge.ROW_GROUP,
+                           compression="lz4")
+            counts.append(count_outcomes(kept, refused))
+            for target in params.targets:
+                kept_per_target[target] += kept.filter(pl.col("target_language") == target)["id"].n_unique()
+            for target, count in near_threshold_counts(frame, scored, min_lid_prob, min_qe, params.targets).items():
+                near[target] += count
+            del frame, kept, refused
+            pa.default_memory_pool().release_unused()
+        with ParquetStream(storage.join(out, "qa_parallel.parquet"), parallel_schema(passthrough)) as stream:
+            for chunk in sorted_merge.merge_sorted(parallel_files, ["id", "target_language", "part"], ["id"]):
+                stream.write(chunk.to_arrow())
+        with ParquetStream(storage.join(out, "qa_rejects.parquet"), REJECTS_SCHEMA) as stream:
+            for chunk in sorted_merge.merge_sorted(refused_files, ["id", "target_language"], ["id"]):
+                stream.write(qa_rejects(chunk))
+    counts = pl.concat(counts).group_by("task", "target_language", "outcome").agg(
+        pl.col("instances").sum()).sort("task", "target_language", "outcome")
     write_parquet_atomic(counts.to_arrow().cast(QA_COUNTS.schema), storage.join(out, "qa_counts.parquet"))
     markdown = counts_markdown(counts, selection)
     report = {"counts": counts.to_dicts(), "input_selection": selection, "labels": labels,
-              "kept_per_target": {t: kept.filter(pl.col("target_language") == t)["id"].n_unique()
-                                  for t in params.targets},
-              "near_threshold": near_threshold_counts(frame, scored, min_lid_prob, min_qe, params.targets)}
+              "kept_per_target": kept_per_target, "near_threshold": near}
     write_json_atomic(report, storage.join(out, "qa_report.json"))
     write_text_atomic(markdown, storage.join(out, "qa_report.md"))
     return {**report, "markdown": markdown}

@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 
 from xmdata.tasks.translation.params import TranslateParams
 from xmdata.runtime import storage
-from xmdata.runtime.atomic import ROW_GROUP_ROWS, ParquetStream, write_json_atomic, write_text_atomic
+from xmdata.runtime.atomic import ParquetStream, concat_parquet_files, write_json_atomic, write_text_atomic
 from xmdata.schemas import ContractError
 from xmdata.schemas.tables import REJECTS_SCHEMA
 from xmdata.schemas.translation import CANDIDATES, TRANSLATIONS
@@ -92,17 +92,9 @@ def candidate_shards(run_dir: str) -> Iterator[pa.Table]:
 
 
 def write_candidates(shard_paths: list[str], out: str) -> list[int]:
-    """OUT/candidates.parquet: the scored shards one after another, read one at a time, each its own
-    row groups (a build file: the release sorts it into its own); returns their rows."""
-    sizes = []
-    with ParquetStream(storage.join(out, CANDIDATES_FILE), CANDIDATES.schema, as_written=True) as stream:
-        for path in shard_paths:
-            shard = storage.read_parquet(path)
-            stream.write(shard)
-            sizes.append(shard.num_rows)
-            del shard
-            pa.default_memory_pool().release_unused()  # the shard's buffers back, not kept for the next
-    return sizes
+    """OUT/candidates.parquet: the scored shards one after another, each its own row groups (a build
+    file: the release sorts it into its own); returns their rows, for translate.json."""
+    return concat_parquet_files(shard_paths, storage.join(out, CANDIDATES_FILE), CANDIDATES.schema)
 
 
 def write_selection(run_dir: str, params: TranslateParams, list_columns: list[str], out: str | None = None,
