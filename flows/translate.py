@@ -78,8 +78,8 @@ def translate_texts(source: str | pa.Table, out: str, shards: int, params: Trans
     translated = run_stage(translate_stage(params, spec), ingested.data_paths, out)
     labelled = run_stage(candidate_lid_stage(filters.lid_spec(), accepted), translated.data_paths, out)
     scored = run_stage(candidate_qe_stage(filters.qe_spec()), labelled.data_paths, out)
-    write_run(out, params, list_columns, candidate_shard_rows=write_candidates(scored.data_paths, out),
-              accepted_lid_labels=accepted, translator=spec.to_dict(),
+    write_candidates(scored.data_paths, out)
+    write_run(out, params, list_columns, accepted_lid_labels=accepted, translator=spec.to_dict(),
               lid_model=filters.lid_spec().to_dict(), qe_model=filters.qe_spec().to_dict())
     selection = write_selection(out, params, list_columns)
     kept = {t: r["rows_out"] for t, r in selection["targets"].items()}

@@ -12,7 +12,8 @@ from prefect.artifacts import create_table_artifact
 
 from xmdata.models.registry import get_model
 from xmdata.runtime import storage
-from xmdata.runtime.atomic import concat_parquet_files, remove_stray_temp_files, write_json_atomic
+from xmdata.runtime.atomic import remove_stray_temp_files, write_json_atomic
+from xmdata.runtime.parquet_shards import concat_parquet_files
 from xmdata.runtime.execution import run_stage
 from xmdata.runtime.process import StageReport
 from xmdata.tasks.translation.candidate_scores import candidate_lid_stage, candidate_qe_stage

@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import tempfile
 
 import pyarrow as pa
@@ -70,29 +71,33 @@ class ParquetStream:
     """A Parquet file written a table at a time, atomically: the bytes `write_parquet_atomic` writes
     for all the tables at once (row groups of exactly ROW_GROUP_ROWS), holding at most one row group.
     `as_written`: each table its own row groups instead, holding nothing (the bytes then follow how
-    the rows came, not only which). Use as a context manager: the file appears when the block ends
-    without an exception."""
+    the rows came, not only which). `key_values`: set before the block ends, kept in the file's
+    footer. Use as a context manager: the file appears when the block ends without an exception."""
 
     def __init__(self, path: str, schema: pa.Schema, as_written: bool = False):
         self.path, self.schema, self.rows, self.as_written = path, schema, 0, as_written
+        self.key_values: dict[str, str] = {}
         folder = None if storage.is_url(path) else os.path.dirname(storage.local(path)) or "."
         if folder:
             os.makedirs(folder, exist_ok=True)
         fd, self._tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".part")
         os.close(fd)
-        self._writer = pq.ParquetWriter(self._tmp, schema, **PARQUET_OPTIONS)
+        try:
+            self._writer = pq.ParquetWriter(self._tmp, schema, **PARQUET_OPTIONS)
+        except BaseException:
+            os.unlink(self._tmp)
+            raise
         self._pending: list[pa.Table] = []
         self._pending_rows = 0
 
     def write(self, table: pa.Table) -> None:
+        self.rows += table.num_rows
         if self.as_written:
-            self.rows += table.num_rows
             if table.num_rows:
                 self._writer.write_table(table.cast(self.schema).combine_chunks(), row_group_size=ROW_GROUP_ROWS)
             return
         self._pending.append(table.cast(self.schema))
         self._pending_rows += table.num_rows
-        self.rows += table.num_rows
         if self._pending_rows >= ROW_GROUP_ROWS:
             whole = pa.concat_tables(self._pending).combine_chunks()
             full = whole.num_rows // ROW_GROUP_ROWS * ROW_GROUP_ROWS
@@ -106,39 +111,40 @@ class ParquetStream:
     def __exit__(self, kind, error, trace) -> None:
         try:
             if kind is None:
-                if self._pending_rows or not self.rows:
-                    self._writer.write_table(pa.concat_tables([self.schema.empty_table(), *self._pending])
-                                             .combine_chunks(), row_group_size=ROW_GROUP_ROWS)
-                self._writer.close()
-                if storage.is_url(self.path):
-                    storage.upload(self._tmp, self.path)
-                else:
-                    os.chmod(self._tmp, 0o644)  # as replace_atomically: other users' workers read it
-                    with open(self._tmp, "rb") as f:
-                        os.fsync(f.fileno())
-                    os.replace(self._tmp, storage.local(self.path))
-            else:
-                self._writer.close()
+                self._finish()
         finally:
+            try:
+                self._writer.close()  # a second close is a no-op; on a failure, its own error hides nothing
+            except Exception:  # noqa: BLE001
+                if kind is None:
+                    raise
             if os.path.exists(self._tmp):
                 os.unlink(self._tmp)
 
+    def _finish(self) -> None:
+        if self._pending_rows or not self.rows:
+            self._writer.write_table(pa.concat_tables([self.schema.empty_table(), *self._pending]).combine_chunks(),
+                                     row_group_size=ROW_GROUP_ROWS)
+        if self.key_values:
+            self._writer.add_key_value_metadata(self.key_values)
+        self._writer.close()
+        if storage.is_url(self.path):
+            storage.upload(self._tmp, self.path)
+        else:
+            os.chmod(self._tmp, 0o644)  # as replace_atomically: other users' workers read it
+            with open(self._tmp, "rb") as f:
+                os.fsync(f.fileno())
+            os.replace(self._tmp, storage.local(self.path))
 
-def concat_parquet_files(paths: list[str], dest: str, schema: pa.Schema | None = None) -> list[int]:
-    """DEST: the Parquet files PATHS one after another (shards), read one at a time, each its own row
-    groups; returns their rows. SCHEMA defaults to the first file's."""
-    if schema is None:
-        with storage.open_file(paths[0]) as handle:
-            schema = pq.read_schema(handle)
-    sizes = []
-    with ParquetStream(dest, schema, as_written=True) as stream:
-        for path in paths:
-            table = storage.read_parquet(path)
-            stream.write(table)
-            sizes.append(table.num_rows)
-            del table
-            pa.default_memory_pool().release_unused()  # the shard's buffers back, not kept for the next
-    return sizes
+
+def local_temp_folder(near: str) -> tempfile.TemporaryDirectory:
+    """A private temp folder beside NEAR (an output folder), or the system's when NEAR is a URL: on the
+    output's disk, not in a /tmp that may be memory; one a killed run leaves is swept up with the
+    temp files (`remove_stray_temp_files`)."""
+    folder = None if storage.is_url(near) else storage.local(near)
+    if folder:
+        os.makedirs(folder, exist_ok=True)
+    return tempfile.TemporaryDirectory(dir=folder, prefix=".tmp-")
 
 
 def write_json_atomic(obj, path: str) -> None:
@@ -175,11 +181,15 @@ def hash_params(params: dict) -> str:
 
 
 def remove_stray_temp_files(root: str) -> int:
-    """Delete temp files a killed run left behind (they never became outputs); returns how many."""
+    """Delete temp files and folders a killed run left behind (they never became outputs); returns how many."""
     if storage.is_url(root):  # uploads are whole or absent: nothing half-written to remove
         return 0
     removed = 0
-    for folder, _, files in os.walk(storage.local(root)):
+    for folder, subfolders, files in os.walk(storage.local(root)):
+        for name in [d for d in subfolders if d.startswith(".tmp-")]:
+            shutil.rmtree(os.path.join(folder, name), ignore_errors=True)
+            subfolders.remove(name)
+            removed += 1
         for name in files:
             if name.startswith(".tmp-") and name.endswith(".part"):
                 os.unlink(os.path.join(folder, name))

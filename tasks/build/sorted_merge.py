@@ -29,6 +29,7 @@ def before(group: list[str], bound: tuple) -> pl.Expr:
 class _Source:
     def __init__(self, path: str, batch_rows: int):
         self._batches = pq.ParquetFile(path).iter_batches(batch_size=batch_rows)
+        self.batch_rows = batch_rows
         self.rows: pl.DataFrame | None = None
         self.exhausted = False
 
@@ -41,8 +42,8 @@ class _Source:
             self.rows = frame if self.rows is None else pl.concat([self.rows, frame])
 
     @property
-    def empty(self) -> bool:
-        return self.rows is None or self.rows.height == 0
+    def held(self) -> int:
+        return 0 if self.rows is None else self.rows.height
 
 
 def merge_sorted(paths: list[str], key: list[str], group: list[str],
@@ -52,24 +53,31 @@ def merge_sorted(paths: list[str], key: list[str], group: list[str],
     assert key[:len(group)] == group, "the group must be a prefix of the key"
     sources = [_Source(path, rows_per_file(len(paths), rows_in_memory or ROWS_IN_MEMORY)) for path in paths]
     while True:
+        # Each file holds at least a batch (while it has one): the bound below then moves a batch a
+        # file at a time, so each row is looked at a few times, not once per round.
         for source in sources:
-            while source.empty and not source.exhausted:
+            while source.held < source.batch_rows and not source.exhausted:
                 source.read_more()
         reading = [s for s in sources if not s.exhausted]
-        if not reading and all(s.empty for s in sources):
+        if not reading and not any(s.held for s in sources):
             return
         # Rows before the smallest last group of a file that may still add rows are complete.
         bound = min((s.rows.select(group).row(-1) for s in reading), default=None)
         taken = []
         for source in sources:
-            if source.empty:
+            if not source.held:
                 continue
-            count = source.rows.height if bound is None else int(source.rows.select(before(group, bound).sum()).item())
+            if bound is None or source.rows.select(group).row(-1) < bound:
+                count = source.held
+            elif source.rows.select(group).row(0) >= bound:
+                count = 0
+            else:
+                count = int(source.rows.select(before(group, bound).sum()).item())
             if count:
                 taken.append(source.rows.head(count))
                 source.rows = source.rows.slice(count)
         if taken:
-            yield pl.concat(taken).sort(key, nulls_last=False)
+            yield pl.concat(taken).sort(key, nulls_last=False, maintain_order=True)
         else:  # the bounding files hold one group only, so far: read on until it ends
             for source in reading:
                 if source.rows.select(group).row(-1) == bound:

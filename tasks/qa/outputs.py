@@ -14,7 +14,6 @@ is counted in the report's `near_threshold`.
 from __future__ import annotations
 
 import os
-import tempfile
 from itertools import groupby
 
 import polars as pl
@@ -22,7 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from xmdata.runtime import storage
-from xmdata.runtime.atomic import ParquetStream, write_json_atomic, write_parquet_atomic, write_text_atomic
+from xmdata.runtime.atomic import ParquetStream, local_temp_folder, write_json_atomic, write_parquet_atomic, write_text_atomic
 from xmdata.schemas.tables import REJECTS_SCHEMA
 from xmdata.schemas.translation import QA_COUNTS, QA_PARALLEL
 from xmdata.tasks.build import sorted_merge
@@ -149,7 +148,7 @@ def write_qa_outputs(out: str, shard_paths: list[str], params: TranslateQaParams
     scored = filters is not None  # unscored: every extracted candidate passes, and none is below a QE
     min_lid_prob, min_qe = (filters.min_lid_prob, filters.min_qe) if scored else (0.0, None)
     counts, kept_per_target, near = [], dict.fromkeys(params.targets, 0), dict.fromkeys(params.targets, 0)
-    with tempfile.TemporaryDirectory(prefix="xmdata-select-qa-") as folder:
+    with local_temp_folder(out) as folder:
         parallel_files, refused_files = [], []
         for index, path in enumerate(shard_paths):
             frame = pl.from_arrow(storage.read_parquet(path))

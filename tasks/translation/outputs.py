@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from itertools import groupby
-from typing import Iterator
 
 import polars as pl
 import pyarrow as pa
@@ -24,7 +22,8 @@ import pyarrow.parquet as pq
 
 from xmdata.tasks.translation.params import TranslateParams
 from xmdata.runtime import storage
-from xmdata.runtime.atomic import ParquetStream, concat_parquet_files, write_json_atomic, write_text_atomic
+from xmdata.runtime.atomic import ParquetStream, local_temp_folder, write_json_atomic, write_text_atomic
+from xmdata.runtime.parquet_shards import concat_parquet_files, read_parquet_shards
 from xmdata.schemas import ContractError
 from xmdata.schemas.tables import REJECTS_SCHEMA
 from xmdata.schemas.translation import CANDIDATES, TRANSLATIONS
@@ -36,6 +35,7 @@ from xmdata.tasks.translation.select import ORDER, shard_units
 from xmdata.tasks.translation.report import ReportTally, report_markdown, write_qe_histogram
 
 CANDIDATES_FILE, SETTINGS_FILE = "candidates.parquet", "translate.json"
+UNIT_COLUMNS = [c for c in TRANSLATIONS.schema.names if c != "qe_quartile"]  # what the merge needs of a unit
 STAGE = "select_translations"
 
 
@@ -68,33 +68,10 @@ def selection_rejects(translations: pa.Table) -> pa.Table:
         (i, f"{c if e is None else f'{c}[{e}]'} -> {t}") for i, c, e, t, _ in rows])) for reason, rows in runs])
 
 
-def candidate_shards(run_dir: str) -> Iterator[pa.Table]:
-    """The run's candidates a shard at a time (a unit's candidates are all in one): candidates.parquet
-    holds the shards one after another and translate.json their rows (a run without them: one shard)."""
-    run = json.loads(storage.read_text(storage.join(run_dir, SETTINGS_FILE)))
-    sizes = list(run.get("candidate_shard_rows") or [])
-    with storage.open_file(storage.join(run_dir, CANDIDATES_FILE)) as handle:
-        parquet = pq.ParquetFile(handle)
-        if not sizes:
-            yield parquet.read()
-            return
-        if sum(sizes) != parquet.metadata.num_rows:
-            raise ContractError(f"{run_dir}: {CANDIDATES_FILE} has {parquet.metadata.num_rows} rows, "
-                                f"{SETTINGS_FILE} lists {sum(sizes)}: not from one run")
-        pending = parquet.schema_arrow.empty_table()
-        for batch in parquet.iter_batches(batch_size=8 * 1024):
-            pending = pa.concat_tables([pending, pa.Table.from_batches([batch])])
-            while sizes and pending.num_rows >= sizes[0]:
-                yield pending.slice(0, sizes[0])
-                pending = pending.slice(sizes.pop(0))
-        while sizes:  # empty shards at the end
-            yield pending.slice(0, sizes.pop(0))
-
-
-def write_candidates(shard_paths: list[str], out: str) -> list[int]:
-    """OUT/candidates.parquet: the scored shards one after another, each its own row groups (a build
-    file: the release sorts it into its own); returns their rows, for translate.json."""
-    return concat_parquet_files(shard_paths, storage.join(out, CANDIDATES_FILE), CANDIDATES.schema)
+def write_candidates(shard_paths: list[str], out: str) -> None:
+    """OUT/candidates.parquet: the scored shards one after another, each its own row groups and its
+    rows in the footer (a build file: the release sorts it into its own)."""
+    concat_parquet_files(shard_paths, storage.join(out, CANDIDATES_FILE), CANDIDATES.schema)
 
 
 def write_selection(run_dir: str, params: TranslateParams, list_columns: list[str], out: str | None = None,
@@ -108,13 +85,14 @@ def write_selection(run_dir: str, params: TranslateParams, list_columns: list[st
     min_lid_prob = params.filters.min_lid_prob if min_lid_prob is None else min_lid_prob
     min_qe = params.filters.min_qe if min_qe is None else min_qe
     tally = ReportTally()
-    with tempfile.TemporaryDirectory(prefix="xmdata-select-") as folder:
+    with local_temp_folder(out) as folder:
         unit_files = []
-        for candidates in candidate_shards(run_dir):
+        for candidates in read_parquet_shards(storage.join(run_dir, CANDIDATES_FILE)):
             units = shard_units(candidates, min_lid_prob, min_qe)
             tally.add(candidates, units)
             unit_files.append(os.path.join(folder, f"{len(unit_files):06d}.parquet"))
-            pq.write_table(units.to_arrow(), unit_files[-1], row_group_size=sorted_merge.ROW_GROUP, compression="lz4")
+            pq.write_table(units.select(UNIT_COLUMNS).to_arrow(), unit_files[-1],
+                           row_group_size=sorted_merge.ROW_GROUP, compression="lz4")
             del candidates, units
             pa.default_memory_pool().release_unused()
         quartiles = tally.quartiles()

@@ -16,7 +16,7 @@ HISTOGRAM_BINS = 20
 
 
 def _round(value) -> float | None:
-    return None if value is None else round(float(value), 6)
+    return None if value is None else round(float(value), 6) + 0.0  # + 0.0: -0.0 printed as 0.0, whatever came first
 
 
 class ReportTally:

@@ -101,7 +101,7 @@ class QuartileRanks:
             edges = -(-np.arange(1, 4) * size // 4)  # the first rank of quarters 2, 3, 4
             split = ((rank[:, None] < edges) & (edges < ties_end[:, None])).any(axis=1)
             for i in np.flatnonzero(split):
-                tie = (target, float(scores[i]))
+                tie = (target, "nan" if np.isnan(scores[i]) else float(scores[i]))  # NaN: a tie too, as polars ranks
                 before = self._ranked.get(tie, 0)
                 self._ranked[tie] = before + 1
                 rank[i] += before
