@@ -108,10 +108,11 @@ def write_qe_histogram(scores: dict[str, np.ndarray], path: str) -> None:
     """One panel per target: the QE scores of its kept translations, SCORES (kept as drawn when they
     are the same)."""
     targets = sorted(scores)
-    drawn = pa.table({"target_language": [t for t in targets for _ in scores[t]],
-                      "qe_score": pa.array(np.concatenate([np.sort(scores[t]) for t in targets] or [[]]),
-                                           pa.float32())})
-    key = figure_key(drawn, "qe_histogram", *targets)
+    ordered = [np.sort(scores[t]).astype(np.float32) for t in targets]  # one row a target: no object a score
+    offsets = np.cumsum([0] + [len(s) for s in ordered]).astype(np.int32)
+    drawn = pa.table({"target_language": targets, "qe_scores": pa.ListArray.from_arrays(
+        offsets, pa.array(np.concatenate(ordered) if ordered else np.zeros(0, np.float32)))})
+    key = figure_key(drawn, "qe_histogram")
     if drawn_key(path) == key:
         return
     with pyplot() as plt:
