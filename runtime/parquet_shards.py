@@ -5,7 +5,7 @@ it runs again from the gathered file (`xmdata select-translations`)."""
 from __future__ import annotations
 
 import json
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -17,6 +17,7 @@ from .atomic import ParquetStream
 
 SHARD_ROWS_KEY = "xmdata.shard_rows"
 READ_ROWS = 8 * 1024  # read this many rows at a time: a shard and one such batch are held
+TOGETHER_ROWS = 8 * 1024  # small shards are handed on together, up to about this many rows
 
 
 def concat_parquet_files(paths: list[str], dest: str, schema: pa.Schema | None = None) -> list[int]:
@@ -58,3 +59,20 @@ def read_parquet_shards(path: str) -> Iterator[pa.Table]:
                 pending = pending.slice(sizes.pop(0))
         while sizes:  # empty shards at the end
             yield pending.slice(0, sizes.pop(0))
+
+
+def together(shards: Iterable[pa.Table], rows: int | None = None) -> Iterator[pa.Table]:
+    """SHARDS, consecutive small ones concatenated up to about ROWS (TOGETHER_ROWS): whole shards
+    each time, so what holds per shard holds per table; a step's per-call cost is paid per ~ROWS,
+    not per shard (the demo's 16 shards of a few rows each are one table)."""
+    rows = rows or TOGETHER_ROWS
+    pending: list[pa.Table] = []
+    held = 0
+    for shard in shards:
+        if pending and held + shard.num_rows > rows:
+            yield pa.concat_tables(pending)
+            pending, held = [], 0
+        pending.append(shard)
+        held += shard.num_rows
+    if pending:
+        yield pa.concat_tables(pending)

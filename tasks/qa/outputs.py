@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 
 from xmdata.runtime import storage
 from xmdata.runtime.atomic import ParquetStream, local_temp_folder, write_json_atomic, write_parquet_atomic, write_text_atomic
+from xmdata.runtime.parquet_shards import together
 from xmdata.schemas.tables import REJECTS_SCHEMA
 from xmdata.schemas.translation import QA_COUNTS, QA_PARALLEL
 from xmdata.tasks.build import sorted_merge
@@ -150,8 +151,8 @@ def write_qa_outputs(out: str, shard_paths: list[str], params: TranslateQaParams
     counts, kept_per_target, near = [], dict.fromkeys(params.targets, 0), dict.fromkeys(params.targets, 0)
     with local_temp_folder(out) as folder:
         parallel_files, refused_files = [], []
-        for index, path in enumerate(shard_paths):
-            frame = pl.from_arrow(storage.read_parquet(path))
+        for index, shards in enumerate(together(storage.read_parquet(path) for path in shard_paths)):
+            frame = pl.from_arrow(shards)
             kept, refused = select_candidates(frame, scored, min_lid_prob, min_qe)
             parallel_files.append(os.path.join(folder, f"parallel-{index:06d}.parquet"))
             pq.write_table(parallel_table(kept, params.source, passthrough), parallel_files[-1],
@@ -164,7 +165,7 @@ def write_qa_outputs(out: str, shard_paths: list[str], params: TranslateQaParams
                 kept_per_target[target] += kept.filter(pl.col("target_language") == target)["id"].n_unique()
             for target, count in near_threshold_counts(frame, scored, min_lid_prob, min_qe, params.targets).items():
                 near[target] += count
-            del frame, kept, refused
+            del frame, shards, kept, refused
             pa.default_memory_pool().release_unused()
         with ParquetStream(storage.join(out, "qa_parallel.parquet"), parallel_schema(passthrough)) as stream:
             for chunk in sorted_merge.merge_sorted(parallel_files, ["id", "target_language", "part"], ["id"]):

@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 from xmdata.tasks.translation.params import TranslateParams
 from xmdata.runtime import storage
 from xmdata.runtime.atomic import ParquetStream, local_temp_folder, write_json_atomic, write_text_atomic
-from xmdata.runtime.parquet_shards import concat_parquet_files, read_parquet_shards
+from xmdata.runtime.parquet_shards import concat_parquet_files, read_parquet_shards, together
 from xmdata.schemas import ContractError
 from xmdata.schemas.tables import REJECTS_SCHEMA
 from xmdata.schemas.translation import CANDIDATES, TRANSLATIONS
@@ -78,16 +78,17 @@ def write_selection(run_dir: str, params: TranslateParams, list_columns: list[st
                     min_lid_prob: float | None = None, min_qe: float | None = None) -> dict:
     """Select from RUN_DIR's candidates into OUT (default RUN_DIR); thresholds default to the params'.
 
-    Shard by shard: each shard's units are chosen and counted, kept in a private temp folder, then
-    merged in ORDER into the outputs, a bounded number of rows at a time. The whole selection holds
-    one shard and each kept unit's QE score (for quartiles, quantiles and the histogram)."""
+    Shard by shard (small ones together): each shard's units are chosen and counted, kept in a
+    private temp folder, then merged in ORDER into the outputs, a bounded number of rows at a time.
+    The whole selection holds a shard and each kept unit's QE score (for quartiles, quantiles and
+    the histogram)."""
     out = out or run_dir
     min_lid_prob = params.filters.min_lid_prob if min_lid_prob is None else min_lid_prob
     min_qe = params.filters.min_qe if min_qe is None else min_qe
     tally = ReportTally()
     with local_temp_folder(out) as folder:
         unit_files = []
-        for candidates in read_parquet_shards(storage.join(run_dir, CANDIDATES_FILE)):
+        for candidates in together(read_parquet_shards(storage.join(run_dir, CANDIDATES_FILE))):
             units = shard_units(candidates, min_lid_prob, min_qe)
             tally.add(candidates, units)
             unit_files.append(os.path.join(folder, f"{len(unit_files):06d}.parquet"))

@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from xmdata.runtime import parquet_shards
 from xmdata.runtime.atomic import write_parquet_atomic
 from xmdata.schemas.translation import QA_CANDIDATES
 from xmdata.tasks.build import sorted_merge
@@ -56,6 +57,7 @@ def _shards(folder, candidates: pa.Table, shards: int) -> list[str]:
 def test_qa_shard_by_shard_writes_what_the_whole_table_gives_whatever_the_plan(filters, tmp_path, monkeypatch):
     monkeypatch.setattr(sorted_merge, "ROWS_IN_MEMORY", 30)
     monkeypatch.setattr(sorted_merge, "ROW_GROUP", 8)
+    monkeypatch.setattr(parquet_shards, "TOGETHER_ROWS", 60)  # shards of ~60-600 candidates: each alone
     params = TranslateQaParams(targets=TARGETS, filters=filters)
     candidates = _candidates()
     passthrough = pa.table({"id": [f"q{n:03d}" for n in range(80)], "split": [f"s{n % 3}" for n in range(80)]})

@@ -96,3 +96,12 @@ def test_the_sweep_removes_what_a_killed_run_left_and_nothing_else(tmp_path):
     assert oct(os.stat(left.name).st_mode & 0o777) == "0o700"  # private to the run's owner
     assert remove_stray_temp_files(str(tmp_path)) == 2
     assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == ["sub", "sub/data.parquet"]
+
+
+def test_small_shards_go_on_together_and_none_is_split():
+    whole = _table(184)
+    sizes, starts = (5, 0, 30, 40, 7, 100, 2), np.cumsum([0, 5, 0, 30, 40, 7, 100])
+    shards = [whole.slice(start, size) for start, size in zip(starts, sizes)]
+    tables = list(parquet_shards.together(iter(shards), rows=40))
+    assert [t.num_rows for t in tables] == [35, 40, 7, 100, 2]  # 5+0+30 | 40 | 7 | 100 (over 40: alone) | 2
+    assert pa.concat_tables(tables).equals(pa.concat_tables(shards))

@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from xmdata.runtime import parquet_shards
 from xmdata.schemas.translation import CANDIDATES
 from xmdata.tasks.build import sorted_merge
 from xmdata.tasks.translation.outputs import write_candidates, write_run, write_selection
@@ -74,6 +75,7 @@ def _run(folder, candidates: pa.Table, shards: int | None):
 def few_rows_in_memory(monkeypatch):
     monkeypatch.setattr(sorted_merge, "ROWS_IN_MEMORY", 40)
     monkeypatch.setattr(sorted_merge, "ROW_GROUP", 8)
+    monkeypatch.setattr(parquet_shards, "TOGETHER_ROWS", 60)  # shards of ~100-400 candidates: each alone
 
 
 def _quartiles_over_the_whole_table(translations: pl.DataFrame) -> list:
