@@ -137,14 +137,17 @@ class ParquetStream:
             os.replace(self._tmp, storage.local(self.path))
 
 
-def local_temp_folder(near: str) -> tempfile.TemporaryDirectory:
-    """A private temp folder beside NEAR (an output folder), or the system's when NEAR is a URL: on the
-    output's disk, not in a /tmp that may be memory; one a killed run leaves is swept up with the
-    temp files (`remove_stray_temp_files`)."""
-    folder = None if storage.is_url(near) else storage.local(near)
+TEMP_FOLDER_PREFIX = ".tmp-xmdata-"  # a step's temp folder in an output folder (only these are swept)
+
+
+def local_temp_folder(out: str) -> tempfile.TemporaryDirectory:
+    """A private temp folder inside the output folder OUT (the system's when OUT is a URL): on the
+    output's disk, not in a /tmp that may be memory; one a killed run leaves is swept at the next
+    start (`remove_stray_temp_files`)."""
+    folder = None if storage.is_url(out) else storage.local(out)
     if folder:
         os.makedirs(folder, exist_ok=True)
-    return tempfile.TemporaryDirectory(dir=folder, prefix=".tmp-")
+    return tempfile.TemporaryDirectory(dir=folder, prefix=TEMP_FOLDER_PREFIX)
 
 
 def write_json_atomic(obj, path: str) -> None:
@@ -184,12 +187,14 @@ def remove_stray_temp_files(root: str) -> int:
     """Delete temp files and folders a killed run left behind (they never became outputs); returns how many."""
     if storage.is_url(root):  # uploads are whole or absent: nothing half-written to remove
         return 0
-    removed = 0
-    for folder, subfolders, files in os.walk(storage.local(root)):
-        for name in [d for d in subfolders if d.startswith(".tmp-")]:
-            shutil.rmtree(os.path.join(folder, name), ignore_errors=True)
-            subfolders.remove(name)
-            removed += 1
+    removed, top = 0, storage.local(root)
+    for folder, subfolders, files in os.walk(top):
+        if folder == top:  # local_temp_folder's folders, only at the top: never a user's
+            for name in [d for d in subfolders if d.startswith(TEMP_FOLDER_PREFIX)]:
+                subfolders.remove(name)
+                if not os.path.islink(os.path.join(folder, name)):
+                    shutil.rmtree(os.path.join(folder, name))
+                    removed += 1
         for name in files:
             if name.startswith(".tmp-") and name.endswith(".part"):
                 os.unlink(os.path.join(folder, name))

@@ -9,7 +9,7 @@ from typing import Iterator
 import polars as pl
 import pyarrow.parquet as pq
 
-ROWS_IN_MEMORY = 32 * 1024  # buffered over all the files together (each gets its share, ROW_GROUP at least)
+ROWS_IN_MEMORY = 32 * 1024  # each file's share of it (ROW_GROUP at least) is read at a time: ~2x is held
 ROW_GROUP = 1024  # write the files to merge in row groups of this size: a file is read a row group at a time
 
 

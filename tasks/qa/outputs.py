@@ -143,8 +143,9 @@ def write_qa_outputs(out: str, shard_paths: list[str], params: TranslateQaParams
                      passthrough: pa.Table | None = None) -> dict:
     """Write the selection's files from the candidate shards SHARD_PATHS; returns the report (counts as
     rows, and the markdown). `passthrough`: id + input columns the translation did not use, carried
-    into qa_parallel. An instance's candidates are all in its shard: each shard is selected on its
-    own and the shards' rows merged in order (tasks/build/sorted_merge.py), so a shard is what is held."""
+    into qa_parallel. An instance's candidates are all in its shard: each shard (small ones together)
+    is selected on its own and the rows merged in order (tasks/build/sorted_merge.py), so a shard is
+    what is held."""
     filters = params.filters
     scored = filters is not None  # unscored: every extracted candidate passes, and none is below a QE
     min_lid_prob, min_qe = (filters.min_lid_prob, filters.min_qe) if scored else (0.0, None)

@@ -80,7 +80,7 @@ class QuartileRanks:
 
     def __init__(self, kept_scores: dict[str, list[np.ndarray]]):
         self.scores = {t: np.sort(np.concatenate(parts)) for t, parts in kept_scores.items()}
-        self._ranked: dict[tuple[str, float], int] = {}  # split ties: how many of the tie ranked so far
+        self._ranked: dict[tuple[str, float | str], int] = {}  # split ties (NaN as 'nan'): how many ranked so far
 
     @staticmethod
     def kept_scores(units: pl.DataFrame) -> dict[str, np.ndarray]:

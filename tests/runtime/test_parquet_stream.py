@@ -90,12 +90,15 @@ def test_the_sweep_removes_what_a_killed_run_left_and_nothing_else(tmp_path):
     kept = tmp_path / "sub" / "data.parquet"
     kept.parent.mkdir()
     kept.write_bytes(b"data")
+    (tmp_path / "sub" / ".tmp-xmdata-mine").mkdir()  # a user's, not at the output's top: kept
+    (tmp_path / ".tmp-user").mkdir()  # not the selection's prefix: kept
     (tmp_path / "sub" / ".tmp-abc.part").write_bytes(b"half")
     left = local_temp_folder(str(tmp_path))  # a selection's folder, its run killed before the cleanup
     (tmp_path / os.path.basename(left.name) / "000000.parquet").write_bytes(b"units")
     assert oct(os.stat(left.name).st_mode & 0o777) == "0o700"  # private to the run's owner
     assert remove_stray_temp_files(str(tmp_path)) == 2
-    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == ["sub", "sub/data.parquet"]
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == [
+        ".tmp-user", "sub", "sub/.tmp-xmdata-mine", "sub/data.parquet"]
 
 
 def test_small_shards_go_on_together_and_none_is_split():
