@@ -50,6 +50,11 @@ _ALL = (
                              "qa_candidate_qe"),
            "The batch ran out of GPU/CPU memory even when halved down to this one item.",
            "Run on a device with more memory, or a smaller model; the rest of the shard was kept."),
+    Reason("qe_not_finite", ("candidate_qe", "qa_candidate_qe"),
+           "The quality estimator gave this candidate no number (NaN or infinite): it gets no score, so it is "
+           "never chosen, and is listed here.",
+           "A fault of the QE model or its weights (a broken or mis-converted checkpoint): check them, then "
+           "translate again."),
     Reason("no_candidate_in_target_language", ("select_translations", "select_qa"),
            "No beam candidate passed language ID for the target (label or probability below `min_lid_prob`).",
            "Look at the candidates (`xmdata explain`); a lower `min_lid_prob` or another model may help."),

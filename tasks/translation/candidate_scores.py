@@ -6,6 +6,8 @@ label, so `select-translations --min-lid-prob` can be re-tuned in either directi
 """
 from __future__ import annotations
 
+import math
+
 import pyarrow as pa
 
 from xmdata.models.base import ModelSpec
@@ -17,9 +19,10 @@ from xmdata.runtime.stage import Stage
 from xmdata.schemas.languages import label_code
 
 from .language_id import LIGHT_ROWS
-from xmdata.tasks.build.rejects import make_rejects, no_rejects
+from xmdata.tasks.build.rejects import concat_rejects, make_rejects, no_rejects
 
 LID_STAGE, QE_STAGE = "candidate_lid", "candidate_qe"
+QE_NOT_FINITE = "qe_not_finite"
 
 
 def _scatter(size: int, positions: list[int], values: list, dtype: pa.DataType) -> pa.Array:
@@ -68,12 +71,16 @@ def estimate_candidate_quality(table: pa.Table, params: CandidateQeShard) -> tup
         model = get_model("quality_estimator", params.model)
         sources = table.column("source_text").to_pylist()
         scores = model.predict(model.prepare([sources[i] for i in positions], [candidates[i] for i in positions]))
+    # A pair that ran out of memory even alone, or whose score is not a number (NaN, inf: a fault of
+    # the model, not a judgement to rank), keeps a null score and is listed with its reason.
+    ids, refused = table.column("id").to_pylist(), {OUT_OF_MEMORY: [], QE_NOT_FINITE: []}
+    for position, score in zip(positions, scores):
+        if score is None or not math.isfinite(score):
+            refused[OUT_OF_MEMORY if score is None else QE_NOT_FINITE].append(position)
+    scores = [None if score is None or not math.isfinite(score) else score for score in scores]
     column = _scatter(table.num_rows, positions, scores, pa.float32())
-    # A pair that ran out of memory even alone keeps a null score and is listed with its reason.
-    failed = [i for i, score in zip(positions, scores) if score is None]
-    ids = table.column("id").to_pylist()
-    rejects = make_rejects(QE_STAGE, OUT_OF_MEMORY, [ids[i] for i in failed],
-                           [candidates[i] for i in failed]) if failed else no_rejects()
+    rejects = concat_rejects([make_rejects(QE_STAGE, reason, [ids[i] for i in failed], [candidates[i] for i in failed])
+                              for reason, failed in refused.items() if failed])
     return table.set_column(table.schema.get_field_index("qe_score"), "qe_score", column), rejects
 
 
@@ -84,6 +91,6 @@ def candidate_lid_stage(model: ModelSpec, accepted_labels: dict[str, list[str]],
 
 
 def candidate_qe_stage(model: ModelSpec, name: str = QE_STAGE) -> Stage:
-    # 3: batches of pairs of one length (a score no longer moves with its batch-mates)
-    return Stage(name, version="3", fn=estimate_candidate_quality, params=CandidateQeShard(model=model),
+    # 3: batches of pairs of one length (a score no longer moves with its batch-mates); 4: NaN refused
+    return Stage(name, version="4", fn=estimate_candidate_quality, params=CandidateQeShard(model=model),
                  gpu=needs_gpu(model.device))

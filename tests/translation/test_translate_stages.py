@@ -123,3 +123,26 @@ def test_cli_refuses_unsupported_languages_and_missing_models_before_loading(tin
                  "--model", tiny_models["m2m100"].name_or_path]) == 2
     assert "must be <= num_beams" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()  # refused before anything was written
+
+
+def test_a_qe_score_that_is_not_a_number_is_refused_not_ranked(monkeypatch):
+    """NaN or inf from the estimator (a model fault) gets no score, so selection never chooses it,
+    and is listed with its reason; finite scores and out-of-memory pairs are as before."""
+    from xmdata.tasks.translation import candidate_scores
+
+    class Estimator:
+        def prepare(self, sources, candidates):
+            return candidates
+
+        def predict(self, batch):
+            return [{"nan": float("nan"), "inf": float("inf"), "oom": None}.get(c, 0.5) for c in batch]
+
+    monkeypatch.setattr(candidate_scores, "get_model", lambda kind, spec: Estimator())
+    texts = ["fine", "nan", "inf", "oom", "english"]
+    table = pa.table({"id": [f"q{i}" for i in range(5)], "source_text": texts, "candidate": texts,
+                      "lid_match": [True, True, True, True, False], "qe_score": pa.nulls(5, pa.float32())})
+    params = candidate_scores.CandidateQeShard(model=FilterOptions(qe_model="x").qe_spec())
+    scored, rejects = candidate_scores.estimate_candidate_quality(table, params)
+    assert scored.column("qe_score").to_pylist() == [0.5, None, None, None, None]
+    assert sorted(zip(rejects.column("row_id").to_pylist(), rejects.column("reason").to_pylist())) == [
+        ("q1", "qe_not_finite"), ("q2", "qe_not_finite"), ("q3", "out_of_memory")]
