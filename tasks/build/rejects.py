@@ -1,6 +1,7 @@
 """Building rejects tables: every refused row keeps its stage, its reason and its offending value."""
 from __future__ import annotations
 
+from itertools import groupby
 from typing import Iterable
 
 import pyarrow as pa
@@ -20,6 +21,12 @@ def make_rejects(stage: str, reason: str, row_ids: Iterable, values: Iterable | 
         None if v is None else str(v)[:VALUE_CHARS] for v in values]
     return pa.table({"stage": [stage] * len(ids), "reason": [reason] * len(ids),
                      "row_id": ids, "value": vals}, schema=REJECTS_SCHEMA)
+
+
+def rejects_in_order(stage: str, rows: Iterable[tuple]) -> pa.Table:
+    """Rejects of (row_id, reason, value) ROWS, in their order (one make_rejects per run of a reason)."""
+    return concat_rejects([make_rejects(stage, reason, *zip(*[(i, v) for i, _, v in run]))
+                           for reason, run in groupby(rows, key=lambda row: row[1])])
 
 
 def no_rejects() -> pa.Table:

@@ -14,20 +14,19 @@ is counted in the report's `near_threshold`.
 from __future__ import annotations
 
 import os
-from itertools import groupby
 
 import polars as pl
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from xmdata.runtime import storage
-from xmdata.runtime.atomic import ParquetStream, local_temp_folder, write_json_atomic, write_parquet_atomic, write_text_atomic
+from xmdata.runtime.atomic import (ParquetStream, local_temp_folder, write_json_atomic, write_parquet_atomic,
+                                   write_text_atomic)
 from xmdata.runtime.parquet_shards import together
 from xmdata.schemas.tables import REJECTS_SCHEMA
 from xmdata.schemas.translation import QA_COUNTS, QA_PARALLEL
 from xmdata.tasks.build import sorted_merge
 
-from xmdata.tasks.build.rejects import concat_rejects, make_rejects
+from xmdata.tasks.build.rejects import rejects_in_order
 from xmdata.tasks.translation.params import TranslateQaParams
 from xmdata.tasks.decisions import near
 from xmdata.tasks.translation.select import best_first
@@ -134,9 +133,8 @@ def counts_markdown(counts: pl.DataFrame, selection: dict) -> str:
 
 def qa_rejects(refused: pl.DataFrame) -> pa.Table:
     """Every refused instance x target of REFUSED, in its order, as rejects (`task -> target`)."""
-    runs = groupby(refused.select("id", "task", "target_language", "reason").iter_rows(), key=lambda row: row[3])
-    return concat_rejects([make_rejects(STAGE, reason, *zip(*[(i, f"{k} -> {t}") for i, k, t, _ in rows]))
-                           for reason, rows in runs])
+    return rejects_in_order(STAGE, ((i, reason, f"{k} -> {t}") for i, k, t, reason in
+                                    refused.select("id", "task", "target_language", "reason").iter_rows()))
 
 
 def write_qa_outputs(out: str, shard_paths: list[str], params: TranslateQaParams, labels: dict, selection: dict,
@@ -156,11 +154,9 @@ def write_qa_outputs(out: str, shard_paths: list[str], params: TranslateQaParams
             frame = pl.from_arrow(shards)
             kept, refused = select_candidates(frame, scored, min_lid_prob, min_qe)
             parallel_files.append(os.path.join(folder, f"parallel-{index:06d}.parquet"))
-            pq.write_table(parallel_table(kept, params.source, passthrough), parallel_files[-1],
-                           row_group_size=sorted_merge.ROW_GROUP, compression="lz4")
+            sorted_merge.write_sorted(parallel_table(kept, params.source, passthrough), parallel_files[-1])
             refused_files.append(os.path.join(folder, f"refused-{index:06d}.parquet"))
-            pq.write_table(refused.to_arrow(), refused_files[-1], row_group_size=sorted_merge.ROW_GROUP,
-                           compression="lz4")
+            sorted_merge.write_sorted(refused.to_arrow(), refused_files[-1])
             counts.append(count_outcomes(kept, refused))
             for target in params.targets:
                 kept_per_target[target] += kept.filter(pl.col("target_language") == target)["id"].n_unique()

@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import json
 import os
-from itertools import groupby
 
 import polars as pl
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from xmdata.tasks.translation.params import TranslateParams
 from xmdata.runtime import storage
@@ -29,7 +27,7 @@ from xmdata.schemas.tables import REJECTS_SCHEMA
 from xmdata.schemas.translation import CANDIDATES, TRANSLATIONS
 
 from .reassemble import reassemble, reassembled_schema
-from xmdata.tasks.build.rejects import concat_rejects, make_rejects
+from xmdata.tasks.build.rejects import rejects_in_order
 from xmdata.tasks.build import sorted_merge
 from xmdata.tasks.translation.select import ORDER, shard_units
 from xmdata.tasks.translation.report import ReportTally, report_markdown, write_qe_histogram
@@ -62,10 +60,8 @@ def read_run(run_dir: str) -> tuple[TranslateParams, list[str]]:
 def selection_rejects(translations: pa.Table) -> pa.Table:
     """Every refused part of TRANSLATIONS, in its order: id, and `column[element] -> target` as the value."""
     refused = pl.from_arrow(translations).filter(pl.col("status") != "ok")
-    runs = groupby(refused.select("id", "column", "element", "target_language", "reason").iter_rows(),
-                   key=lambda row: row[4])
-    return concat_rejects([make_rejects(STAGE, reason, *zip(*[
-        (i, f"{c if e is None else f'{c}[{e}]'} -> {t}") for i, c, e, t, _ in rows])) for reason, rows in runs])
+    return rejects_in_order(STAGE, ((i, reason, f"{c if e is None else f'{c}[{e}]'} -> {t}") for i, c, e, t, reason in
+                                    refused.select("id", "column", "element", "target_language", "reason").iter_rows()))
 
 
 def write_candidates(shard_paths: list[str], out: str) -> None:
@@ -92,8 +88,7 @@ def write_selection(run_dir: str, params: TranslateParams, list_columns: list[st
             units = shard_units(candidates, min_lid_prob, min_qe)
             tally.add(candidates, units)
             unit_files.append(os.path.join(folder, f"{len(unit_files):06d}.parquet"))
-            pq.write_table(units.select(UNIT_COLUMNS).to_arrow(), unit_files[-1],
-                           row_group_size=sorted_merge.ROW_GROUP, compression="lz4")
+            sorted_merge.write_sorted(units.select(UNIT_COLUMNS).to_arrow(), unit_files[-1])
             del candidates, units
             pa.default_memory_pool().release_unused()
         quartiles = tally.quartiles()

@@ -10,7 +10,7 @@ import polars as pl
 import pyarrow as pa
 
 from xmdata.runtime.figures import drawn_key, figure_key, pyplot, save_png
-from xmdata.tasks.translation.select import QuartileRanks
+from xmdata.tasks.translation.select import QuartileRanks, near_threshold_counts
 
 HISTOGRAM_BINS = 20
 
@@ -43,7 +43,7 @@ class ReportTally:
                 tally["rows_out"] += count
             else:
                 tally["rejected"][reason] = tally["rejected"].get(reason, 0) + count
-        for target, near in units.group_by("target_language").agg(pl.col("near_threshold").sum()).iter_rows():
+        for target, near in near_threshold_counts(units).items():
             self.near_threshold[target] = self.near_threshold.get(target, 0) + near
         for target, scores in QuartileRanks.kept_scores(units).items():
             self.kept_scores.setdefault(target, []).append(scores)
