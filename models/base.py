@@ -114,8 +114,9 @@ class Translator(Protocol):
 class QualityEstimator(Protocol):
     def load(self) -> None: ...
     def prepare(self, sources: Sequence[str], translations: Sequence[str]) -> Any: ...
-    def predict(self, batch: Any) -> list[float | None]:
-        """One score per pair, in order; None for a pair that ran out of memory even alone."""
+    def predict(self, batch: Any, sizes: Any = None) -> list[float | None]:
+        """One score per pair, in order; None for a pair that ran out of memory even alone.
+        `sizes` (oom_backoff.BatchSizes) gets the sizes of batches that ran out and were halved."""
 
 
 class ClipScorer(Protocol):

@@ -117,10 +117,11 @@ class CometKiwiEstimator:
         length = {text: len(row) for text, row in zip(texts, ids)}
         return [length[pair["mt"]] + length[pair["src"]] + 4 for pair in batch]  # <s> mt </s></s> src </s>
 
-    def predict(self, batch: list[dict[str, str]]) -> list[float | None]:
+    def predict(self, batch: list[dict[str, str]], sizes: BatchSizes | None = None) -> list[float | None]:
         """One score per pair, in input order; pairs run in batches of one length and one size
         under the token budget (token_batches.py).
-        None for a pair that runs out of memory even alone (on GPU: batches are halved first)."""
+        None for a pair that runs out of memory even alone (on GPU: batches are halved first);
+        `sizes` gets the batches that ran out (their halves' scores may differ in the last digits)."""
         if not batch:
             return []
         lengths = self.token_lengths(batch)
@@ -136,7 +137,7 @@ class CometKiwiEstimator:
                 raise
             outputs = None
         if outputs is None:  # batch by batch now, halving those that still do not fit
-            sizes = BatchSizes()
+            sizes = sizes if sizes is not None else BatchSizes()
             outputs = [run_with_backoff(group, lambda part: self.score_groups([part])[0], sizes, fill_to=size)
                        for group, size in zip(groups, capacities)]
             report("cometkiwi", sizes)

@@ -8,10 +8,11 @@ cheap shards share one (`dask_executor.py`).
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Callable
 
-from . import storage
+from . import memo, storage
 from .atomic import remove_stray_temp_files, sha256_file
 from .process import StageReport
 from .progress import ShardProgress
@@ -62,6 +63,8 @@ def run_shards(stage: Stage, jobs: list[tuple[int, object]], root: str, input_sh
 def _run_shards(stage: Stage, jobs: list[tuple[int, object]], root: str, input_sha, executor,
                 in_the_ui: bool) -> StageReport:
     started = time.perf_counter()
+    if stage.memo is None:  # the command's memo (or the environment's) travels with the stage to its workers
+        stage = dataclasses.replace(stage, memo=memo.current_options())
     recorded = remove_shards_beyond(root, stage.name, len(jobs))
     records: dict[int, dict] = {}
     pending: list[tuple[int, object]] = []
@@ -81,6 +84,7 @@ def _run_shards(stage: Stage, jobs: list[tuple[int, object]], root: str, input_s
     progress = ShardProgress(stage.name, len(jobs), len(records))
     failed: dict[int, str] = {}
     ran, load_s, work_s = 0, 0.0, 0.0
+    units: dict[str, memo.Counts] = {}
     try:
         for index, outcome, error in executor.run(stage, pending, root):
             if error is not None:
@@ -93,6 +97,8 @@ def _run_shards(stage: Stage, jobs: list[tuple[int, object]], root: str, input_s
             ran += 1
             load_s += outcome["load_s"]
             work_s += outcome["seconds"] - outcome["load_s"]
+            for kind, counts in outcome.get("memo", {}).items():
+                units.setdefault(kind, memo.Counts()).add(memo.Counts(**counts))
             progress.shard_done(outcome["record"])
             tracker.shard_done(index, outcome)
     finally:
@@ -103,6 +109,8 @@ def _run_shards(stage: Stage, jobs: list[tuple[int, object]], root: str, input_s
     remove_stray_temp_files(storage.join(root, stage.name))
     timing = {"where": executor.where, "seconds": round(time.perf_counter() - started, 3),
               "model_load_s": round(load_s, 3), "work_s": round(work_s, 3)}
+    if units:  # model work per unit kind: served by the memo, computed (beside the build, never hashed)
+        timing["memo"] = {kind: counts.as_dict() for kind, counts in sorted(units.items())}
     tracker.finish(timing)
     if failed:
         raise ShardsFailed(stage.name, failed)

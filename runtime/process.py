@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import storage
+from . import memo, storage
 from .atomic import sha256_file, write_json_atomic, write_parquet_atomic
 from .records import finished_record, make_record
 from .shards import ShardPaths
@@ -19,13 +19,17 @@ from .stage import Stage
 
 
 def process_shard(stage: Stage, input_path: str, root: str, index: int, input_sha: str | None = None,
-                  source: bytes | None = None) -> dict:
+                  source: bytes | None = None, memo_counts: dict | None = None) -> dict:
     """Read a shard (or its bytes, already fetched), run the stage, write data and rejects, then the
-    completion record."""
+    completion record. `memo_counts` gets the units the memo served and the model computed, per kind
+    (outside the record: a build with and without the memo writes the same bytes)."""
+    memo_counts = {} if memo_counts is None else memo_counts
     paths = ShardPaths(root, stage.name, index)
     input_sha = input_sha or sha256_file(input_path)
     table = pq.read_table(pa.BufferReader(source)) if source is not None else storage.read_parquet(input_path)
-    kept, rejects = stage.fn(table, stage.params)
+    with memo.shard_scope(stage.memo, stage.code_version, stage.memo_params) as used:
+        kept, rejects = stage.fn(table, stage.params)
+    memo_counts.update({kind: counts.as_dict() for kind, counts in used.counts.items()})
     return write_shard(stage, paths, input_sha, table.num_rows, kept, rejects)
 
 
@@ -52,10 +56,12 @@ def _shard_job(stage: Stage, input_path: str, root: str, index: int, record_chec
     source = storage.read_bytes(input_path) if storage.is_url(input_path) else None
     input_sha = hashlib.sha256(source).hexdigest() if source is not None else sha256_file(input_path)
     done = None if record_checked else finished_record(stage, ShardPaths(root, stage.name, index), input_sha)
-    record = done if done is not None else process_shard(stage, input_path, root, index, input_sha, source)
+    memo_counts: dict = {}
+    record = done if done is not None else process_shard(stage, input_path, root, index, input_sha, source,
+                                                         memo_counts)
     seconds = time.perf_counter() - started
     load_s = registry.MODELS.load_seconds - loads_before
-    return {"record": record, "recomputed": done is None, "seconds": seconds, "load_s": load_s}
+    return {"record": record, "recomputed": done is None, "seconds": seconds, "load_s": load_s, "memo": memo_counts}
 
 
 def write_shard(stage: Stage, paths: ShardPaths, input_sha: str, rows_in: int, kept: pa.Table,

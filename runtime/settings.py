@@ -115,7 +115,12 @@ WORKER_FORKSERVER = Setting("XMDATA_WORKER_FORKSERVER", True, _flag,
                             "on: the workers of a cluster xmdata starts are forked from one process that has "
                             "imported their libraries (the service's: the model libraries too); off: each "
                             "starts as a fresh python (spawn)", "on or off")
-USER = (CACHE, EXECUTOR, DASK_ADDRESS, SERVICE, IDLE_MINUTES, MODEL_IDLE_MINUTES, MODEL_MEMORY_GB, BIND,
+# The memo of model work (runtime/memo.py): shared by every output, release and recipe of the user.
+MEMO = Setting("XMDATA_MEMO", None, str,
+               "the memo of model results per unit (beam candidates, COMETKiwi scores) every build reuses: "
+               "a folder, an object-store URL (s3://…: what a multi-host cluster's workers share) or off "
+               "(unset: XMDATA_CACHE/memo); --memo on a command", "a folder, a URL or off")
+USER = (CACHE, MEMO, EXECUTOR, DASK_ADDRESS, SERVICE, IDLE_MINUTES, MODEL_IDLE_MINUTES, MODEL_MEMORY_GB, BIND,
         GPU_WORKERS, NO_WORKER_SECONDS, PROGRESS, SHARD_ROWS, WORKER_FORKSERVER)
 
 # xmdata's own, for its tests, benchmarks and scripts only.

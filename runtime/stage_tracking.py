@@ -82,4 +82,14 @@ class StageTracker:
         create_table_artifact(self.failed + self.rows, key=artifact_key(self.stage, "shards"),
                               description=f"{self.stage}: {shown} shard(s) run this time"
                               f"{' (first ' + str(TABLE_ROWS) + ' listed)' if len(self.rows) >= TABLE_ROWS else ''}; "
-                              f"{timing['where']}, {timing['seconds']} s, model loads {timing['model_load_s']} s")
+                              f"{timing['where']}, {timing['seconds']} s, model loads {timing['model_load_s']} s"
+                              f"{memo_line(timing.get('memo'))}")
+
+
+def memo_line(units: dict | None) -> str:
+    """"; memo: beam_candidates 120 served, 12 computed" — what the memo did for a stage, if anything."""
+    if not units:
+        return ""
+    parts = [f"{kind} {c.get('served', 0)} served, {c.get('computed', 0)} computed"
+             + (f", {c['bad']} bad entries recomputed" if c.get("bad") else "") for kind, c in units.items()]
+    return "; memo: " + "; ".join(parts)

@@ -54,6 +54,13 @@ def _environment_of_its_own():
         os.environ.update(saved)
 
 
+@pytest.fixture(autouse=True)
+def _memo_of_its_own(tmp_path_factory, _environment_of_its_own):
+    """Each test has a memo of model work of its own (runtime/memo.py): a test that puts a fake model
+    in place of a real one must neither be served another test's results nor leave its fakes'."""
+    os.environ["XMDATA_MEMO"] = str(tmp_path_factory.mktemp("memo"))
+
+
 @pytest.fixture(scope="session")
 def tiny_models(tmp_path_factory):
     """{backend: ModelSpec} for every backend, built offline with the real classes — the same

@@ -57,9 +57,24 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
                         "e.g. dask_jobqueue.SLURMCluster or dask_kubernetes.operator.KubeCluster")
     p.add_argument("--cluster-kwargs", default=None, metavar="K=V,…", help="its arguments, e.g. cores=8,memory=64GB")
     p.add_argument("--adapt", default=None, metavar="MIN:MAX", help="scale it adaptively between MIN and MAX workers")
+    p.add_argument("--memo", default=None, metavar="FOLDER|URL|off",
+                   help="the memo of model results per unit that builds reuse (default: XMDATA_MEMO, else "
+                        "XMDATA_CACHE/memo); off: compute everything and store nothing")
+    p.add_argument("--memo-audit", type=memo_audit, default=0.0, metavar="FRACTION",
+                   help="compute this fraction of the memo's hits again and fail on a difference (default 0)")
     p.add_argument("--storage-option", action="append", default=None, metavar="KEY=VALUE",
                    help="for s3:// gs:// az:// URLs, repeatable, e.g. endpoint_url=http://127.0.0.1:8333 "
                         "(credentials otherwise from the usual environment: AWS_ACCESS_KEY_ID, …)")
+
+
+def memo_audit(text: str) -> float:
+    """The bound is MemoOptions' (runtime/memo.py), the one every door checks."""
+    from xmdata.runtime.memo import MemoOptions
+
+    try:
+        return MemoOptions(None, float(text)).audit
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _add_tls_flags(p: argparse.ArgumentParser, when: str) -> None:
@@ -277,6 +292,11 @@ def main(argv: list[str] | None = None) -> int:
                 if path := getattr(args, flag, None):
                     check = check_location if is_url(path) else check_output_folder
                     check(path, f"--{flag}")
+            if hasattr(args, "memo"):  # a memo that is a file: refused; one that cannot be written: said
+                from xmdata.runtime import memo
+
+                if note := memo.check_location(memo.resolve_location(args.memo)):
+                    print(note, file=sys.stderr)
             if getattr(args, "service_early", False):  # nothing of the user's left to check (the demo)
                 from xmdata.runtime.run_setup import start_service_early
 

@@ -33,6 +33,7 @@ def run_flow(flow_fn, args, summary_dir: str | None = None, cluster=None, **para
     through runtime/storage.py, so --out may be an object-store URL (checked by the CLI's main)."""
     import prefect  # noqa: F401  (configures logging: its console handler is then in place)
 
+    from xmdata.runtime import memo
     from xmdata.runtime.cluster_spec import cluster_options
     from xmdata.runtime.progress import showing_progress
     from xmdata.runtime.run_setup import run_environment
@@ -46,14 +47,17 @@ def run_flow(flow_fn, args, summary_dir: str | None = None, cluster=None, **para
             os.makedirs(folder, exist_ok=True)
     started = time.perf_counter()
     log_dir = None if storage.is_url(summary_dir or args.out) else summary_dir or args.out
-    with showing_progress(not args.quiet), \
+    with memo.using(memo.MemoOptions(memo.resolve_location(getattr(args, "memo", None)), getattr(args, "memo_audit", 0.0))), \
+            showing_progress(not args.quiet), \
             run_environment(args.executor, args.dask_address, args.workers, log_dir, args.quiet, cluster,
                             tls=(args.tls_ca_file, args.tls_cert, args.tls_key), dashboard=args.dashboard):
         summary = flow_fn(out=args.out, shards=args.shards, **params)
     if not args.quiet:
         print(storage.read_text(storage.join(summary_dir or args.out, "summary.md")))
+        from xmdata.runtime.stage_tracking import memo_line
+
         for stage, counts in summary["run"].items():
             print(f"{stage}: {counts['shards_run']} shard(s) run, {counts['shards_skipped']} skipped "
-                  f"(already finished) of {counts['shards_total']}")
+                  f"(already finished) of {counts['shards_total']}{memo_line(counts.get('memo'))}")
     print(f"done in {time.perf_counter() - started:.1f} s -> {args.out}")
     return summary

@@ -20,12 +20,17 @@ from xmdata.runtime.placement import needs_gpu
 from xmdata.runtime.stage import Stage
 from xmdata.schemas.translation import QA_CANDIDATES
 from xmdata.tasks.build.rejects import concat_rejects, make_rejects
+from xmdata.tasks.build.unit_memo import memo_for
 from xmdata.tasks.qa.extract import LabelPattern, extract
 from xmdata.tasks.qa.labels import ENGLISH, with_english
 from xmdata.tasks.qa.pack import PackError, pack
 from xmdata.tasks.translation.beam_search import beam_search, recorded
 
 STAGE = "translate_qa"
+MEMO_KIND = "beam_candidates"
+# Left out of a unit's memo key (tests/qa/test_memo.py): its target and model content are in the key,
+# and the label words decide the extraction, which runs on every build, not the raw candidates.
+MEMO_EXCLUDE = ("target_languages", "labels", "translator.name_or_path")
 KEPT_PARTS = ("query", "positive")  # the negative gives context and is then dropped, as in the method
 
 
@@ -73,13 +78,14 @@ def translate_instances(table: pa.Table, shard: QaTranslateShard) -> tuple[pa.Ta
     ready, refused = pack_instances(table, translator, params)
     english = LabelPattern.build(ENGLISH)
     rows, rejects, sizes = [], [], BatchSizes()
+    memo = memo_for(MEMO_KIND, shard.translator)  # the raw candidates: extraction runs on every build
     for target in params.targets:
         pattern = LabelPattern.build(with_english(shard.labels[target]))
         for row in refused:
             rows += part_rows(row, target, row["status"])
             rejects.append(make_rejects(STAGE, row["status"], [row["id"]], [f"-> {target}: {row['query']!r}"]))
         for unit, candidates in beam_search(translator, ready, lambda u: u["packed"].text, params.source, target,
-                                            params.translator, sizes):
+                                            params.translator, sizes, memo):
             if candidates is FAILED:
                 rows += part_rows(unit, target, OUT_OF_MEMORY)
                 rejects.append(make_rejects(STAGE, OUT_OF_MEMORY, [unit["id"]], [f"-> {target}: {sizes.summary()}"]))
@@ -116,5 +122,5 @@ def translate_qa_stage(params: TranslateQaParams, translator: ModelSpec, labels:
     """`translator`: params.translator resolved (TranslatorOptions.spec), once by the flow."""
     labels = {t: {k: labels[t][k] for k in ("question", "answer")} for t in params.targets}
     # 2: batches of one input length (a unit's candidates no longer depend on the rows beside it)
-    return Stage(STAGE, version="2", fn=translate_instances, gpu=needs_gpu(translator.device),
+    return Stage(STAGE, version="2", fn=translate_instances, gpu=needs_gpu(translator.device), memo_exclude=MEMO_EXCLUDE,
                  params=QaTranslateShard(params=params, translator=translator, labels=labels))

@@ -8,13 +8,14 @@ error nobody knows is never turned into rows.
 """
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, astuple
 from typing import Callable, Iterator
 
 from xmdata.tasks.translation.options import TranslatorOptions
 from xmdata.models.base import Candidate, ModelSpec
 from xmdata.models.oom_backoff import BatchSizes, OutOfMemory, run_with_backoff
 from xmdata.models.token_batches import batch_capacity, length_sorted_batches, max_new_tokens
+from xmdata.runtime.memo import MISSING, UnitMemo
 
 
 def recorded(translator: ModelSpec, params) -> dict:
@@ -25,19 +26,39 @@ def recorded(translator: ModelSpec, params) -> dict:
 
 
 def beam_search(translator, units: list[dict], text: Callable[[dict], str], source: str, target: str,
-                options: TranslatorOptions, sizes: BatchSizes) -> Iterator[tuple[dict, list[Candidate] | OutOfMemory]]:
+                options: TranslatorOptions, sizes: BatchSizes,
+                memo: UnitMemo | None = None) -> Iterator[tuple[dict, list[Candidate] | OutOfMemory]]:
     """(unit, its candidates best first, or FAILED when it ran out of memory alone) for every unit,
-    in batches of one length and one size (token_batches.py); each unit needs its `tokens` count."""
+    in batches of one length and one size (token_batches.py); each unit needs its `tokens` count.
+
+    With a `memo` (tasks/build/unit_memo.py), a unit whose (text, source, target) it holds is served
+    from it and only the others are searched, in batches of their own: a unit's candidates do not
+    depend on its batch-mates, so the output is the same. Units come back in the order a search of
+    them all would give (the callers' rejects follow it)."""
     lengths = [u["tokens"] for u in units]
-    for batch in length_sorted_batches(lengths, options.batch_tokens, options.num_beams, options.batch_size):
-        part = [units[i] for i in sorted(batch)]  # input order inside a batch: stable output
-        capacity = batch_capacity(lengths[batch[0]], options.batch_tokens, options.num_beams, options.batch_size)
+    inputs = [[text(u), source, target] for u in units]
+    held = memo.lookup(inputs) if memo is not None else [MISSING] * len(units)
+    results = {i: [Candidate(*c) for c in value] for i, value in enumerate(held) if value is not MISSING}
+    todo = [i for i, value in enumerate(held) if value is MISSING]
+    todo_lengths = [lengths[i] for i in todo]
+    for batch in length_sorted_batches(todo_lengths, options.batch_tokens, options.num_beams, options.batch_size):
+        part = [todo[i] for i in sorted(batch)]  # input order inside a batch: stable output
+        length = lengths[part[0]]
+        capacity = batch_capacity(length, options.batch_tokens, options.num_beams, options.batch_size)
         # One limit for the length, halves included: a retried unit gets what it would have.
-        limit = max_new_tokens(lengths[batch[0]], options.max_new_tokens_ratio,
-                               options.max_new_tokens_extra, translator.max_input_tokens)
-        results = run_with_backoff(part, lambda some: translator.predict(
+        limit = max_new_tokens(length, options.max_new_tokens_ratio, options.max_new_tokens_extra,
+                               translator.max_input_tokens)
+        ran_out_before = len(sizes.out_of_memory)
+        found = run_with_backoff([units[i] for i in part], lambda some: translator.predict(
             translator.prepare([text(u) for u in some], source, target),
             options.num_beams, options.num_candidates, limit), sizes, fill_to=capacity)
-        if len(results) != len(part):  # a broken backend, not a bad row: fail the shard
-            raise RuntimeError(f"translator returned {len(results)} results for {len(part)} inputs")
-        yield from zip(part, results)
+        if len(found) != len(part):  # a broken backend, not a bad row: fail the shard
+            raise RuntimeError(f"translator returned {len(found)} results for {len(part)} inputs")
+        results.update(zip(part, found))
+        if memo is not None:
+            memo.counts.computed += len(part)
+            if len(sizes.out_of_memory) == ran_out_before:  # a halved batch's numbers are never stored
+                memo.store([inputs[i] for i in part], [[astuple(c) for c in r] for r in found])
+    for batch in length_sorted_batches(lengths, options.batch_tokens, options.num_beams, options.batch_size):
+        for i in sorted(batch):
+            yield units[i], results[i]

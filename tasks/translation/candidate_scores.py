@@ -11,8 +11,9 @@ import math
 import pyarrow as pa
 
 from xmdata.models.base import ModelSpec
-from xmdata.models.oom_backoff import OUT_OF_MEMORY
+from xmdata.models.oom_backoff import OUT_OF_MEMORY, BatchSizes
 from xmdata.models.registry import get_model
+from xmdata.runtime.memo import served_and_computed
 from xmdata.runtime.params import Params
 from xmdata.runtime.placement import needs_gpu
 from xmdata.runtime.stage import Stage
@@ -20,8 +21,13 @@ from xmdata.schemas.languages import label_code
 
 from .language_id import LIGHT_ROWS
 from xmdata.tasks.build.rejects import concat_rejects, make_rejects, no_rejects
+from xmdata.tasks.build.unit_memo import memo_for
 
 LID_STAGE, QE_STAGE = "candidate_lid", "candidate_qe"
+MEMO_KIND = "cometkiwi"
+MEMO_CHUNK = 2048  # pairs scored, then stored, at a time: what a kill can lose
+# The checkpoint's path is not what decides a score: its content is (tasks/build/unit_memo.py).
+QE_MEMO_EXCLUDE = ("model.name_or_path",)
 QE_NOT_FINITE = "qe_not_finite"
 
 
@@ -68,9 +74,17 @@ def estimate_candidate_quality(table: pa.Table, params: CandidateQeShard) -> tup
     scores: list[float | None] = []
     candidates = table.column("candidate").to_pylist()
     if positions:
-        model = get_model("quality_estimator", params.model)
         sources = table.column("source_text").to_pylist()
-        scores = model.predict(model.prepare([sources[i] for i in positions], [candidates[i] for i in positions]))
+        pairs = [[sources[i], candidates[i]] for i in positions]
+
+        def compute(wanted: list[int]) -> tuple[list[float | None], bool]:  # the model loads only for these
+            model = get_model("quality_estimator", params.model)
+            sizes = BatchSizes()  # a batch that ran out of memory was halved: its numbers may move
+            found = model.predict(model.prepare([pairs[i][0] for i in wanted], [pairs[i][1] for i in wanted]), sizes)
+            return found, not sizes.out_of_memory
+
+        scores = served_and_computed(memo_for(MEMO_KIND, params.model), pairs, compute, MEMO_CHUNK,
+                                     storable=lambda score: score is not None)
     # A pair that ran out of memory even alone, or whose score is not a number (NaN, inf: a fault of
     # the model, not a judgement to rank), keeps a null score and is listed with its reason.
     ids, refused = table.column("id").to_pylist(), {OUT_OF_MEMORY: [], QE_NOT_FINITE: []}
@@ -93,4 +107,4 @@ def candidate_lid_stage(model: ModelSpec, accepted_labels: dict[str, list[str]],
 def candidate_qe_stage(model: ModelSpec, name: str = QE_STAGE) -> Stage:
     # 3: batches of pairs of one length (a score no longer moves with its batch-mates); 4: NaN refused
     return Stage(name, version="4", fn=estimate_candidate_quality, params=CandidateQeShard(model=model),
-                 gpu=needs_gpu(model.device))
+                 gpu=needs_gpu(model.device), memo_exclude=QE_MEMO_EXCLUDE)

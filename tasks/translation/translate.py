@@ -19,10 +19,16 @@ from xmdata.runtime.placement import needs_gpu
 from xmdata.runtime.stage import Stage
 from xmdata.schemas.translation import CANDIDATES
 from xmdata.tasks.build.rejects import concat_rejects, make_rejects
+from xmdata.tasks.build.unit_memo import memo_for
 from xmdata.tasks.translation.beam_search import beam_search, recorded
 from xmdata.tasks.translation.input import explode_units, split_sentences
 
 STAGE = "translate"
+MEMO_KIND = "beam_candidates"
+# What a shard's params hold that does not decide one unit's candidates (the memo's key leaves them
+# out; tests/translation/test_memo.py proves each): the unit's own target, text and model content
+# are in its key instead, and how the texts were cut into units decides the units, not their results.
+MEMO_EXCLUDE = ("target_languages", "columns", "split_sentences", "translator.name_or_path")
 
 
 class TranslateShard(Params):
@@ -63,10 +69,11 @@ def translate_candidates(table: pa.Table, shard: TranslateShard) -> tuple[pa.Tab
     translator, params = get_model("translator", shard.translator), shard.params
     ready, refused = segment_units(explode_units(table, params.columns), translator, params)
     rows, empty, sizes = [], [], BatchSizes()
+    memo = memo_for(MEMO_KIND, shard.translator)
     for target in params.targets:
         rows += [{**unit, "target_language": target} for unit in refused]
         for unit, candidates in beam_search(translator, ready, lambda u: u["source_text"], params.source, target,
-                                            params.translator, sizes):
+                                            params.translator, sizes, memo):
             if candidates is FAILED or not candidates:  # say why rather than lose the unit
                 status = OUT_OF_MEMORY if candidates is FAILED else "empty_output"
                 rows.append({**unit, "target_language": target, "status": status})
@@ -102,5 +109,5 @@ def translate_stage(params: TranslateParams, translator: ModelSpec) -> Stage:
     """`translator`: params.translator resolved (TranslatorOptions.spec), once by the flow."""
     # 2: batches of one input length (a unit's candidates no longer depend on the rows beside it; the
     # out-of-memory backoff needed no new version: a shard that finished before it had no OOM).
-    return Stage(STAGE, version="2", fn=translate_candidates,
+    return Stage(STAGE, version="2", fn=translate_candidates, memo_exclude=MEMO_EXCLUDE,
                  params=TranslateShard(params=params, translator=translator), gpu=needs_gpu(translator.device))

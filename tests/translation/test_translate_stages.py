@@ -134,7 +134,7 @@ def test_a_qe_score_that_is_not_a_number_is_refused_not_ranked(monkeypatch):
         def prepare(self, sources, candidates):
             return candidates
 
-        def predict(self, batch):
+        def predict(self, batch, sizes=None):
             return [{"nan": float("nan"), "inf": float("inf"), "oom": None}.get(c, 0.5) for c in batch]
 
     monkeypatch.setattr(candidate_scores, "get_model", lambda kind, spec: Estimator())

@@ -1,0 +1,387 @@
+"""A memo of model work per unit, content-addressed and shared by every build (Bazel's action cache,
+Prefect's INPUTS cache policy, applied to one beam search or one COMETKiwi score rather than a task).
+
+A unit is one model input: a (text, source, target) for beam search, a (source, candidate) for
+COMETKiwi. Its entry is found by two hashes:
+
+- the **context**: everything that decides a result besides the input, said by the stage that uses
+  the memo (`UnitContext`): the stage's code version, its params less the fields the stage declares
+  irrelevant to one unit (`Stage.memo_exclude`, each proven by a test), each model's content hash,
+  the library versions and the platform facts a release manifest records. Never a row id, a shard
+  number, a path or a host. One context is one folder: `MEMO/<kind>/<ab>/<context sha256>/`.
+- the **key**: the sha256 of the exact model input.
+
+Entries are written a model batch at a time, one Parquet file a batch, atomically, named by the
+hash of their content: a kill loses at most a batch; two builds storing one key at once both write
+a whole file, and either serves it. Every entry carries the sha256 of its key and value, checked on
+read: a bad entry (or an unreadable file) is counted and computed again, never served. A lookup
+lists the context's folder once and reads the files that hold wanted keys (never an object a key).
+
+Results of a batch that ran out of memory are never stored (a halved batch may change the numbers,
+token_batches.py). What the memo did is reported beside the build (the stage's run counts, the
+command's output, the Prefect run), never in a completion record or a release's hashes: a build with
+and without the memo writes the same bytes.
+"""
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import errno
+import hashlib
+import json
+import logging
+import os
+import threading
+from dataclasses import dataclass, field
+from typing import Callable, Iterator, Sequence
+
+from . import settings, storage
+
+log = logging.getLogger("xmdata.memo")
+OFF = "off"
+MISSING = object()  # a lookup's answer for a key the memo does not hold (a stored value may be None)
+ENTRY_SUFFIX = ".parquet"
+CONTEXT_FILE = "context.json"
+
+
+def resolve_location(flag: str | None = None) -> str | None:
+    """`--memo` (a folder, a URL or `off`), else XMDATA_MEMO, else XMDATA_CACHE/memo; None: off."""
+    raw = flag if flag is not None else settings.MEMO.get()
+    if raw is None or not str(raw).strip():
+        return os.path.join(settings.CACHE.get(), "memo")
+    raw = str(raw).strip()
+    if raw.lower() == OFF:
+        return None
+    return storage.absolute(os.path.expanduser(raw) if not storage.is_url(raw) else raw)
+
+
+def check_location(location: str | None) -> str | None:
+    """Refuse, before anything starts, a memo that can never be read; returns a line to say when the
+    memo can only be read (it is then read and not written), else None."""
+    if location is None or storage.is_url(location):
+        return None  # a store's permissions show on the first write, which then stops writing
+    from xmdata.schemas.contract import ContractError
+
+    if os.path.exists(location) and not os.path.isdir(location):
+        raise ContractError(f"--memo {location}: exists and is not a folder (or --memo off)")
+    parent = location
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        raise ContractError(f"--memo {location}: {parent} is a file, not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"xmdata: memo {location} is not writable: its entries are read, new results are not stored"
+    return None
+
+
+@dataclass(frozen=True)
+class MemoOptions:
+    """Where the memo lives (None: off) and what fraction of its hits to compute again and compare."""
+    location: str | None
+    audit: float = 0.0
+
+    def __post_init__(self):
+        if not 0.0 <= self.audit <= 1.0:
+            raise ValueError(f"a memo audit is a fraction from 0 to 1, got {self.audit}")
+
+
+_options: contextvars.ContextVar[MemoOptions | None] = contextvars.ContextVar("xmdata_memo", default=None)
+
+
+@contextlib.contextmanager
+def using(options: MemoOptions) -> Iterator[MemoOptions]:
+    """The memo of every stage that starts inside the block (a command's `--memo`)."""
+    token = _options.set(options)
+    try:
+        yield options
+    finally:
+        _options.reset(token)
+
+
+def current_options() -> MemoOptions:
+    """The command's memo, else the environment's (a run started from the UI or a Python caller)."""
+    return _options.get() or MemoOptions(resolve_location())
+
+
+class MemoAuditFailed(RuntimeError):
+    """A memo entry differs from the model's result for the same input: the stage changed without a
+    version bump, or the platform's numbers moved. Fails the shard, naming the unit."""
+
+
+@dataclass
+class Counts:
+    served: int = 0
+    computed: int = 0
+    stored: int = 0
+    bad: int = 0  # entries or files that failed their check: computed again
+    audited: int = 0
+
+    def add(self, other: "Counts") -> None:
+        for name in self.__dataclass_fields__:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+    def as_dict(self) -> dict:
+        return {k: v for k, v in vars(self).items() if v}
+
+
+@dataclass
+class ShardScope:
+    """The memo while one shard's stage function runs: its options, the stage's identity, and what
+    each kind of unit cost (`counts`, returned with the shard's outcome)."""
+    options: MemoOptions
+    stage_version: str
+    params: dict
+    counts: dict[str, Counts] = field(default_factory=dict)
+
+
+_scope: contextvars.ContextVar[ShardScope | None] = contextvars.ContextVar("xmdata_memo_shard", default=None)
+
+
+@contextlib.contextmanager
+def shard_scope(options: MemoOptions | None, stage_version: str, params: dict) -> Iterator[ShardScope]:
+    """`params`: the stage's params dump less its `memo_exclude` fields."""
+    scope = ShardScope(options or MemoOptions(None), stage_version, params)
+    token = _scope.set(scope)
+    try:
+        yield scope
+    finally:
+        _scope.reset(token)
+
+
+def without(params: dict, excluded: Sequence[str]) -> dict:
+    """`params` less the dotted paths `excluded` ("translator.name_or_path")."""
+    out = json.loads(json.dumps(params, default=str))
+    for path in excluded:
+        *parents, last = path.split(".")
+        node = out
+        for name in parents:
+            node = node.get(name) if isinstance(node, dict) else None
+        if isinstance(node, dict):
+            node.pop(last, None)
+    return out
+
+
+def canonical(obj) -> bytes:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str).encode()
+
+
+def active() -> bool:
+    """Whether a shard runs now with its memo on (before any model is hashed for a key)."""
+    scope = _scope.get()
+    return scope is not None and scope.options.location is not None
+
+
+def unit_memo(kind: str, context: dict) -> "UnitMemo | None":
+    """The memo of units of `kind` for the shard running now, in the stage's context plus `context`
+    (the models' content hashes, the platform: tasks/build/unit_memo.py); None when the memo is off
+    or no shard is running (a stage function called directly)."""
+    scope = _scope.get()
+    if scope is None or scope.options.location is None:
+        return None
+    whole = {"kind": kind, "stage": scope.stage_version, "params": scope.params, **context}
+    digest = hashlib.sha256(canonical(whole)).hexdigest()
+    counts = scope.counts.setdefault(kind, Counts())
+    return UnitMemo(storage.join(scope.options.location, kind, digest[:2], digest), whole, counts,
+                    scope.options.audit)
+
+
+def _entry_check(key: str, value: bytes) -> str:
+    return hashlib.sha256(key.encode() + b"\0" + value).hexdigest()
+
+
+class _Index:
+    """Per process: which entry file of a context folder holds which keys. Entry files never change
+    (named by their content), so a file read once is not read again; a folder is listed per lookup."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._files: dict[str, dict[str, set[str]]] = {}  # folder -> file name -> keys
+        self._bad: dict[str, set[str]] = {}  # folder -> files that could not be read
+
+    def keys_by_file(self, folder: str) -> tuple[dict[str, set[str]], int]:
+        """{file: keys} of the folder now, and how many of its files were unreadable (new ones)."""
+        names = sorted(n for n in storage.listdir(folder) if n.endswith(ENTRY_SUFFIX) and not n.startswith("."))
+        with self._lock:
+            known = self._files.setdefault(folder, {})
+            bad = self._bad.setdefault(folder, set())
+            new_bad = 0
+            for name in names:
+                if name in known or name in bad:
+                    continue
+                try:
+                    keys = storage.read_parquet(storage.join(folder, name), columns=["key"]).column("key").to_pylist()
+                    known[name] = set(keys)
+                except Exception:  # noqa: BLE001 - truncated, not Parquet, gone: computed again, counted
+                    bad.add(name)
+                    new_bad += 1
+            present = set(names)
+            for gone in [n for n in known if n not in present]:  # pruned meanwhile
+                del known[gone]
+            return {n: known[n] for n in names if n in known}, new_bad
+
+    def forget(self, folder: str, name: str) -> None:
+        with self._lock:
+            self._files.get(folder, {}).pop(name, None)
+            self._bad.setdefault(folder, set()).add(name)
+
+
+INDEX = _Index()
+
+
+class _NotWritable:
+    """Locations found unwritable in this process (read-only, full): said once, then only read."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._said: set[str] = set()
+
+    def mark(self, location: str, reason: str) -> None:
+        with self._lock:
+            if location not in self._said:
+                self._said.add(location)
+                log.warning("memo %s: %s; its entries are read, new results are not stored", location, reason)
+
+    def __contains__(self, location: str) -> bool:
+        return location in self._said
+
+
+NOT_WRITABLE = _NotWritable()
+
+
+@dataclass
+class UnitMemo:
+    """One context's entries. Inputs are JSON-able (the exact model input); values are JSON-able."""
+    folder: str
+    context: dict
+    counts: Counts
+    audit: float = 0.0
+    audit_pending: dict = field(default_factory=dict)  # sampled hits held back, to compare with the model's
+
+    @staticmethod
+    def key(model_input) -> str:
+        return hashlib.sha256(canonical(model_input)).hexdigest()
+
+    @property
+    def _location(self) -> str:
+        return self.folder.rsplit("/", 3)[0] if storage.is_url(self.folder) else os.path.dirname(
+            os.path.dirname(os.path.dirname(self.folder)))
+
+    def lookup(self, inputs: Sequence) -> list:
+        """A value per input, or MISSING. A sampled fraction of hits (`audit`) comes back MISSING
+        too, to be computed and compared by `store` (`audit_pending`)."""
+        keys = [self.key(x) for x in inputs]
+        wanted = set(keys)
+        found: dict[str, object] = {}
+        by_file, bad_files = INDEX.keys_by_file(self.folder)
+        self.counts.bad += bad_files
+        for name, held in by_file.items():
+            if not (held & wanted):
+                continue
+            path = storage.join(self.folder, name)
+            try:
+                table = storage.read_parquet(path)
+                rows = zip(*(table.column(c).to_pylist() for c in ("key", "value", "check")))
+            except Exception:  # noqa: BLE001
+                INDEX.forget(self.folder, name)
+                self.counts.bad += 1
+                continue
+            for key, value, check in rows:
+                if key not in wanted or key in found:
+                    continue
+                if _entry_check(key, value) != check:
+                    self.counts.bad += 1
+                    continue
+                try:
+                    found[key] = json.loads(value)
+                except ValueError:
+                    self.counts.bad += 1
+            if not storage.is_url(path):
+                with contextlib.suppress(OSError):
+                    os.utime(storage.local(path))  # last used: what `memo prune --older-than` reads
+        self.audit_pending.update({k: found.pop(k) for k in list(found) if self._audited(k)})
+        self.counts.served += len({k for k in keys if k in found})
+        return [found.get(k, MISSING) for k in keys]
+
+    def _audited(self, key: str) -> bool:
+        return self.audit > 0 and int(key[:8], 16) / 0xFFFFFFFF < self.audit
+
+    def store(self, inputs: Sequence, values: Sequence) -> None:
+        """Results the model has just computed for `inputs` (one batch; the caller counts them in
+        `counts.computed`): compared with an audited hit's entry, then written as one file. Call
+        only with results of batches that did not run out of memory."""
+        pending = self.audit_pending
+        entries: dict[str, bytes] = {}
+        for model_input, value in zip(inputs, values):
+            key = self.key(model_input)
+            encoded = canonical(value)
+            if key in pending:
+                self.counts.audited += 1
+                if canonical(pending.pop(key)) != encoded:
+                    raise MemoAuditFailed(
+                        f"memo audit: {self.context['kind']} of {json.dumps(model_input, ensure_ascii=False)[:200]} "
+                        f"was stored as {canonical(value).decode()[:120]!r} and is now {encoded.decode()[:120]!r}; "
+                        f"the stage ({self.context['stage']}) changed without a version "
+                        f"bump or this platform's numbers differ: `xmdata memo prune --all` and build again")
+                continue  # the entry is there already
+            entries[key] = encoded
+        if entries:
+            self._write(entries)
+
+    def _write(self, entries: dict[str, bytes]) -> None:
+        location = self._location
+        if location in NOT_WRITABLE:
+            return
+        import pyarrow as pa
+
+        from .atomic import write_json_atomic, write_parquet_atomic
+
+        keys = sorted(entries)
+        table = pa.table({"key": pa.array(keys, pa.string()),
+                          "value": pa.array([entries[k] for k in keys], pa.binary()),
+                          "check": pa.array([_entry_check(k, entries[k]) for k in keys], pa.string())})
+        name = hashlib.sha256(b"".join(k.encode() + entries[k] for k in keys)).hexdigest()[:40] + ENTRY_SUFFIX
+        try:
+            if not storage.is_url(self.folder):
+                make_private_folder(location)
+                os.makedirs(self.folder, mode=0o700, exist_ok=True)
+            context_file = storage.join(self.folder, CONTEXT_FILE)
+            if storage.is_url(context_file) or not os.path.exists(context_file):
+                write_json_atomic(self.context, context_file)
+            write_parquet_atomic(table, storage.join(self.folder, name))
+        except OSError as exc:
+            reason = {errno.ENOSPC: "the disk is full", errno.EROFS: "read-only file system",
+                      errno.EACCES: "not writable", errno.EPERM: "not writable",
+                      errno.EDQUOT: "over quota"}.get(exc.errno, f"{type(exc).__name__}: {exc}")
+            NOT_WRITABLE.mark(location, reason)
+            return
+        self.counts.stored += len(entries)
+
+
+def make_private_folder(path: str) -> None:
+    """The memo's top folder, 0700 when this process makes it (results of a user's runs)."""
+    if not os.path.isdir(path):
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        os.chmod(path, 0o700)
+
+
+def served_and_computed(memo: "UnitMemo | None", inputs: Sequence, compute: Callable[[list[int]], tuple[list, bool]],
+                        chunk: int, storable: Callable[[object], bool] = lambda value: True) -> list:
+    """Values for every input: the memo's where it holds them, `compute(positions)` for the rest —
+    all of them in one call without a memo; with one, `chunk` positions a call, each call's results
+    stored before the next (a kill loses at most a chunk). `compute` returns one value per position,
+    in order, and whether they may be stored (False when a batch of theirs ran out of memory and was
+    halved); `storable` refuses single values (a pair that failed alone)."""
+    if memo is None:
+        return compute(list(range(len(inputs))))[0] if inputs else []
+    out = memo.lookup(inputs)
+    missing = [i for i, value in enumerate(out) if value is MISSING]
+    for start in range(0, len(missing), chunk):
+        part = missing[start:start + chunk]
+        values, whole = compute(part)
+        memo.counts.computed += len(part)
+        for position, value in zip(part, values):
+            out[position] = value
+        keep = [(inputs[p], v) for p, v in zip(part, values) if storable(v)] if whole else []
+        if keep:
+            memo.store([x for x, _ in keep], [v for _, v in keep])
+    return out

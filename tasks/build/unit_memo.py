@@ -1,0 +1,73 @@
+"""What keys a stage's memo beyond its params (runtime/memo.py): each model's content, the libraries
+and the platform that compute the numbers — the facts a release manifest records.
+
+A local model is known by the sha256 of its files (tasks/release/model_content.py: the folder it sits
+in is not part of it), so the same weights at another path hit and other weights at the same path
+miss; a hub model by its id and the commit its revision resolves to in the local hub cache. Hashing
+is done once per process and model state: a file replaced at the same path changes its size, mtime
+or inode, and is hashed again.
+"""
+from __future__ import annotations
+
+import functools
+import os
+
+from xmdata.models.base import ModelSpec, resolve_local_path
+from xmdata.runtime import memo
+
+
+def memo_for(kind: str, *models: ModelSpec) -> memo.UnitMemo | None:
+    """The memo of `kind` units for the shard running now; None when it is off, no shard runs, or a
+    model cannot be identified by its content (a hub id not in the local cache)."""
+    if not memo.active():
+        return None
+    identities = [model_identity(spec) for spec in models]
+    if any(identity is None for identity in identities):
+        return None
+    return memo.unit_memo(kind, {"models": identities, **platform_facts()})
+
+
+def model_identity(spec: ModelSpec) -> dict | None:
+    """The backend, dtype, device and options are in the stage's params; this is what the name or
+    path stands for."""
+    if not spec.is_local:
+        commit = hub_commit(spec.name_or_path, spec.revision)
+        return None if commit is None else {"hub": spec.name_or_path, "commit": commit}
+    path = resolve_local_path(spec)
+    return _content(path, _state(path))
+
+
+def _state(path: str) -> tuple:
+    """Every file's (relative path, size, mtime, inode): cheap, and changed by any replacement."""
+    if os.path.isfile(path):
+        found = [(path, os.stat(path))]
+    else:
+        found = sorted((os.path.join(d, n), os.stat(os.path.join(d, n))) for d, _, names in os.walk(path) for n in names)
+    return tuple((os.path.relpath(p, path), s.st_size, s.st_mtime_ns, s.st_ino) for p, s in found)
+
+
+@functools.lru_cache(maxsize=64)
+def _content(path: str, state: tuple) -> dict:
+    from xmdata.tasks.release.manifest import model_fingerprint
+
+    fingerprint = model_fingerprint("memo", "memo", path, "memo", None)
+    return {"files": fingerprint.get("files"), "sha256": fingerprint.get("sha256")}
+
+
+@functools.lru_cache(maxsize=64)
+def hub_commit(repo: str, revision: str | None) -> str | None:
+    """The commit a hub id's revision resolves to in the local hub cache (what a load would read)."""
+    try:
+        from huggingface_hub import snapshot_download
+
+        return os.path.basename(snapshot_download(repo, revision=revision, local_files_only=True).rstrip("/"))
+    except Exception:  # noqa: BLE001 - not cached here: the load fails on its own, the memo stays out
+        return None
+
+
+@functools.cache
+def platform_facts() -> dict:
+    """Library versions and the machine's kernels-deciding facts, read once per process."""
+    from xmdata.tasks.release.manifest import package_versions, platform_record
+
+    return {"packages": package_versions(), "platform": platform_record()}
