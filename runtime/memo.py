@@ -385,3 +385,139 @@ def served_and_computed(memo: "UnitMemo | None", inputs: Sequence, compute: Call
         if keep:
             memo.store([x for x, _ in keep], [v for _, v in keep])
     return out
+
+
+RUNS = "runs"  # a file per build that used the memo: what `memo stats` shows as recent runs
+RECENT_RUNS = 10
+
+
+def record_run(options: MemoOptions, command: str, out: str, stages: dict[str, dict]) -> None:
+    """What a build's stages took from the memo and gave it, beside the memo (never in the output's
+    hashes); best effort: a memo that cannot be written does not fail the build."""
+    used = {stage: units for stage, units in stages.items() if units}
+    if options.location is None or not used:
+        return
+    import datetime as dt
+
+    from .atomic import write_json_atomic
+
+    now = dt.datetime.now(dt.timezone.utc)
+    name = f"{now.strftime('%Y%m%dT%H%M%S.%fZ')}-{os.getpid()}.json"
+    try:
+        if not storage.is_url(options.location):
+            make_private_folder(options.location)
+        write_json_atomic({"finished": now.isoformat(timespec="seconds"), "command": command, "out": out,
+                           "stages": used}, storage.join(options.location, RUNS, name))
+    except OSError as exc:
+        NOT_WRITABLE.mark(options.location, f"{type(exc).__name__}: {exc}")
+
+
+@dataclass(frozen=True)
+class EntryFile:
+    path: str
+    size: int
+    used: float  # last written or served (POSIX seconds)
+    kind: str
+
+
+def entry_files(location: str) -> list[EntryFile]:
+    """Every entry file of the memo, with its kind (the folder under the memo's top)."""
+    found = []
+    if storage.is_url(location):
+        fs, inner = storage.filesystem(location)
+        protocol = location.split("://", 1)[0]
+        try:
+            listed = fs.find(inner, detail=True)
+        except FileNotFoundError:
+            return []
+        for path, info in listed.items():
+            rel = path[len(inner.rstrip("/")) + 1:]
+            if rel.endswith(ENTRY_SUFFIX) and not rel.startswith(RUNS + "/"):
+                modified = info.get("LastModified") or info.get("mtime") or 0
+                used = modified.timestamp() if hasattr(modified, "timestamp") else float(modified)
+                found.append(EntryFile(f"{protocol}://{path}", int(info.get("size") or 0), used, rel.split("/")[0]))
+        return found
+    for folder, _, names in os.walk(location):
+        rel = os.path.relpath(folder, location)
+        for name in names:
+            if name.endswith(ENTRY_SUFFIX) and not name.startswith(".") and rel.split(os.sep)[0] != RUNS:
+                path = os.path.join(folder, name)
+                with contextlib.suppress(FileNotFoundError):
+                    stat = os.stat(path)
+                    found.append(EntryFile(path, stat.st_size, stat.st_mtime, rel.split(os.sep)[0]))
+    return found
+
+
+def stats(location: str) -> dict:
+    """Entries and bytes per kind of unit, and the recent runs' hits (newest first)."""
+    kinds: dict[str, dict] = {}
+    for entry in entry_files(location):
+        row = kinds.setdefault(entry.kind, {"contexts": set(), "files": 0, "entries": 0, "bytes": 0})
+        row["contexts"].add(entry.path.rsplit("/", 1)[0])  # the context's folder
+        row["files"] += 1
+        row["bytes"] += entry.size
+        try:
+            row["entries"] += storage.parquet_rows(entry.path)
+        except Exception:  # noqa: BLE001 - a torn file: counted as a file, holds nothing servable
+            row["unreadable"] = row.get("unreadable", 0) + 1
+    for row in kinds.values():
+        row["contexts"] = len(row["contexts"])
+    runs = []
+    for name in sorted(storage.listdir(storage.join(location, RUNS)), reverse=True)[:RECENT_RUNS]:
+        if name.endswith(".json") and not name.startswith("."):
+            with contextlib.suppress(OSError, ValueError):
+                runs.append(json.loads(storage.read_text(storage.join(location, RUNS, name))))
+    return {"location": location, "kinds": dict(sorted(kinds.items())), "recent_runs": runs}
+
+
+def prune(location: str, older_than_days: float | None = None, max_bytes: int | None = None,
+          everything: bool = False, now: float | None = None) -> dict:
+    """Remove entry files unused for `older_than_days` (a hit counts as a use), then the least
+    recently used until the memo holds at most `max_bytes`, or all (`everything`). A pruned entry is
+    computed again by the next build that needs it. Returns what was removed and what is left."""
+    import time
+
+    now = time.time() if now is None else now
+    files = sorted(entry_files(location), key=lambda e: e.used)
+    doomed = set()
+    for entry in files:
+        if everything or (older_than_days is not None and now - entry.used > older_than_days * 86400):
+            doomed.add(entry.path)
+    if max_bytes is not None:
+        left = sum(e.size for e in files if e.path not in doomed)
+        for entry in files:  # least recently used first
+            if left <= max_bytes:
+                break
+            if entry.path not in doomed:
+                doomed.add(entry.path)
+                left -= entry.size
+    removed_bytes = 0
+    for entry in files:
+        if entry.path in doomed:
+            with contextlib.suppress(FileNotFoundError):
+                storage.remove(entry.path)
+                removed_bytes += entry.size
+    if not storage.is_url(location):
+        _remove_stray_and_empty(location, now)
+    kept = [e for e in files if e.path not in doomed]
+    return {"removed_files": len(doomed), "removed_bytes": removed_bytes, "kept_files": len(kept),
+            "kept_bytes": sum(e.size for e in kept)}
+
+
+def _remove_stray_and_empty(location: str, now: float, stray_after_s: float = 3600) -> None:
+    """Temp files of writes a kill interrupted (older than an hour: no live writer takes that long
+    for one batch), and context folders left without entries."""
+    for folder, _, names in os.walk(location, topdown=False):
+        for name in names:
+            path = os.path.join(folder, name)
+            if name.startswith(".tmp-") and name.endswith(".part"):
+                with contextlib.suppress(FileNotFoundError):
+                    if now - os.stat(path).st_mtime > stray_after_s:
+                        os.unlink(path)
+        if folder != location and os.path.basename(folder) != RUNS:
+            left = os.listdir(folder)
+            if left in ([], [CONTEXT_FILE]):
+                with contextlib.suppress(OSError):
+                    for name in left:
+                        os.unlink(os.path.join(folder, name))
+                    os.rmdir(folder)

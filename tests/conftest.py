@@ -110,7 +110,8 @@ def prefect_server(service):
 @pytest.fixture(scope="session")
 def cluster_env(service):
     """Environment for running `xmdata` as a user would: the CLI finds the service by itself."""
-    return {k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", "XMDATA_EXECUTOR")}
+    # XMDATA_MEMO: each test's own (_memo_of_its_own), not the one of the test that made this
+    return {k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", "XMDATA_EXECUTOR", "XMDATA_MEMO")}
 
 
 @pytest.fixture(scope="session")

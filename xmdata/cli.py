@@ -197,6 +197,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_explore_command(sub)
     from xmdata.commands_train import add_train_commands  # pydantic only: --help stays light
     add_train_commands(sub, _add_run_options)
+    from xmdata.commands_memo import add_memo_command  # argparse only
+    add_memo_command(sub)
 
     validate = sub.add_parser("validate", help="check a table against a contract in schemas/")
     validate.add_argument("input")
@@ -242,7 +244,7 @@ def _add_import_parser(sub) -> None:
 def _add_map_option(sub) -> None:
     """`--map OLD=NEW,…` on every command that reads a table (schemas/column_map.py)."""
     for name, command in sub.choices.items():
-        if name in ("serve", "models", "up", "down", "status", "worker", "explain", "explore", "train"):
+        if name in ("serve", "models", "up", "down", "status", "worker", "explain", "explore", "train", "memo"):
             continue
         leaves = [command]
         for action in command._actions:  # argparse has no public way to list a parser's sub-commands

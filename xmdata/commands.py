@@ -209,3 +209,5 @@ from xmdata.commands_clean import clean  # noqa: E402  (its module also declares
 COMMANDS["dedup"] = COMMANDS["contamination"] = clean
 from xmdata.commands_train import train  # noqa: E402  (its module also declares its flags)
 COMMANDS["train"] = train
+from xmdata.commands_memo import memo  # noqa: E402  (its module also declares its flags)
+COMMANDS["memo"] = memo

@@ -46,12 +46,14 @@ def run_flow(flow_fn, args, summary_dir: str | None = None, cluster=None, **para
         if not storage.is_url(folder):  # an object store has no folders to make
             os.makedirs(folder, exist_ok=True)
     started = time.perf_counter()
+    memo_options = memo.MemoOptions(memo.resolve_location(getattr(args, "memo", None)), getattr(args, "memo_audit", 0.0))
     log_dir = None if storage.is_url(summary_dir or args.out) else summary_dir or args.out
-    with memo.using(memo.MemoOptions(memo.resolve_location(getattr(args, "memo", None)), getattr(args, "memo_audit", 0.0))), \
+    with memo.using(memo_options), \
             showing_progress(not args.quiet), \
             run_environment(args.executor, args.dask_address, args.workers, log_dir, args.quiet, cluster,
                             tls=(args.tls_ca_file, args.tls_cert, args.tls_key), dashboard=args.dashboard):
         summary = flow_fn(out=args.out, shards=args.shards, **params)
+    memo.record_run(memo_options, args.command, args.out, {stage: c.get("memo") for stage, c in summary["run"].items()})
     if not args.quiet:
         print(storage.read_text(storage.join(summary_dir or args.out, "summary.md")))
         from xmdata.runtime.stage_tracking import memo_line

@@ -17,6 +17,8 @@ def run_xmdata(args: list[str], env: dict) -> subprocess.CompletedProcess:
     from xmdata.cli import main
 
     saved = dict(os.environ)
+    if "XMDATA_MEMO" in saved and "XMDATA_MEMO" not in env:  # the test's own memo (conftest)
+        env = {**env, "XMDATA_MEMO": saved["XMDATA_MEMO"]}
     stdout, stderr = io.StringIO(), io.StringIO()
     os.environ.clear()
     os.environ.update(env)

@@ -1,0 +1,77 @@
+"""`--memo` on a build and `xmdata memo stats|prune`: a second build of the same captions in a fresh
+folder takes every candidate and score from the memo and says so; the memo is private to its user;
+a memo that is a file, or a prune that names nothing to remove, is refused in one line."""
+import json
+import re
+import os
+import stat
+
+import pytest
+from support.cli_in_process import run_xmdata
+
+CAPTIONS = [{"id": f"c{i}", "text": f"A dog {i} runs on the grass."} for i in range(6)]
+
+
+def translate(source, out, memo, models, env, *extra):
+    return run_xmdata(["translate", source, "--targets", "fr", "--model", models["m2m100"].name_or_path,
+                       "--qe-model", models["cometkiwi"].name_or_path, "--num-beams", "2", "--num-candidates", "2",
+                       "--shards", "2", "--out", out, "--memo", memo, *extra], env)
+
+
+def test_a_second_build_is_served_by_the_memo_and_says_so_and_prune_empties_it(tiny_models, cli_env, tmp_path):
+    source = tmp_path / "captions.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in CAPTIONS), encoding="utf-8")
+    memo = tmp_path / "memo"
+    first = translate(source, tmp_path / "a", memo, tiny_models, cli_env)
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert "memo: beam_candidates 0 served, 6 computed" in first.stdout
+    assert stat.S_IMODE(os.stat(memo).st_mode) == 0o700  # results of the user's runs: the user's alone
+    second = translate(source, tmp_path / "b", memo, tiny_models, cli_env)
+    assert "memo: beam_candidates 6 served, 0 computed" in second.stdout
+    qe_line = next(line for line in second.stdout.splitlines() if line.startswith("candidate_qe:"))
+    assert re.search(r"cometkiwi \d+ served, 0 computed", qe_line) or "memo" not in qe_line, qe_line
+    for name in ("translations.parquet", "translation_rejects.parquet", "translation_report.json"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+
+    shown = run_xmdata(["memo", "stats", "--memo", memo, "--json"], cli_env)
+    found = json.loads(shown.stdout)
+    assert found["kinds"]["beam_candidates"]["entries"] == 6
+    assert [run["out"] for run in found["recent_runs"]] == [str(tmp_path / "b"), str(tmp_path / "a")]
+    assert found["recent_runs"][0]["stages"]["translate"]["beam_candidates"] == {"served": 6}
+    text = run_xmdata(["memo", "stats", "--memo", memo], cli_env).stdout
+    assert "beam_candidates" in text and "recent builds" in text
+
+    assert run_xmdata(["memo", "prune", "--memo", memo, "--older-than", "1"], cli_env).stdout.count("removed 0") == 1
+    pruned = run_xmdata(["memo", "prune", "--memo", memo, "--all"], cli_env)
+    assert pruned.returncode == 0 and "0 left" in pruned.stdout
+    assert json.loads(run_xmdata(["memo", "stats", "--memo", memo, "--json"], cli_env).stdout)["kinds"] == {}
+    third = translate(source, tmp_path / "c", memo, tiny_models, cli_env, "--memo-audit", "0")
+    assert "memo: beam_candidates 0 served, 6 computed" in third.stdout  # a pruned entry is computed again
+
+
+@pytest.mark.parametrize("args, message", [
+    (["memo", "prune", "--all"], "is not a folder"),
+    (["memo", "prune"], "say what to remove"),
+    (["memo", "stats"], "is not a folder"),
+])
+def test_memo_refusals_are_one_line(cli_env, tmp_path, args, message):
+    (tmp_path / "file").write_text("x")
+    memo = tmp_path / "file" if message == "is not a folder" else tmp_path / "memo"
+    result = run_xmdata([*args, "--memo", memo], cli_env)
+    assert result.returncode == 2
+    assert result.stderr.strip().count("\n") == 0 and result.stderr.startswith("xmdata: error:") and message in result.stderr
+
+
+def test_a_build_with_a_memo_that_is_a_file_is_refused_before_it_starts(cli_env, tmp_path):
+    (tmp_path / "memo").write_text("x")
+    result = run_xmdata(["identify-language", tmp_path / "in.csv", "--out", tmp_path / "out", "--memo",
+                         tmp_path / "memo"], cli_env)
+    assert result.returncode == 2 and "exists and is not a folder" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("value", ["-0.1", "1.5", "nan"])
+def test_the_audit_fraction_is_bounded_at_the_flag(cli_env, tmp_path, value):
+    result = run_xmdata(["identify-language", tmp_path / "in.csv", "--out", tmp_path / "out", "--memo-audit", value],
+                        cli_env)
+    assert result.returncode == 2 and "--memo-audit" in result.stderr

@@ -1,0 +1,78 @@
+"""`xmdata memo stats|prune`: what the memo of model work holds, and making it smaller (runtime/memo.py)."""
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def non_negative(text: str) -> float:
+    value = float(text)
+    if not value >= 0:  # NaN too
+        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text}")
+    return value
+
+
+def add_memo_command(sub) -> None:
+    p = sub.add_parser("memo", help="the memo of model results per unit that builds reuse: its size, recent "
+                       "hits, and pruning")
+    commands = p.add_subparsers(dest="memo_command", required=True)
+    stats = commands.add_parser("stats", help="entries and bytes per kind of unit, and what recent builds took from it")
+    prune = commands.add_parser("prune", help="remove entries (a pruned entry is computed again when a build needs it)")
+    for command in (stats, prune):
+        command.add_argument("--memo", default=None, metavar="FOLDER|URL",
+                             help="the memo (default: XMDATA_MEMO, else XMDATA_CACHE/memo)")
+        command.add_argument("--json", action="store_true", help="as JSON, for scripts")
+    prune.add_argument("--older-than", type=non_negative, default=None, metavar="DAYS",
+                       help="entries neither written nor served for this many days")
+    prune.add_argument("--max-size", type=non_negative, default=None, metavar="GB",
+                       help="then the least recently used until the memo holds at most this much")
+    prune.add_argument("--all", action="store_true", help="every entry")
+
+
+def memo(args: argparse.Namespace) -> int:
+    from xmdata.runtime import memo as memos
+    from xmdata.schemas import ContractError
+
+    location = memos.resolve_location(args.memo)
+    if location is None:
+        raise ContractError("xmdata memo: the memo is off (XMDATA_MEMO=off); name one with --memo FOLDER")
+    memos.check_location(location)
+    if args.memo_command == "stats":
+        found = memos.stats(location)
+        print(json.dumps(found, indent=2, ensure_ascii=False) if args.json else stats_text(found))
+        return 0
+    if args.older_than is None and args.max_size is None and not args.all:
+        raise ContractError("xmdata memo prune: say what to remove: --older-than DAYS, --max-size GB or --all")
+    done = memos.prune(location, args.older_than, None if args.max_size is None else int(args.max_size * 1e9),
+                       args.all)
+    print(json.dumps(done) if args.json else
+          f"{location}: removed {done['removed_files']} entry file(s), {size(done['removed_bytes'])}; "
+          f"{done['kept_files']} left, {size(done['kept_bytes'])}")
+    return 0
+
+
+def size(n: int) -> str:
+    for unit in ("B", "kB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n} B"
+
+
+def stats_text(found: dict) -> str:
+    lines = [f"memo {found['location']}"]
+    if not found["kinds"]:
+        lines.append("empty")
+    else:
+        lines.append(f"{'kind':<18}{'contexts':>9}{'entries':>12}{'size':>11}")
+        for kind, row in found["kinds"].items():
+            bad = f"  ({row['unreadable']} unreadable file(s))" if row.get("unreadable") else ""
+            lines.append(f"{kind:<18}{row['contexts']:>9}{row['entries']:>12,}{size(row['bytes']):>11}{bad}")
+    if found["recent_runs"]:
+        lines.append("recent builds (newest first):")
+    for run in found["recent_runs"]:
+        from xmdata.runtime.stage_tracking import memo_line
+
+        used = "; ".join(f"{stage}{memo_line(units)[1:].replace(' memo:', '')}" for stage, units in run["stages"].items())
+        lines.append(f"  {run['finished']}  {run['command']} -> {run['out']}: {used}")
+    return "\n".join(lines)
