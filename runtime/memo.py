@@ -32,6 +32,7 @@ import json
 import logging
 import os
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Sequence
 
@@ -41,6 +42,10 @@ log = logging.getLogger("xmdata.memo")
 OFF = "off"
 MISSING = object()  # a lookup's answer for a key the memo does not hold (a stored value may be None)
 ENTRY_SUFFIX = ".parquet"
+# Entries are written at least this often (seconds of model work) or this many at a time: a file of
+# a few entries would cost more in Parquet's footer than its entries; a kill loses at most this much.
+FLUSH_SECONDS = 5.0
+FLUSH_ENTRIES = 1024
 CONTEXT_FILE = "context.json"
 
 
@@ -132,6 +137,7 @@ class ShardScope:
     stage_version: str
     params: dict
     counts: dict[str, Counts] = field(default_factory=dict)
+    memos: list = field(default_factory=list)  # the UnitMemos opened by the shard: flushed when it ends
 
 
 _scope: contextvars.ContextVar[ShardScope | None] = contextvars.ContextVar("xmdata_memo_shard", default=None)
@@ -146,6 +152,8 @@ def shard_scope(options: MemoOptions | None, stage_version: str, params: dict) -
         yield scope
     finally:
         _scope.reset(token)
+        for unit_memo in scope.memos:  # what the shard computed is kept, even when the shard failed after
+            unit_memo.flush()
 
 
 def without(params: dict, excluded: Sequence[str]) -> dict:
@@ -181,8 +189,10 @@ def unit_memo(kind: str, context: dict) -> "UnitMemo | None":
     whole = {"kind": kind, "stage": scope.stage_version, "params": scope.params, **context}
     digest = hashlib.sha256(canonical(whole)).hexdigest()
     counts = scope.counts.setdefault(kind, Counts())
-    return UnitMemo(storage.join(scope.options.location, kind, digest[:2], digest), whole, counts,
-                    scope.options.audit)
+    opened = UnitMemo(storage.join(scope.options.location, kind, digest[:2], digest), whole, counts,
+                      scope.options.audit)
+    scope.memos.append(opened)
+    return opened
 
 
 def _entry_check(key: str, value: bytes) -> str:
@@ -256,6 +266,8 @@ class UnitMemo:
     counts: Counts
     audit: float = 0.0
     audit_pending: dict = field(default_factory=dict)  # sampled hits held back, to compare with the model's
+    waiting: dict = field(default_factory=dict)  # computed entries not written yet (`store`)
+    waiting_since: float | None = None
 
     @staticmethod
     def key(model_input) -> str:
@@ -302,30 +314,48 @@ class UnitMemo:
         self.counts.served += len({k for k in keys if k in found})
         return [found.get(k, MISSING) for k in keys]
 
+    def holds(self, inputs: Sequence) -> list[bool]:
+        """Whether an entry for each input is there, from the index alone (a dry run): an entry that
+        would fail its check on read is counted as held."""
+        held: set[str] = set()
+        for keys in INDEX.keys_by_file(self.folder)[0].values():
+            held |= keys
+        return [self.key(x) in held for x in inputs]
+
     def _audited(self, key: str) -> bool:
         return self.audit > 0 and int(key[:8], 16) / 0xFFFFFFFF < self.audit
 
     def store(self, inputs: Sequence, values: Sequence) -> None:
         """Results the model has just computed for `inputs` (one batch; the caller counts them in
-        `counts.computed`): compared with an audited hit's entry, then written as one file. Call
-        only with results of batches that did not run out of memory."""
-        pending = self.audit_pending
-        entries: dict[str, bytes] = {}
+        `counts.computed`): compared with an audited hit's entry, then kept to be written. Written
+        when FLUSH_SECONDS of model work or FLUSH_ENTRIES entries are waiting, and when the shard's
+        function returns or fails (`shard_scope`): a kill loses at most that much work. Call only
+        with results of batches that did not run out of memory."""
+        audited = self.audit_pending
         for model_input, value in zip(inputs, values):
             key = self.key(model_input)
             encoded = canonical(value)
-            if key in pending:
+            if key in audited:
                 self.counts.audited += 1
-                if canonical(pending.pop(key)) != encoded:
+                stored = canonical(audited.pop(key))
+                if stored != encoded:
                     raise MemoAuditFailed(
                         f"memo audit: {self.context['kind']} of {json.dumps(model_input, ensure_ascii=False)[:200]} "
-                        f"was stored as {canonical(value).decode()[:120]!r} and is now {encoded.decode()[:120]!r}; "
+                        f"was stored as {stored.decode()[:120]!r} and is now {encoded.decode()[:120]!r}; "
                         f"the stage ({self.context['stage']}) changed without a version "
                         f"bump or this platform's numbers differ: `xmdata memo prune --all` and build again")
                 continue  # the entry is there already
-            entries[key] = encoded
-        if entries:
-            self._write(entries)
+            self.waiting[key] = encoded
+        if self.waiting_since is None:
+            self.waiting_since = time.monotonic()
+        if len(self.waiting) >= FLUSH_ENTRIES or time.monotonic() - self.waiting_since >= FLUSH_SECONDS:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write what is waiting, as one file."""
+        waiting, self.waiting, self.waiting_since = self.waiting, {}, None
+        if waiting:
+            self._write(waiting)
 
     def _write(self, entries: dict[str, bytes]) -> None:
         location = self._location
@@ -366,24 +396,30 @@ def make_private_folder(path: str) -> None:
 
 def served_and_computed(memo: "UnitMemo | None", inputs: Sequence, compute: Callable[[list[int]], tuple[list, bool]],
                         chunk: int, storable: Callable[[object], bool] = lambda value: True) -> list:
-    """Values for every input: the memo's where it holds them, `compute(positions)` for the rest —
-    all of them in one call without a memo; with one, `chunk` positions a call, each call's results
-    stored before the next (a kill loses at most a chunk). `compute` returns one value per position,
+    """Values for every input: the memo's where it holds them, `compute(positions)` for the rest, an
+    input that comes twice computed once — all in one call without a memo; with one, `chunk`
+    positions a call, each call's results stored before the next. `compute` returns one value per position,
     in order, and whether they may be stored (False when a batch of theirs ran out of memory and was
     halved); `storable` refuses single values (a pair that failed alone)."""
-    if memo is None:
-        return compute(list(range(len(inputs))))[0] if inputs else []
-    out = memo.lookup(inputs)
+    out = memo.lookup(inputs) if memo is not None else [MISSING] * len(inputs)
     missing = [i for i, value in enumerate(out) if value is MISSING]
-    for start in range(0, len(missing), chunk):
-        part = missing[start:start + chunk]
+    first: dict[bytes, int] = {}  # an input twice is computed once
+    for i in missing:
+        first.setdefault(canonical(inputs[i]), i)
+    unique = list(first.values())
+    step = chunk if memo is not None else max(1, len(unique))  # without a memo: one call, as before
+    for start in range(0, len(unique), step):
+        part = unique[start:start + step]
         values, whole = compute(part)
-        memo.counts.computed += len(part)
         for position, value in zip(part, values):
             out[position] = value
-        keep = [(inputs[p], v) for p, v in zip(part, values) if storable(v)] if whole else []
-        if keep:
-            memo.store([x for x, _ in keep], [v for _, v in keep])
+        if memo is not None:
+            memo.counts.computed += len(part)
+            keep = [(inputs[p], v) for p, v in zip(part, values) if storable(v)] if whole else []
+            if keep:
+                memo.store([x for x, _ in keep], [v for _, v in keep])
+    for i in missing:
+        out[i] = out[first[canonical(inputs[i])]]
     return out
 
 
@@ -497,6 +533,10 @@ def prune(location: str, older_than_days: float | None = None, max_bytes: int | 
             with contextlib.suppress(FileNotFoundError):
                 storage.remove(entry.path)
                 removed_bytes += entry.size
+    runs = storage.join(location, RUNS)
+    for name in sorted(storage.listdir(runs))[:None if everything else -RECENT_RUNS]:  # the newest kept
+        with contextlib.suppress(FileNotFoundError):
+            storage.remove(storage.join(runs, name))
     if not storage.is_url(location):
         _remove_stray_and_empty(location, now)
     kept = [e for e in files if e.path not in doomed]

@@ -40,6 +40,9 @@ def add_translation_commands(sub, add_run_options) -> None:
     tr.add_argument("input", help="Parquet/CSV/JSONL with an id column and the text columns")
     add_param_flags(tr, ParamFlags(TranslateParams, skip=("qe_device",), aliases=_translate_aliases))
     tr.add_argument("--out", required=True)
+    tr.add_argument("--dry-run", action="store_true",
+                    help="say how many beam searches the build would run and how many the memo holds; "
+                         "load no model, write nothing")
     add_run_options(tr)
 
     sel = sub.add_parser("select-translations",

@@ -9,6 +9,12 @@ def translate(args) -> int:
     from xmdata.flows.translate import preflight, translate_flow
 
     p = args.params  # TranslateParams, validated by the CLI
+    if args.dry_run:
+        from xmdata.runtime import memo
+        from xmdata.tasks.translation.memo_plan import memo_plan, plan_text
+
+        print(plan_text(memo_plan(args.input, p, memo.MemoOptions(memo.resolve_location(args.memo)))))
+        return 0
     # Fail in seconds, before a server starts: bad input, missing model paths, unsupported languages.
     # The flow then reads the input to build, and does not check the models again.
     preflight(args.input, p)

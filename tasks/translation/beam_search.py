@@ -39,7 +39,11 @@ def beam_search(translator, units: list[dict], text: Callable[[dict], str], sour
     inputs = [[text(u), source, target] for u in units]
     held = memo.lookup(inputs) if memo is not None else [MISSING] * len(units)
     results = {i: [Candidate(*c) for c in value] for i, value in enumerate(held) if value is not MISSING}
-    todo = [i for i, value in enumerate(held) if value is MISSING]
+    missing = [i for i, value in enumerate(held) if value is MISSING]
+    first = {}  # an input twice in the shard (one caption under two ids) is searched once
+    for i in missing:
+        first.setdefault(tuple(inputs[i]), i)
+    todo = list(first.values())
     todo_lengths = [lengths[i] for i in todo]
     for batch in length_sorted_batches(todo_lengths, options.batch_tokens, options.num_beams, options.batch_size):
         part = [todo[i] for i in sorted(batch)]  # input order inside a batch: stable output
@@ -59,6 +63,8 @@ def beam_search(translator, units: list[dict], text: Callable[[dict], str], sour
             memo.counts.computed += len(part)
             if len(sizes.out_of_memory) == ran_out_before:  # a halved batch's numbers are never stored
                 memo.store([inputs[i] for i in part], [[astuple(c) for c in r] for r in found])
+    for i in missing:
+        results[i] = results[first[tuple(inputs[i])]]
     for batch in length_sorted_batches(lengths, options.batch_tokens, options.num_beams, options.batch_size):
         for i in sorted(batch):
             yield units[i], results[i]

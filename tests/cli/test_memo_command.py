@@ -33,6 +33,14 @@ def test_a_second_build_is_served_by_the_memo_and_says_so_and_prune_empties_it(t
     for name in ("translations.parquet", "translation_rejects.parquet", "translation_report.json"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
 
+    planned = run_xmdata(["translate", source, "--targets", "fr,de", "--model", tiny_models["m2m100"].name_or_path,
+                          "--num-beams", "2", "--num-candidates", "2", "--out", tmp_path / "never", "--memo", memo,
+                          "--dry-run"], cli_env)
+    assert planned.returncode == 0, planned.stderr[-2000:]
+    rows = {line.split()[0]: line.split()[1:] for line in planned.stdout.splitlines()[2:4]}
+    assert rows == {"fr": ["6", "6", "0"], "de": ["6", "0", "6"]}, planned.stdout
+    assert not (tmp_path / "never").exists()
+
     shown = run_xmdata(["memo", "stats", "--memo", memo, "--json"], cli_env)
     found = json.loads(shown.stdout)
     assert found["kinds"]["beam_candidates"]["entries"] == 6

@@ -72,6 +72,18 @@ def test_hits_and_misses_in_one_length_group_give_the_memo_off_bytes(translate, 
     assert third == {MEMO_KIND: {"served": 8}}  # no model call at all
 
 
+def test_a_text_twice_in_a_shard_is_searched_once(translate, tmp_path):
+    table = texts_table([SAME_LENGTH[0], SAME_LENGTH[1], SAME_LENGTH[0]], ids=["a", "b", "c"])
+    off, _, _ = run(translate(), table, None)
+    kept, _, counts = run(translate(), table, str(tmp_path / "memo"))
+    assert counts[MEMO_KIND] == {"computed": 2, "stored": 2}
+    assert parquet_bytes(kept) == parquet_bytes(off)
+    by_id = {i: [] for i in "abc"}
+    for row in kept.to_pylist():
+        by_id[row["id"]].append(row["candidate"])
+    assert by_id["a"] == by_id["c"] and len(by_id["a"]) > 0
+
+
 def test_the_comparison_can_fail_an_entry_with_other_candidates_changes_the_bytes(translate, tmp_path):
     """The control: a well-formed entry whose candidates differ is served as they are, and the
     comparison above would catch it. (Only a stage changed without a version bump makes one:
