@@ -3,13 +3,13 @@ from-scratch build, in one run.
 
 `python -m bench.incremental [--rows N]` (default 2,000 captions; `./run bench incremental`)
 
-`xmdata translate` as a user runs it (the `xmdata` entry point, the service's warm cluster), the tiny
-M2M100 (4 beams, 2 candidates) and tiny COMETKiwi, targets fr and ar, 8 shards. CPU-seconds summed
-over every process (the command, the service's scheduler, Prefect server, workers and command
-process: bench/cpu_meter.py). A small build runs first so that the workers hold the models in every
-case. Each rebuild starts from a copy of the folder of the first build with the memo, as a user's
-next build of the same folder would; then the same input is built again with `--memo off` in a
-fresh folder and its data and rejects compared byte for byte.
+`xmdata translate` as a user runs it (the `xmdata` entry point), the tiny M2M100 (4 beams, 2
+candidates) and tiny COMETKiwi, targets fr and ar, 8 shards, each command with its own Prefect server
+and two Dask workers (XMDATA_SERVICE=off: every process is the command's, followed by
+bench/memory_scaling.measure; a command's start is then in every figure, the rebuilds' too).
+CPU-seconds summed over every process. Each rebuild starts from a copy of the folder of the first
+build with the memo, as a user's next build of the same folder would; then the same input is built
+again with `--memo off` in a fresh folder and its data and rejects compared byte for byte.
 """
 from __future__ import annotations
 
@@ -17,16 +17,13 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from bench.cpu_meter import CpuMeter
-from bench.light import _settled, _wait_for_command_process
-from xmdata.runtime.service import ensure_service
+from bench.memory_scaling import measure
 
 XMDATA = os.path.join(os.path.dirname(sys.executable), "xmdata")
 OUTPUTS = ("translations.parquet", "translated.parquet", "translation_rejects.parquet", "candidates.parquet")
@@ -56,14 +53,12 @@ def build(source: str, out: str, memo: str, models: dict, targets: str = "fr,ar"
           qe_model: str | None = None) -> tuple[float, float, dict]:
     argv = [XMDATA, "translate", source, "--targets", targets, "--model", models["m2m100"].name_or_path,
             "--qe-model", qe_model or models["cometkiwi"].name_or_path, "--num-beams", "4", "--num-candidates", "2",
-            "--lid-accept", "ar=ar,fa,ur,hi,fr,en,de", "--shards", str(shards), "--out", out, "--memo", memo, "-q"]
-    with CpuMeter() as meter:
-        done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        _settled()
-    if done.returncode != 0:
-        raise SystemExit(f"{' '.join(argv)} failed:\n{done.stderr[-3000:]}")
+            "--lid-accept", "ar=ar,fa,ur,hi,fr,en,de", "--shards", str(shards), "--out", out, "--memo", memo, "-q",
+            "--workers", "2"]
+    measured = measure(argv, {**os.environ, "XMDATA_SERVICE": "off"})
     run = json.load(open(os.path.join(out, "run.json")))
-    return meter.cpu_s, meter.wall_s, {stage: counts.get("memo", {}) for stage, counts in run.items()}
+    return (sum(measured["cpu_s"].values()), measured["wall_s"],
+            {stage: counts.get("memo", {}) for stage, counts in run.items()})
 
 
 def same_outputs(a: str, b: str) -> bool:
@@ -86,11 +81,6 @@ def main() -> None:
     edited[n // 2]["text"] = "A brown dog swims in the cold lake (edited)."
     inputs = {name: write(rows, os.path.join(root, f"{name}.parquet"))
               for name, rows in (("base", base), ("appended", appended), ("edited", edited))}
-    ensure_service(quiet=True)
-    _wait_for_command_process()
-    build(write(captions(16, start=10 ** 6), os.path.join(root, "warm.parquet")), os.path.join(root, "warm"), "off",
-          models)
-
     scratch_cpu, scratch_wall, _ = build(inputs["base"], os.path.join(root, "off-base"), "off", models)
     first_cpu, first_wall, first_used = build(inputs["base"], os.path.join(root, "memo-base"), memo, models)
     candidates = pq.read_metadata(os.path.join(root, "memo-base", "candidates.parquet")).num_rows

@@ -75,7 +75,7 @@ def check_location(location: str | None) -> str | None:
     if not os.path.isdir(parent):
         raise ContractError(f"--memo {location}: {parent} is a file, not a folder")
     if not os.access(parent, os.W_OK | os.X_OK):
-        return f"xmdata: memo {location} is not writable: its entries are read, new results are not stored"
+        return f"xmdata: warning: memo {location} is not writable: its entries are read, new results are not stored"
     return None
 
 

@@ -259,6 +259,11 @@ REFUSED = [
     # explore: a folder that is not a release (tests/release/test_explore.py has the rest)
     ("explore/not-a-release", text("in.csv", "id,text\n"), "explore {d} --no-serve", "not a release (no data/"),
     ("explain/a-store-url", None, "explain s3://bucket/release cap-1", "explain reads a local folder"),
+    # memo: a memo that is a file, on the memo command and on a build; a prune that names nothing
+    ("memo/a-file", text("file", "x"), "memo stats --memo {d}/file", "exists and is not a folder"),
+    ("memo/prune-nothing", None, "memo prune --memo {d}/memo", "say what to remove"),
+    ("memo/a-build-with-a-file-memo", all_of(text("in.csv", "id,text\na,b\n"), text("file", "x")),
+     "identify-language {d}/in.csv --memo {d}/file", "exists and is not a folder"),
     # dedup / contamination (tests/clean/ has the rest)
     ("dedup/neither-kind", jsonl("in.jsonl", [{"id": "a", "caption": "x"}]), "dedup {d}/in.jsonl",
      "neither an images table"),
@@ -324,7 +329,7 @@ def test_refused_in_one_line_before_anything_is_written(case, build, command, ex
         capsys.readouterr()  # what building the tiny models printed, on first use
     argv = command.replace("{d}", str(tmp_path)).split()
     out = tmp_path / "out"
-    if argv[0] not in ("validate", "explain", "explore") and "--out" not in argv:
+    if argv[0] not in ("validate", "explain", "explore", "memo") and "--out" not in argv:
         argv += ["--out", str(out)]
     existed = out.exists()
     assert main(argv) == 2

@@ -22,7 +22,8 @@ SECTION_INPUTS = {"input", "images", "only_source_language", "include_translatio
 # Fields spelt otherwise on the command line (ParamFlags.aliases): named here so a new one is a decision.
 CLI_SPELLINGS = {"embeddings": "--embeddings --embedding-dtype", "qe_device": "--device",
                  "split_sentences": "(QA translates a packed instance whole)", "metric": "the sub-command"}
-CLI_ONLY = {"-h", "--help", "--out", "--map", "--embeddings", "--embedding-dtype", "--score-candidates"}
+# --dry-run: the command line's look at the memo before a build; a flow run is a build.
+CLI_ONLY = {"-h", "--help", "--out", "--map", "--embeddings", "--embedding-dtype", "--score-candidates", "--dry-run"}
 
 
 def _run_options() -> set[str]:
