@@ -26,10 +26,10 @@ CLI_ONLY = {"-h", "--help", "--out", "--map", "--embeddings", "--embedding-dtype
 
 
 def _run_options() -> set[str]:
-    from xmdata.cli import _add_run_options
+    from xmdata.cli_options import add_run_options
 
     parser = argparse.ArgumentParser()
-    _add_run_options(parser)
+    add_run_options(parser)
     return {s for a in parser._actions for s in a.option_strings}
 
 

@@ -1,0 +1,41 @@
+"""What declares one `xmdata` command: its name, help, flags and runner together (img2dataset's one
+signature), and the parser that assembles them. argparse only: every command module imports this."""
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from typing import Callable
+
+
+@dataclass(frozen=True)
+class Command:
+    """One command, or a family with `subcommands` (`release verify`, `evaluate <metric>`).
+
+    add_arguments(parser) adds its flags; run(args) does the work and returns the exit status,
+    importing what is heavy inside (it runs after the CLI's checks). reads_tables: it reads tables a
+    user names, so it takes `--map OLD=NEW,…` (schemas/column_map.py). A sub-command's own `run`,
+    `reads_tables` and `guide` are its; `subcommand_dest` names the attribute that says which ran."""
+
+    name: str
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None] | None = None
+    run: Callable[[argparse.Namespace], int] | None = None
+    reads_tables: bool = False
+    guide: str | None = None  # its page under docs/ (how to use it, with its figures)
+    description: str | None = None  # for --help, kept as written (line breaks and all)
+    subcommands: tuple[Command, ...] = ()
+    subcommand_dest: str | None = None
+    subcommand_required: bool = True
+
+
+class CommandParser(argparse.ArgumentParser):
+    """An ArgumentParser that lists its sub-commands (argparse keeps them in private attributes) and
+    refuses as every other refusal of `xmdata` does: `xmdata: error: …`, exit 2."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.commands: dict[str, tuple[CommandParser, str]] = {}  # name: (parser, its one-line help)
+
+    def error(self, message: str):
+        where = self.prog.removeprefix("xmdata").strip()
+        self.exit(2, f"xmdata: error: {where + ': ' if where else ''}{message}\n{self.format_usage()}")
