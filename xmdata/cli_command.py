@@ -3,6 +3,7 @@ signature), and the parser that assembles them. argparse only: every command mod
 from __future__ import annotations
 
 import argparse
+import sys
 from dataclasses import dataclass
 from typing import Callable
 
@@ -29,12 +30,17 @@ class Command:
 
 
 class CommandParser(argparse.ArgumentParser):
-    """An ArgumentParser that lists its sub-commands (argparse keeps them in private attributes) and
-    refuses as every other refusal of `xmdata` does: `xmdata: error: …`, exit 2."""
+    """An ArgumentParser that lists its sub-commands (argparse keeps them in private attributes),
+    refuses as every other refusal of `xmdata` does (`xmdata: error: …`, exit 2) and lets a closed
+    stdout be seen (argparse ignores an OSError from printing --help)."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.commands: dict[str, tuple[CommandParser, str]] = {}  # name: (parser, its one-line help)
+
+    def print_help(self, file=None):
+        """As argparse's, but a closed stdout is not ignored: main ends the command quietly, 141."""
+        (file or sys.stdout).write(self.format_help())
 
     def error(self, message: str):
         where = self.prog.removeprefix("xmdata").strip()
