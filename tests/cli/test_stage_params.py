@@ -36,11 +36,9 @@ def _run_options() -> set[str]:
 def _commands(parser=None) -> dict[str, argparse.ArgumentParser]:
     """Every leaf sub-command by its path: 'translate', 'evaluate valse', …"""
     found = {}
-    for action in (parser or build_parser())._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for name, sub in action.choices.items():
-                found[name] = sub
-                found.update({f"{name} {k}": v for k, v in _commands(sub).items()})
+    for name, (sub, _) in (parser or build_parser()).commands.items():
+        found[name] = sub
+        found.update({f"{name} {k}": v for k, v in _commands(sub).items()})
     return found
 
 
