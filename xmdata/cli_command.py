@@ -30,13 +30,20 @@ class Command:
 
 
 class CommandParser(argparse.ArgumentParser):
-    """An ArgumentParser that lists its sub-commands (argparse keeps them in private attributes),
+    """An ArgumentParser that lists its arguments and sub-commands (argparse keeps them in private
+    attributes),
     refuses as every other refusal of `xmdata` does (`xmdata: error: …`, exit 2) and lets a closed
     stdout be seen (argparse ignores an OSError from printing --help)."""
 
     def __init__(self, *args, **kwargs):
+        self.options: list[argparse.Action] = []  # its arguments, -h first, in the order added
         super().__init__(*args, **kwargs)
         self.commands: dict[str, tuple[CommandParser, str]] = {}  # name: (parser, its one-line help)
+
+    def add_argument(self, *args, **kwargs) -> argparse.Action:
+        action = super().add_argument(*args, **kwargs)
+        self.options.append(action)
+        return action
 
     def print_help(self, file=None):
         """As argparse's, but a closed stdout is not ignored: main ends the command quietly, 141."""
