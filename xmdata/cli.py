@@ -8,6 +8,7 @@ import os
 import sys
 
 from xmdata.cli_command import Command, CommandParser
+from xmdata.cli_docs import docs_epilog
 from xmdata.cli_params import params_from_args
 from xmdata.runtime import settings
 
@@ -20,7 +21,6 @@ MAP_HELP = "rename input columns before the contract check, e.g. ImageID=id,Lati
 
 
 def build_parser() -> CommandParser:
-    from xmdata.cli_docs import name_docs
     from xmdata.commands import COMMANDS
 
     parser = CommandParser(prog="xmdata", description=DESCRIPTION,
@@ -29,21 +29,21 @@ def build_parser() -> CommandParser:
                                   + "\n\ndocs: docs/ (./run docs serves them), every command: docs/reference/commands.md")
     parser.add_argument("-v", "--verbose", action="store_true", help="show Prefect's run logs")
     _add_commands(parser, COMMANDS, "command", required=True)
-    name_docs(parser)
     return parser
 
 
-def _add_commands(parser: CommandParser, commands: tuple[Command, ...], dest: str, required: bool) -> None:
+def _add_commands(parser: CommandParser, commands: tuple[Command, ...], dest: str, required: bool,
+                  path: tuple[str, ...] = ()) -> None:
     sub = parser.add_subparsers(dest=dest, required=required)
     for command in commands:
-        options = {"description": command.description, "formatter_class": argparse.RawDescriptionHelpFormatter} \
-            if command.description else {}
-        child = sub.add_parser(command.name, help=command.help, **options)
+        here = (*path, command.name)
+        child = sub.add_parser(command.name, help=command.help, description=command.description,
+                               epilog=docs_epilog(here), formatter_class=argparse.RawDescriptionHelpFormatter)
         parser.commands[command.name] = (child, command.help)
         if command.add_arguments:
             command.add_arguments(child)
         if command.subcommands:
-            _add_commands(child, command.subcommands, command.subcommand_dest, command.subcommand_required)
+            _add_commands(child, command.subcommands, command.subcommand_dest, command.subcommand_required, here)
         if command.reads_tables:  # schemas/column_map.py
             child.add_argument("--map", default=None, metavar="OLD=NEW,…", help=MAP_HELP)
         if command.run:  # a sub-command's own runner replaces its family's

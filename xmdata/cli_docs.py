@@ -14,33 +14,11 @@ COMMANDS_PAGE = "docs/reference/commands.md"
 GUIDES = {command.name: command.guide for command in COMMANDS if command.guide}
 
 
-DOCS_MARK = "docs: "
-
-
 def docs_epilog(path: tuple[str, ...]) -> str:
-    """What `xmdata COMMAND --help` ends with: the command's reference section and its guide."""
+    """What `xmdata COMMAND --help` ends with: the command's reference section and its guide (printed as
+    written: RawDescriptionHelpFormatter, as a wrapped path would break at its hyphens)."""
     guide = GUIDES.get(path[0]) if path else None
-    return f"{DOCS_MARK}{COMMANDS_PAGE}#{anchor(path)}" + (f"\nguide: docs/{guide}" if guide else "")
-
-
-def _keeping_paths(formatter_class: type) -> type:
-    """FORMATTER_CLASS, printing the docs lines as they are (a wrapped path breaks at its hyphens)."""
-    class Formatter(formatter_class):
-        def _fill_text(self, text, width, indent):
-            body, mark, docs = text.rpartition(DOCS_MARK)
-            if not mark:
-                return super()._fill_text(text, width, indent)
-            head = super()._fill_text(body, width, indent) + "\n\n" if body.strip() else ""
-            return head + "\n".join(indent + line for line in (mark + docs).splitlines())
-    return Formatter
-
-
-def name_docs(parser: argparse.ArgumentParser) -> None:
-    """Every subcommand's --help ends with its pages (build_parser calls this last)."""
-    for path, command, _ in walk(parser):
-        if path:
-            command.epilog = (command.epilog + "\n\n" if command.epilog else "") + docs_epilog(path)
-            command.formatter_class = _keeping_paths(command.formatter_class)
+    return f"docs: {COMMANDS_PAGE}#{anchor(path)}" + (f"\nguide: docs/{guide}" if guide else "")
 
 
 def anchor(path: tuple[str, ...]) -> str:
