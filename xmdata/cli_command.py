@@ -31,9 +31,8 @@ class Command:
 
 class CommandParser(argparse.ArgumentParser):
     """An ArgumentParser that lists its arguments and sub-commands (argparse keeps them in private
-    attributes),
-    refuses as every other refusal of `xmdata` does (`xmdata: error: …`, exit 2) and lets a closed
-    stdout be seen (argparse ignores an OSError from printing --help)."""
+    attributes), refuses as every other refusal of `xmdata` does (`xmdata: error: …`, exit 2) and
+    lets a closed stdout be seen (argparse ignores an OSError from printing --help)."""
 
     def __init__(self, *args, **kwargs):
         self.options: list[argparse.Action] = []  # its arguments, -h first, in the order added
