@@ -40,7 +40,7 @@ WARM_MODULES = ("prefect.main", "prefect.flow_engine", "prefect.task_engine", "p
                 "prefect.concurrency.sync", "prefect.utilities.visualization", "prefect.telemetry.run_telemetry",
                 "fastapi", "fastapi.encoders", "anyio._backends._asyncio", "distributed", "pandas", "polars",
                 "pyarrow.parquet", "pyarrow.dataset", "langcodes.data_dicts", "langcodes.language_distance",
-                "reverse_geocoder", "scipy.stats", "xmdata.cli", "xmdata.commands", "xmdata.cli_evaluate",
+                "reverse_geocoder", "scipy.stats", "xmdata.cli", "xmdata.commands", "xmdata.flow_run",
                 "xmdata.runtime.service", "xmdata.runtime.run_setup", "xmdata.runtime.dask_executor",
                 "xmdata.runtime.storage_check", "xmdata.models.tiny", "xmdata.models.translators",
                 "xmdata.models.languages", "xmdata.tasks.clean.fingerprint")

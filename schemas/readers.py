@@ -47,8 +47,8 @@ def read_any(path: str) -> pa.Table:
         table = READERS[suffix](source).to_arrow()
     except (Exception, pl.exceptions.PanicException) as exc:  # polars raises many kinds (a panic too)
         first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        cause = (not is_remote and _json_problem(path, suffix)) or first_line
-        raise ContractError(f"{path}: cannot read as {suffix[1:]}: {cause}") from exc
+        problem = not is_remote and _json_problem(path, suffix)
+        raise ContractError(problem or f"{path}: cannot read as {suffix[1:]}: {first_line}") from exc
     if suffix in (".csv", ".tsv"):
         _check_header(path, table.column_names, suffix)
     if table.num_rows == 0:  # a header-only CSV, an empty JSONL: nothing to do is not a success
@@ -91,24 +91,45 @@ def _require_utf8_text(path: str) -> None:
         raise ContractError(f"{path}: not UTF-8 text (it holds NUL bytes: UTF-16 or binary); save it as UTF-8")
 
 
+class _NotJson(ValueError):
+    """A number JSON does not have (NaN, Infinity, -Infinity): Python's json module reads and writes
+    it, polars refuses it as "InternalError(TapeError) at character 27"."""
+
+
+def _refuse(constant: str):
+    raise _NotJson(constant)
+
+
+# A JSON string (skipped whole, escapes and all) or one of those numbers outside any string.
+_STRING_OR_CONSTANT = re.compile(r'"(?:[^"\\]|\\.)*"|(-?Infinity|NaN)')
+
+
 def _json_problem(path: str, suffix: str) -> str | None:
-    """Where a JSON/JSONL file breaks (polars says only "Syntax at character 0"): line and cause."""
+    """Where a JSON/JSONL file breaks (polars says only "Syntax at character 0"), the whole message:
+    `FILE: cannot read as jsonl: line N …`, or `FILE:LINE: NaN is not JSON`."""
     if suffix not in (".jsonl", ".ndjson", ".json"):
         return None
+    cannot = f"{path}: cannot read as {suffix[1:]}"
     try:
         with open(path, encoding="utf-8") as handle:
             if suffix == ".json":
-                json.load(handle)
+                text = handle.read()
+                json.loads(text, parse_constant=_refuse)
                 return None
             for number, line in enumerate(handle, 1):
-                if line.strip() and not isinstance(json.loads(line), dict):
-                    return f"line {number} is not a JSON object (one object per line expected)"
+                if line.strip() and not isinstance(json.loads(line, parse_constant=_refuse), dict):
+                    return f"{cannot}: line {number} is not a JSON object (one object per line expected)"
     except UnicodeDecodeError as exc:
-        return f"not UTF-8 text ({exc.reason} at byte {exc.start})"
+        return f"{cannot}: not UTF-8 text ({exc.reason} at byte {exc.start})"
+    except _NotJson as exc:
+        if suffix == ".json":  # the first one outside a string is the one the parser stopped at
+            found = next(m for m in _STRING_OR_CONSTANT.finditer(text) if m.group(1))
+            number = text.count("\n", 0, found.start()) + 1
+        return f"{path}:{number}: {exc} is not JSON"
     except json.JSONDecodeError as exc:
         where = f"line {exc.lineno}" if suffix == ".json" else f"line {number}"
         truncated = " (truncated?)" if "Unterminated" in exc.msg or "Expecting" in exc.msg else ""
-        return f"{where} is not valid JSON{truncated}: {exc.msg} at column {exc.colno}"
+        return f"{cannot}: {where} is not valid JSON{truncated}: {exc.msg} at column {exc.colno}"
     return None
 
 

@@ -1,13 +1,16 @@
 """One rule from import path to file: `xmdata.X.…` is the top-level folder `X/` (the command-line
-modules are `xmdata/`), every package folder is installed, CLI code stays under `xmdata/`, and no
-module imports itself back through another (lazy imports inside functions included). Only
+modules are `xmdata/`), every package folder is installed, CLI code stays under `xmdata/` and no
+package imports it, no module imports itself back through another (lazy imports inside functions
+included), and every module named in a string (imported by name) exists. Only
 runtime/settings.py reads the environment, and no module keeps state that a function assigns."""
 import ast
 import importlib.util
 import os
+import re
 import tomllib
 
 import networkx as nx
+import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The service's own process (`python -m xmdata.runtime.service_main`, started by `xmdata up`), not a
@@ -84,6 +87,81 @@ def test_no_module_imports_a_layer_above_its_own():
             continue
         above = sorted(o for o in imports_of(module, rel) if o in files and (layer(o) or 0) > own)
         assert above == [], f"{rel} imports {above}, a layer above its own"
+
+
+# The command line (xmdata/'s modules but the package root, which holds __version__) sits above every
+# layer: a flow, a worker or a deployment runs without it. Listed: who imports it all the same, and why.
+CLI_IMPORTERS = {os.path.join("runtime", "command_server.py"): "the service's warm copy of the command: its "
+                 "forked children run xmdata.cli.main"}
+
+
+def test_no_package_imports_the_command_line():
+    files = module_files()
+    cli = {m for m, rel in files.items() if rel.split(os.sep)[0] == "xmdata" and m != "xmdata"}
+    found = {rel: sorted(imports_of(m, rel) & cli) for m, rel in files.items()
+             if rel.split(os.sep)[0] != "xmdata" and rel not in CLI_IMPORTERS}
+    assert {rel: names for rel, names in found.items() if names} == {}
+    assert {rel for rel in CLI_IMPORTERS if imports_of(rel[:-3].replace(os.sep, "."), rel) & cli} == set(CLI_IMPORTERS)
+
+
+# Strings that read like a module's name and are not one: they need not resolve.
+NOT_MODULES = {"xmdata.shard_rows": "a Parquet metadata key (runtime/parquet_shards.py)"}
+NAME = re.compile(r"^xmdata(\.\w+)+(:\w+)?$")
+
+
+def defines(rel: str, name: str) -> bool:
+    """Whether module file REL binds NAME at its top level (a def, class, assignment or import)."""
+    tree = ast.parse(open(os.path.join(ROOT, rel), encoding="utf-8").read())
+    for node in tree.body:
+        targets = [node.target] if isinstance(node, ast.AnnAssign) else getattr(node, "targets", [])
+        bound = {getattr(node, "name", None)} | {t.id for t in targets if isinstance(t, ast.Name)}
+        bound |= {(a.asname or a.name).split(".")[0] for a in getattr(node, "names", []) if isinstance(a, ast.alias)}
+        if name in bound:
+            return True
+    return False
+
+
+def names_imported_by_name() -> dict[str, str]:
+    """{name: where}: every "xmdata.x.y" or "xmdata.x.y:function" string of the code (importlib.import_module's
+    tables, `python -m` targets), but a logger's name, and the entry points of pyproject.toml and prefect.yaml."""
+    found = {}
+    for module, rel in module_files().items():
+        tree = ast.parse(open(os.path.join(ROOT, rel), encoding="utf-8").read())
+        loggers = {id(node.args[0]) for node in ast.walk(tree) if isinstance(node, ast.Call) and node.args
+                   and getattr(node.func, "attr", getattr(node.func, "id", "")) in ("getLogger", "get_logger")}
+        found.update({node.value: f"{rel}:{node.lineno}" for node in ast.walk(tree)
+                      if isinstance(node, ast.Constant) and isinstance(node.value, str) and NAME.match(node.value)
+                      and id(node) not in loggers and node.value not in NOT_MODULES})
+    for name, target in tomllib.load(open(os.path.join(ROOT, "pyproject.toml"), "rb"))["project"]["scripts"].items():
+        found[target] = f"pyproject.toml [project.scripts] {name}"
+    for deployment in yaml.safe_load(open(os.path.join(ROOT, "prefect.yaml"), encoding="utf-8"))["deployments"]:
+        module, _, function = deployment["entrypoint"].rpartition(".")
+        found[f"{module}:{function}"] = f"prefect.yaml {deployment['name']}"
+    return found
+
+
+def unresolved(names: dict[str, str]) -> list[str]:
+    files = module_files()
+    missing = []
+    for name, where in names.items():
+        module, _, attribute = name.partition(":")
+        if module not in files or (attribute and not defines(files[module], attribute)):
+            missing.append(f"{where}: {name}")
+    return missing
+
+
+def test_imports_made_by_name_resolve():
+    """A module renamed or a function moved breaks a "module:function" table or a `python -m` only when
+    that name is used, at run time, in a worker or the service: here it breaks now."""
+    from xmdata.tasks.importers.formats import FORMATS  # names relative to its package
+
+    names = names_imported_by_name()
+    names.update({f"xmdata.tasks.importers.{entry}": f"FORMATS[{fmt!r}]" for fmt, (entry, _) in FORMATS.items()})
+    assert {"xmdata.cli", "xmdata.models.embedders:HfEmbedder", "xmdata.client:main"} <= set(names)
+    assert unresolved(names) == []
+    planted = {"xmdata.cli_evaluate": "a module gone", "xmdata.models.embedders:NoSuchEmbedder": "a class gone",
+               "xmdata.cli:main": "there", "xmdata.commands": "a package"}
+    assert unresolved(planted) == ["a module gone: xmdata.cli_evaluate", "a class gone: xmdata.models.embedders:NoSuchEmbedder"]
 
 
 PACKAGES = ("xmdata", "runtime", "flows", "tasks", "models", "schemas")

@@ -1,258 +1,53 @@
-"""The `xmdata` command. Light on purpose: --help must not import torch, Prefect or Dask."""
+"""The `xmdata` command: the parser assembled from every command's declaration (xmdata/commands/),
+and `main`, which checks what can be checked, runs the command and turns what it raises into one line
+and an exit status. Light on purpose: --help must not import torch, Prefect or Dask."""
 from __future__ import annotations
 
 import argparse
 import os
 import sys
-import typing
 
-from xmdata.cli_params import ParamFlags, add_param_flags, params_from_args, port_number
-from xmdata.cli_translate import add_translation_commands
-from xmdata.tasks.release.choices import MODEL_CHOICES
+from xmdata.cli_command import Command, CommandParser
+from xmdata.cli_docs import docs_epilog
+from xmdata.cli_params import params_from_args
 from xmdata.runtime import settings
-from xmdata.runtime.session import EXECUTORS
-from xmdata.tasks.release.compare import TOLERANCE
-from xmdata.tasks.stage_params import LanguageIdParams, ScoringParams, SelectImagesParams
 
 EXIT_BAD_INPUT = 2
 EXIT_SHARDS_FAILED = 1
 EXIT_INTERRUPTED = 130  # Ctrl-C: as a shell reports a command SIGINT ended
+EXIT_CLOSED_PIPE = 141  # stdout's reader left (`xmdata status | head -3`): as a shell reports SIGPIPE
+DESCRIPTION = "The `xmdata` command. Light on purpose: --help must not import torch, Prefect or Dask."
+MAP_HELP = "rename input columns before the contract check, e.g. ImageID=id,Latitude=latitude"
 
 
-def seed_int(text: str) -> int:
-    """Seeds are non-negative integers: numpy's generators refuse the rest, mid-run."""
-    if int(text) < 0:
-        raise argparse.ArgumentTypeError(f"a seed is a non-negative integer, got {text}")
-    return int(text)
+def build_parser() -> CommandParser:
+    from xmdata.commands import COMMANDS
 
-
-def positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def _add_run_options(p: argparse.ArgumentParser) -> None:
-    from xmdata.cli_params import annotated_flag
-    from xmdata.tasks.stage_params import DEFAULT_SHARDS, ShardCount
-
-    p.add_argument("--shards", **annotated_flag(ShardCount, DEFAULT_SHARDS))  # the flows' own declaration
-    p.add_argument("--workers", type=positive_int, default=None,
-                   help="a LocalCluster of N worker processes for this command alone "
-                        "(default: the xmdata service's warm cluster, one worker per core)")
-    p.add_argument("--dask-address", default=None,
-                   help="run every stage on an existing Dask scheduler (tls://host:port with the three --tls-* "
-                        "files or Dask's TLS config; tcp:// only on a network you trust); env XMDATA_DASK_ADDRESS")
-    _add_tls_flags(p, "with a tls:// --dask-address")
-    p.add_argument("--dashboard", action="store_true",
-                   help="a Dask cluster this command starts serves its dashboard on 127.0.0.1 (off by default; "
-                        "the service's: `xmdata up --dashboard`)")
-    p.add_argument("--executor", choices=EXECUTORS, default=None,
-                   help="auto (default): small stages in this process, the rest on the cluster; "
-                        "inprocess: everything here; dask: everything on the cluster. Env XMDATA_EXECUTOR")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary table")
-    p.add_argument("--cluster", default=None, metavar="CLASS",
-                   help="start this distributed cluster class for the big stages instead of a LocalCluster, "
-                        "e.g. dask_jobqueue.SLURMCluster or dask_kubernetes.operator.KubeCluster")
-    p.add_argument("--cluster-kwargs", default=None, metavar="K=V,…", help="its arguments, e.g. cores=8,memory=64GB")
-    p.add_argument("--adapt", default=None, metavar="MIN:MAX", help="scale it adaptively between MIN and MAX workers")
-    p.add_argument("--memo", default=None, metavar="FOLDER|URL|off",
-                   help="the memo of model results per unit that builds reuse (default: XMDATA_MEMO, else "
-                        "XMDATA_CACHE/memo); off: compute everything and store nothing")
-    p.add_argument("--memo-audit", type=memo_audit, default=0.0, metavar="FRACTION",
-                   help="compute this fraction of the memo's hits again and fail on a difference (default 0)")
-    p.add_argument("--storage-option", action="append", default=None, metavar="KEY=VALUE",
-                   help="for s3:// gs:// az:// URLs, repeatable, e.g. endpoint_url=http://127.0.0.1:8333 "
-                        "(credentials otherwise from the usual environment: AWS_ACCESS_KEY_ID, …)")
-
-
-def memo_audit(text: str) -> float:
-    """The bound is MemoOptions' (runtime/memo.py), the one every door checks."""
-    from xmdata.runtime.memo import MemoOptions
-
-    try:
-        return MemoOptions(None, float(text)).audit
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _add_tls_flags(p: argparse.ArgumentParser, when: str) -> None:
-    """Dask's own spellings (`dask worker --tls-ca-file …`): the files of a cluster of the user's own."""
-    for flag, what in (("--tls-ca-file", "the CA certificate"), ("--tls-cert", "this process's certificate"),
-                       ("--tls-key", "its private key")):
-        p.add_argument(flag, default=None, metavar="FILE", help=f"{what} (PEM), {when}")
-
-
-EMBEDDING_DTYPES = [d for d in typing.get_args(ScoringParams.model_fields["embeddings"].annotation) if d != "none"]
-
-
-def _embeddings_flags(args: argparse.Namespace, data: dict) -> None:
-    """`--embeddings [--embedding-dtype float32]` is the command line's spelling of `embeddings`."""
-    if args.embeddings:
-        data["embeddings"] = getattr(args, "embedding_dtype", EMBEDDING_DTYPES[0])
-    elif hasattr(args, "embedding_dtype"):
-        raise ValueError("--embedding-dtype: only with --embeddings")
-
-
-def build_parser() -> argparse.ArgumentParser:
-    from xmdata.runtime import settings  # light: declarations only
-
-    parser = argparse.ArgumentParser(prog="xmdata", description=__doc__.splitlines()[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     epilog="environment (runtime/settings.py):\n  "
-                                            + "\n  ".join(settings.describe())
-                                            + "\n\ndocs: docs/ (./run docs serves them), every command: "
-                                            "docs/reference/commands.md")
+    parser = CommandParser(prog="xmdata", description=DESCRIPTION,
+                           formatter_class=argparse.RawDescriptionHelpFormatter,
+                           epilog="environment (runtime/settings.py):\n  " + "\n  ".join(settings.describe())
+                                  + "\n\ndocs: docs/ (./run docs serves them), every command: docs/reference/commands.md")
     parser.add_argument("-v", "--verbose", action="store_true", help="show Prefect's run logs")
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    demo = sub.add_parser("demo", help="build the demo release from the shipped sample data, offline")
-    demo.add_argument("--out", default="demo-release", help="release folder (default ./demo-release)")
-    _add_run_options(demo)
-    # service_early: the packaged config and sample have nothing to refuse, so the service starts
-    # while the demo imports (runtime/run_setup.start_service_early)
-    demo.set_defaults(shards=None, config="demo", seed=None, work=None, release_command=None, sample=False,
-                      models="config", service_early=True)
-
-    release = sub.add_parser("release", help="build a reproducible data release from a release.yaml; "
-                             "`xmdata release verify DIR` checks one, `xmdata release compare A B` two")
-    release.add_argument("--config", help="release.yaml, or a packaged config by name (demo)")
-    release.add_argument("--out", help="release folder")
-    release.add_argument("--work", default=None, help="build folder: shards and records (default OUT/build)")
-    release.add_argument("--seed", type=seed_int, default=None, help="override the config's seed")
-    release.add_argument("--sample", action="store_true",
-                         help="build on the config's shipped sample inputs (its `sample:` section), offline")
-    release.add_argument("--models", choices=MODEL_CHOICES, default="config",
-                         help="config: the models the config names; tiny: the offline tiny models instead")
-    _add_run_options(release)
-    release.set_defaults(shards=None)  # the config's
-    release_commands = release.add_subparsers(dest="release_command")
-    verify = release_commands.add_parser("verify", help="check every file of a release against its manifest.json")
-    verify.add_argument("dir")
-    compare = release_commands.add_parser(
-        "compare", help="are two releases the same data: files, rows, ids, texts and decisions equal, floats "
-        "within --tolerance (release folders built on two machines); exit 1 on a difference, each printed")
-    compare.add_argument("a", metavar="A", help="a release folder")
-    compare.add_argument("b", metavar="B", help="the release folder to compare it with")
-    compare.add_argument("--tolerance", type=float, default=TOLERANCE,
-                         help="largest absolute difference between two floats taken as equal (default %(default)g)")
-
-    up = sub.add_parser("up", help="start the xmdata service in the background: a Prefect server and a "
-                        "warm Dask cluster on 127.0.0.1 that every later command reuses")
-    up.add_argument("--workers", type=positive_int, default=None, help="worker processes (default: one per core)")
-    up.add_argument("--dashboard", action="store_true",
-                    help="serve the Dask dashboard on 127.0.0.1 (off by default: its pages ask for no password)")
-    sub.add_parser("down", help="stop the xmdata service: workers, scheduler and Prefect server")
-    worker = sub.add_parser("worker", help="Dask worker(s) for an existing scheduler; --gpu: one per "
-                            "visible GPU, each advertising the resource GPU=1 (GPU stages run there)")
-    worker.add_argument("address", help="the scheduler, tls://host:8786 (tcp:// only on a network you trust)")
-    worker.add_argument("--gpu", action="store_true", help="one worker per visible GPU, each pinned to it")
-    _add_tls_flags(worker, "for a tls:// scheduler (default: Dask's TLS config)")
-    sub.add_parser("status", help="is the xmdata service up; its URLs, workers and loaded models")
-
-    serve = sub.add_parser("serve", help="a Prefect server on 127.0.0.1 and a process serving the deployments "
-                           "of prefect.yaml; Ctrl-C stops both")
-    serve.add_argument("--host", default="127.0.0.1", help="server address (default 127.0.0.1: this machine only)")
-    serve.add_argument("--port", type=port_number, default=4200)
-    serve.add_argument("--prefect-yaml", default=None, help="deployments file (default: the project's prefect.yaml)")
-    serve.add_argument("--activate-schedules", action="store_true",
-                       help="turn on the schedules prefect.yaml declares (off by default)")
-    serve.add_argument("--api-url", default=None,
-                       help="serve against an existing Prefect server instead of starting one (or PREFECT_API_URL)")
-
-    lid = sub.add_parser("identify-language", help="label every text of a table with its language")
-    lid.add_argument("input", help="Parquet, CSV or JSONL with columns id, text")
-    lid.add_argument("--out", required=True)
-    add_param_flags(lid, ParamFlags(LanguageIdParams))
-    _add_run_options(lid)
-
-    select = sub.add_parser("select-images", help="pick K geo-diverse images per language (Crossmodal-3600)")
-    select.add_argument("input", help="table with id, latitude, longitude (Parquet/CSV/JSONL) or an image folder (EXIF GPS)")
-    add_param_flags(select, ParamFlags(SelectImagesParams))
-    select.add_argument("--seed", type=seed_int, default=0)
-    select.add_argument("--strict", action="store_true", help="fail when a language gets fewer than K")
-    select.add_argument("--out", required=True)
-    _add_run_options(select)
-
-    score = sub.add_parser("score", help="CLIPScore / RefCLIPScore of image-text pairs with open_clip")
-    score.add_argument("input", help="pairs: id, text, image_path (under --image-root) or image_bytes [, language]")
-    score.add_argument("--image-root", default=None, help="folder image paths are under (default: the input's)")
-    score.add_argument("--references-column", default=None, help="list column of references: adds ref_clip_score")
-    add_param_flags(score, ParamFlags(ScoringParams, skip=("embeddings",), aliases=_embeddings_flags))
-    score.add_argument("--embeddings", action="store_true", help="also write image_embedding, text_embedding")
-    score.add_argument("--embedding-dtype", choices=EMBEDDING_DTYPES, default=argparse.SUPPRESS,
-                       help=f"with --embeddings (default {EMBEDDING_DTYPES[0]})")
-    score.add_argument("--out", required=True)
-    _add_run_options(score)
-
-    add_translation_commands(sub, _add_run_options)
-    from xmdata.commands_images import add_download_images_command  # pydantic only: --help stays light
-    add_download_images_command(sub, _add_run_options)
-    from xmdata.commands_clean import add_clean_commands  # pydantic only: --help stays light
-    add_clean_commands(sub, _add_run_options)
-    from xmdata.commands_explain import add_explain_command  # argparse only
-    add_explain_command(sub)
-    from xmdata.commands_explore import add_explore_command  # argparse only
-    add_explore_command(sub)
-    from xmdata.commands_train import add_train_commands  # pydantic only: --help stays light
-    add_train_commands(sub, _add_run_options)
-    from xmdata.commands_memo import add_memo_command  # argparse only
-    add_memo_command(sub)
-
-    validate = sub.add_parser("validate", help="check a table against a contract in schemas/")
-    validate.add_argument("input")
-    validate.add_argument("--table", default="captions", help="contract name (captions, images, …)")
-
-    models = sub.add_parser("models", help="model utilities")
-    models_sub = models.add_subparsers(dest="models_command", required=True)
-    tiny = models_sub.add_parser("build-tiny", help="build tiny real-architecture models offline")
-    tiny.add_argument("dir")
-    tiny.add_argument("--seed", type=seed_int, default=0)
-    from xmdata.cli_translate import add_convert_command
-    add_convert_command(models_sub)
-
-    from xmdata.cli_evaluate import add_evaluate_parser  # pydantic and argparse only: --help stays light
-    add_evaluate_parser(sub)
-    _add_import_parser(sub)
-    _add_map_option(sub)
-    from xmdata.cli_docs import name_docs  # argparse only
-    name_docs(parser)
+    _add_commands(parser, COMMANDS, "command", required=True)
     return parser
 
 
-def _add_import_parser(sub) -> None:
-    from xmdata.tasks.importers.formats import FORMATS  # pure data
-    from xmdata.tasks.importers.options import ImportOptions
-
-    p = sub.add_parser("import", help="a public dataset's published layout -> the project's contract tables",
-                       description="\n".join(f"{name}: {text}" for name, (_, text) in FORMATS.items()),
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("format", choices=list(FORMATS))
-    p.add_argument("source", help="the downloaded file or folder, in its published layout")
-    p.add_argument("--out", required=True, help="folder for <table>.parquet, rejects.parquet, import_report.json")
-    p.add_argument("-q", "--quiet", action="store_true", help="no report on stdout (counts unlike the "
-                   "publisher's are still said on stderr)")
-    for name, field in ImportOptions.model_fields.items():
-        flag = "--" + name.replace("_", "-")
-        if field.annotation is bool:
-            p.add_argument(flag, action="store_true", help=field.description)
-        else:
-            p.add_argument(flag, default=None, help=field.description)
-
-
-def _add_map_option(sub) -> None:
-    """`--map OLD=NEW,…` on every command that reads a table (schemas/column_map.py)."""
-    for name, command in sub.choices.items():
-        if name in ("serve", "models", "up", "down", "status", "worker", "explain", "explore", "train", "memo"):
-            continue
-        leaves = [command]
-        for action in command._actions:  # argparse has no public way to list a parser's sub-commands
-            if isinstance(action, argparse._SubParsersAction) and action.required:
-                leaves = list(action.choices.values())
-        for leaf in leaves:
-            leaf.add_argument("--map", default=None, metavar="OLD=NEW,…",
-                              help="rename input columns before the contract check, e.g. ImageID=id,Latitude=latitude")
+def _add_commands(parser: CommandParser, commands: tuple[Command, ...], dest: str, required: bool,
+                  path: tuple[str, ...] = ()) -> None:
+    sub = parser.add_subparsers(dest=dest, required=required)
+    for command in commands:
+        here = (*path, command.name)
+        child = sub.add_parser(command.name, help=command.help, description=command.description,
+                               epilog=docs_epilog(here), formatter_class=argparse.RawDescriptionHelpFormatter)
+        parser.commands[command.name] = (child, command.help)
+        if command.add_arguments:
+            command.add_arguments(child)
+        if command.subcommands:
+            _add_commands(child, command.subcommands, command.subcommand_dest, command.subcommand_required, here)
+        if command.reads_tables:  # schemas/column_map.py
+            child.add_argument("--map", default=None, metavar="OLD=NEW,…", help=MAP_HELP)
+        if command.run:  # a sub-command's own runner replaces its family's
+            child.set_defaults(runner=command.run)
 
 
 def check_output_folder(path: str, flag: str) -> None:
@@ -271,6 +66,36 @@ def check_output_folder(path: str, flag: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command's exit status. A closed stdout (`xmdata status | head -3`) ends it quietly, as SIGPIPE
+    ends a program that writes to a pipe, without the signal: a socket's closed peer stays an error."""
+    try:
+        try:
+            return run(argv)
+        finally:
+            sys.stdout.flush()  # what is still buffered meets a closed pipe here, not at the interpreter's exit
+    except BrokenPipeError:
+        if not _stdout_reader_gone():
+            raise
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # what is left in the buffer is written nowhere, quietly
+        os.close(devnull)
+        return EXIT_CLOSED_PIPE
+
+
+def _stdout_reader_gone() -> bool:
+    """Whether stdout is a pipe or socket nobody reads any more (poll says POLLERR or POLLHUP)."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+    except (OSError, ValueError):  # no file behind stdout (a test's capture)
+        return False
+    return any(event & (select.POLLERR | select.POLLHUP) for _, event in poller.poll(0))
+
+
+def run(argv: list[str] | None) -> int:
+    """Parse, check, run: a refused input, failed shards or a Ctrl-C in one line and its exit status."""
     args = build_parser().parse_args(argv)
     try:  # an ill-typed option stops here: before any heavy import, server or worker
         args.params = params_from_args(args)
@@ -304,10 +129,8 @@ def main(argv: list[str] | None = None) -> int:
 
                 start_service_early(args.executor, args.dask_address, (args.tls_ca_file, args.tls_cert, args.tls_key),
                                     args.quiet)
-            from xmdata.commands import COMMANDS  # heavy imports start here, after the checks above
-
             with column_mapping(getattr(args, "map", None)) as mapping:
-                code = COMMANDS[args.command](args) or 0
+                code = args.runner(args) or 0  # heavy imports start here, after the checks above
     except (ContractError, ModelError) as exc:
         print(f"xmdata: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

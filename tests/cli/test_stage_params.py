@@ -27,21 +27,20 @@ CLI_ONLY = {"-h", "--help", "--out", "--map", "--embeddings", "--embedding-dtype
 
 
 def _run_options() -> set[str]:
-    from xmdata.cli import _add_run_options
+    from xmdata.cli_command import CommandParser
+    from xmdata.cli_options import add_run_options
 
-    parser = argparse.ArgumentParser()
-    _add_run_options(parser)
-    return {s for a in parser._actions for s in a.option_strings}
+    parser = CommandParser()
+    add_run_options(parser)
+    return {s for a in parser.options for s in a.option_strings}
 
 
 def _commands(parser=None) -> dict[str, argparse.ArgumentParser]:
     """Every leaf sub-command by its path: 'translate', 'evaluate valse', …"""
     found = {}
-    for action in (parser or build_parser())._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for name, sub in action.choices.items():
-                found[name] = sub
-                found.update({f"{name} {k}": v for k, v in _commands(sub).items()})
+    for name, (sub, _) in (parser or build_parser()).commands.items():
+        found[name] = sub
+        found.update({f"{name} {k}": v for k, v in _commands(sub).items()})
     return found
 
 
@@ -53,7 +52,7 @@ def _flow(path: str):
 
 
 def _check_flags_match(command: argparse.ArgumentParser, flags: ParamFlags) -> None:
-    options = {s for a in command._actions for s in a.option_strings}
+    options = {s for a in command.options for s in a.option_strings}
     leaves = [path[-1] for path, _, _ in leaf_fields(flags.model)]
     assert set(flags.skip) <= set(CLI_SPELLINGS), f"{flags.model.__name__}: a field with no flag: {flags.skip}"
     missing = [flag_of(name) for name in leaves if name not in flags.skip and flag_of(name) not in options]
@@ -67,7 +66,7 @@ def test_cli_flags_flow_parameter_and_release_section_are_one_declaration(comman
     flags: ParamFlags = parser.get_default("param_flags")
     assert typing.get_type_hints(flow.fn)["params"] is flags.model  # the UI's form is the CLI's flags
     _check_flags_match(parser, flags)
-    options = {s for a in parser._actions for s in a.option_strings}
+    options = {s for a in parser.options for s in a.option_strings}
     flow_flags = {flag_of(name) for name in typing.get_type_hints(flow.fn) if name not in ("params", "return")}
     # --models-checked: how the command line tells the flow it checked the models before any server started.
     assert flow_flags - {"--input-path", "--models-checked"} <= options, f"{command}: flow parameters with no flag"

@@ -160,6 +160,6 @@ def test_the_demo_release_explains_every_kind_of_row(demo_release, tmp_path):
 
 
 def test_json_has_no_nan():
-    from xmdata.commands_explain import _finite
+    from xmdata.commands.explain import _finite
 
     assert _finite({"a": [float("nan"), 1.5, {"b": float("inf")}], "c": "x"}) == {"a": [None, 1.5, {"b": None}], "c": "x"}

@@ -254,18 +254,16 @@ def test_cli_refuses_bad_inputs_in_one_line(tmp_path, capsys):
 
 
 def test_flags_and_the_flows_form_are_one_params_model():
-    import argparse
     import typing
 
     from xmdata.cli import build_parser
     from xmdata.cli_params import flag_of, leaf_fields
     from xmdata.flows.download_images import download_images_flow
 
-    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
-    command = sub.choices["download-images"]
+    command, _ = build_parser().commands["download-images"]
     model = command.get_default("param_flags").model
     assert typing.get_type_hints(download_images_flow.fn)["params"] is model is DownloadImagesParams
-    options = {s for a in command._actions for s in a.option_strings}
+    options = {s for a in command.options for s in a.option_strings}
     assert {flag_of(path[-1]) for path, _, _ in leaf_fields(model)} <= options  # `http` too, flattened
     form = {"input_path": "u.csv", "out": "o", "params": DownloadImagesParams().model_dump()}  # as the UI sends it
     assert download_images_flow.validate_parameters(form)["params"] == DownloadImagesParams()

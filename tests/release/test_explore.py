@@ -118,7 +118,7 @@ def test_explore_writes_the_same_bytes_wherever_the_release_sits_and_holds_every
 
 
 def test_the_server_answers_only_under_its_token(tmp_path):
-    from xmdata.commands_explore import explore_server
+    from xmdata.commands.explore import explore_server
 
     release = tiny_release(tmp_path / "r")
     write_explore(release, "tiny")
@@ -162,7 +162,7 @@ def test_explore_command_writes_the_page_when_missing_and_refuses_a_folder_that_
 def test_a_release_built_before_explore_keeps_its_bytes_and_gets_the_page_beside_it(tmp_path, capsys, monkeypatch):
     """Its manifest lists no explore/: the page goes to XMDATA_CACHE, so `release verify` stays clean."""
     from xmdata.cli import main
-    from xmdata.commands_explore import explore_server
+    from xmdata.commands.explore import explore_server
     from xmdata.tasks.release.manifest import verify_release, write_manifest
 
     monkeypatch.setenv("XMDATA_CACHE", str(tmp_path / "cache"))
@@ -195,7 +195,7 @@ def test_the_page_filters_by_language_and_opens_a_rows_detail_in_chromium(tmp_pa
 
     from PIL import Image
 
-    from xmdata.commands_explore import explore_server
+    from xmdata.commands.explore import explore_server
 
     release = tiny_release(tmp_path / "r")
     write_explore(release, "tiny")

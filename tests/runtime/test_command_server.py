@@ -89,7 +89,24 @@ def test_help_there_is_the_help_here(command_socket, capfd):
 
     assert run_there(command_socket, ["score", "--help"]) == 0
     out, _ = capfd.readouterr()
-    assert out == build_parser()._subparsers._group_actions[0].choices["score"].format_help()
+    assert out == build_parser().commands["score"][0].format_help()
+
+
+def test_a_closed_pipe_ends_a_command_there_as_here(command_socket, capfd):
+    """`xmdata translate --help | head -0` run by the command process: quiet, 141, as in its own process
+    (tests/cli/test_cli.py)."""
+    read, write = os.pipe()
+    os.close(read)
+    saved = os.dup(1)
+    os.dup2(write, 1)  # the descriptor the client hands over is the closed pipe
+    try:
+        code = run_there(command_socket, ["translate", "--help"])
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(write)
+    assert code == 141  # not None: the command process ran it
+    assert capfd.readouterr().err == ""
 
 
 def _children(pid: int) -> set[int]:

@@ -107,12 +107,15 @@ def test_a_temp_file_left_by_a_writer_killed_mid_run_is_gone_when_the_stage_ends
 
 
 def test_shard_failures_exit_1_naming_the_shards(monkeypatch, capsys):
+    from dataclasses import replace
+
     from xmdata import cli, commands
 
     def failing(args):
         raise ShardsFailed("translate", {3: "KilledWorker", 7: "MemoryError: "})
 
-    monkeypatch.setitem(commands.COMMANDS, "validate", failing)
+    monkeypatch.setattr(commands, "COMMANDS", tuple(replace(c, run=failing) if c.name == "validate" else c
+                                                    for c in commands.COMMANDS))
     assert cli.main(["validate", "x.csv"]) == 1
     err = capsys.readouterr().err
     assert "shard-00003: KilledWorker" in err and "shard-00007" in err and "run the same command again" in err
@@ -215,9 +218,10 @@ def test_ctrl_c_ends_a_command_in_one_line_and_130(tmp_path):
     line and exits 130, without Python's traceback; the command server's client gets the same code."""
     from xmdata.data import sample_path
 
-    code = ("import sys; from xmdata import commands; from xmdata.cli import main\n"
+    code = ("import dataclasses, sys; from xmdata import commands; from xmdata.cli import main\n"
             "def interrupted(args): raise KeyboardInterrupt\n"
-            "commands.COMMANDS['identify-language'] = interrupted\n"
+            "commands.COMMANDS = tuple(dataclasses.replace(c, run=interrupted) if c.name == 'identify-language' "
+            "else c for c in commands.COMMANDS)\n"
             "sys.exit(main(['identify-language', sys.argv[1], '--out', sys.argv[2]]))")
     env = {**os.environ, "XMDATA_CACHE": str(tmp_path / "cache"), "XMDATA_SERVICE": "off"}
     done = subprocess.run([sys.executable, "-c", code, sample_path("captions.jsonl"), str(tmp_path / "out")],

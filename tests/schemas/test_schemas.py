@@ -53,6 +53,21 @@ def test_missing_file_and_unknown_format_and_garbage_name_the_file(tmp_path):
         read_input(str(tmp_path / "bad.parquet"), CAPTIONS)
 
 
+@pytest.mark.parametrize("name, text, message", [
+    # Python's json module writes these (json.dumps(float("nan"))); JSON has no such numbers.
+    ("in.jsonl", '{"id": "a", "text": "NaN, said the reader"}\n{"id": "b", "text": "x", "score": NaN}\n',
+     "in.jsonl:2: NaN is not JSON"),
+    ("in.ndjson", '{"id": "a", "text": "x", "score": -Infinity}\n', "in.ndjson:1: -Infinity is not JSON"),
+    ("in.json", '[{"id": "a", "text": "\\"NaN\\" Infinity"},\n {"id": "b",\n  "score": Infinity}]\n',
+     "in.json:3: Infinity is not JSON"),
+])
+def test_a_number_json_does_not_have_is_refused_with_its_file_and_line(tmp_path, name, text, message):
+    (tmp_path / name).write_text(text)
+    with pytest.raises(ContractError) as refused:
+        read_input(str(tmp_path / name), CAPTIONS)
+    assert str(refused.value) == f"{tmp_path}/{message}"
+
+
 def test_wrong_type_that_cannot_cast_is_reported():
     table = pa.table({"id": ["a"], "text": [[1, 2]]})
     with pytest.raises(ContractError, match="column 'text': has type"):

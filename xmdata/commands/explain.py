@@ -5,10 +5,10 @@ import argparse
 import json
 import math
 
+from xmdata.cli_command import Command
 
-def add_explain_command(sub) -> None:
-    p = sub.add_parser("explain", help="one row's path through every stage: its input, each stage's outcome "
-                       "(kept, rejected and why, the values it added), params and model")
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("folder", help="a release (its build folder is read when there, else the published "
                                   "tables) or a work folder (a release's build, a command's --out)")
     p.add_argument("id", help="a caption, image, QA instance or pair id (`<caption id>@<target>` for a "
@@ -40,3 +40,7 @@ def _finite(value):
     if isinstance(value, (list, tuple)):
         return [_finite(v) for v in value]
     return value
+
+
+EXPLAIN = Command("explain", "one row's path through every stage: its input, each stage's outcome (kept, rejected "
+                  "and why, the values it added), params and model", add_arguments, explain, guide="how-to/explain.md")

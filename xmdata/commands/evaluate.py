@@ -2,21 +2,23 @@
 (tasks/evaluation/params.py), as the evaluate flow's form is. Light: pydantic and argparse only."""
 from __future__ import annotations
 
+import argparse
+from typing import Callable
+
+from xmdata.cli_command import Command
 from xmdata.cli_params import ParamFlags, add_param_flags
 from xmdata.tasks.evaluation.params import METRICS
 
 
-def add_evaluate_parser(sub) -> None:
-    evaluate = sub.add_parser("evaluate", help="metrics over scored Parquet tables (JSON, Markdown, PNG)")
-    metrics = evaluate.add_subparsers(dest="metric", required=True)
-    for name, params in METRICS.items():
-        p = metrics.add_parser(name, help=params.__doc__.replace("%", "%%"))  # argparse formats help with %
+def _metric_arguments(params) -> Callable[[argparse.ArgumentParser], None]:
+    def add_arguments(p: argparse.ArgumentParser) -> None:
         p.add_argument("input", help=params.input_help)
         p.add_argument("--out", required=True, help="folder for <metric>.json, <metric>.md and PNGs")
         add_param_flags(p, ParamFlags(params, skip=("metric",)))
+    return add_arguments
 
 
-def evaluate_command(args) -> int:
+def evaluate(args: argparse.Namespace) -> int:
     """Compute, write, print the Markdown and the paths."""
     import time
 
@@ -30,3 +32,11 @@ def evaluate_command(args) -> int:
     print(report.markdown)
     print(f"wrote {', '.join(paths)} in {time.perf_counter() - started:.1f} s")
     return 0
+
+
+EVALUATE = Command(
+    "evaluate", "metrics over scored Parquet tables (JSON, Markdown, PNG)", guide="how-to/evaluate.md",
+    subcommand_dest="metric", subcommands=tuple(
+        # argparse formats help with %
+        Command(name, params.__doc__.replace("%", "%%"), _metric_arguments(params), evaluate, reads_tables=True)
+        for name, params in METRICS.items()))

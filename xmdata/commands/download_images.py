@@ -4,14 +4,13 @@ from __future__ import annotations
 import argparse
 import sys
 
+from xmdata.cli_command import Command
+from xmdata.cli_options import add_run_options
 from xmdata.cli_params import ParamFlags, add_param_flags
+from xmdata.tasks.images.params import DownloadImagesParams  # pydantic only
 
 
-def add_download_images_command(sub, add_run_options) -> None:
-    from xmdata.tasks.images.params import DownloadImagesParams  # pydantic only
-
-    p = sub.add_parser("download-images", help="download the image of every row of a URL table, "
-                       "with a status for every row (img2dataset's job, resumable)")
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("input", help="Parquet/CSV/JSONL with a URL column (every column is kept; id: the row "
                                  "number when there is none)")
     add_param_flags(p, ParamFlags(DownloadImagesParams))
@@ -38,3 +37,8 @@ def download_images(args: argparse.Namespace) -> int:
           f"{summary['distributions']['ok_rows']['exact_duplicate']} exact duplicate(s)"
           + (f"; {summary['retried_rows']} row(s) retried" if args.retry_failed else ""), file=sys.stdout)
     return 0
+
+
+DOWNLOAD_IMAGES = Command("download-images", "download the image of every row of a URL table, with a status for "
+                          "every row (img2dataset's job, resumable)", add_arguments, download_images, reads_tables=True,
+                          guide="how-to/download-images.md")

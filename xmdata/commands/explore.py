@@ -12,14 +12,13 @@ import os
 import secrets
 import urllib.parse
 
+from xmdata.cli_command import Command
 from xmdata.cli_params import port_number
 
 IMAGES = "_images"  # the URL folder --images is served under, beside the release's own files
 
 
-def add_explore_command(sub) -> None:
-    p = sub.add_parser("explore", help="browse a release in a browser: images on a map, captions, translations "
-                       "with their candidates and scores, CLIPScores, rejects (RELEASE/explore/index.html)")
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("release", help="a release folder (`xmdata release --out`)")
     p.add_argument("--port", type=port_number, default=0, help="port on 127.0.0.1 (default: a free one)")
     p.add_argument("--images", default=None,
@@ -93,3 +92,8 @@ class _TokenHandler(http.server.SimpleHTTPRequestHandler):
 
     def log_message(self, format, *args):  # quiet: the URL holds the token
         pass
+
+
+EXPLORE = Command("explore", "browse a release in a browser: images on a map, captions, translations with their "
+                  "candidates and scores, CLIPScores, rejects (RELEASE/explore/index.html)", add_arguments, explore,
+                  guide="how-to/releases.md")

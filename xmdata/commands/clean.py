@@ -6,24 +6,23 @@ from __future__ import annotations
 import argparse
 import sys
 
+from xmdata.cli_command import Command
+from xmdata.cli_options import add_run_options
 from xmdata.cli_params import ParamFlags, add_param_flags
+from xmdata.tasks.clean.params import CleanParams  # pydantic only
 
 INPUT_HELP = "images table (id, path[, latitude, longitude]) or captions table (id, text, language[, image_id])"
 
 
-def add_clean_commands(sub, add_run_options) -> None:
-    from xmdata.tasks.clean.params import CleanParams  # pydantic only
-
-    dedup = sub.add_parser("dedup", help="near-duplicate images or captions inside one table: matches, groups "
-                           "(one kept each), rejects and a report")
+def add_dedup_arguments(dedup: argparse.ArgumentParser) -> None:
     dedup.add_argument("input", help=INPUT_HELP)
     add_param_flags(dedup, ParamFlags(CleanParams, skip=("reference_model",)))
     dedup.add_argument("--out", required=True, help="folder for matches.parquet, kept.parquet, rejects.parquet, "
                        "report.json, report.md")
     add_run_options(dedup)
 
-    contamination = sub.add_parser("contamination", help="every row of a table that matches a row of a reference "
-                                   "(training data): an image folder, a table, a release, clip-retrieval embeddings")
+
+def add_contamination_arguments(contamination: argparse.ArgumentParser) -> None:
     contamination.add_argument("input", help=INPUT_HELP)
     contamination.add_argument("--against", action="append", required=True, metavar="REF",
                                help="a reference, repeatable: a folder of images, an images or captions table, a "
@@ -51,3 +50,10 @@ def clean(args: argparse.Namespace) -> int:
     print(f"{args.command}: {report['kept']} of {report['rows']} rows kept; refused: {refused} "
           f"-> {storage.join(args.out, 'report.md')}", file=sys.stdout)
     return 0
+
+
+DEDUP = Command("dedup", "near-duplicate images or captions inside one table: matches, groups (one kept each), "
+                "rejects and a report", add_dedup_arguments, clean, reads_tables=True, guide="how-to/clean.md")
+CONTAMINATION = Command("contamination", "every row of a table that matches a row of a reference (training data): "
+                        "an image folder, a table, a release, clip-retrieval embeddings", add_contamination_arguments,
+                        clean, reads_tables=True, guide="how-to/clean.md")

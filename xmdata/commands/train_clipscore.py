@@ -2,15 +2,15 @@
 Light at import: pydantic and argparse only."""
 from __future__ import annotations
 
+import argparse
+
+from xmdata.cli_command import Command
+from xmdata.cli_options import add_run_options
 from xmdata.cli_params import ParamFlags, add_param_flags
+from xmdata.tasks.train.clipscore_params import ClipscoreParams  # pydantic only
 
 
-def add_clipscore_command(recipes, add_run_options) -> None:
-    from xmdata.tasks.train.clipscore_params import ClipscoreParams  # pydantic only
-
-    clipscore = recipes.add_parser("clipscore", help="multilingual CLIPScore fine-tuning of an open_clip model: "
-                                   "contrastive loss on the release's captions, contrastive + Pearson loss against "
-                                   "human ratings on its rated pairs, alternating batches")
+def add_arguments(clipscore: argparse.ArgumentParser) -> None:
     clipscore.add_argument("release", help="a release folder (manifest.json) with a captions table and a rated-pairs "
                            "table")
     clipscore.add_argument("--out", required=True, help="run folder: checkpoint, artifacts/ (loss log, curve), eval/ "
@@ -19,7 +19,7 @@ def add_clipscore_command(recipes, add_run_options) -> None:
     add_run_options(clipscore)
 
 
-def clipscore(args) -> int:
+def clipscore(args: argparse.Namespace) -> int:
     import sys
 
     from xmdata.flow_run import run_flow
@@ -41,3 +41,8 @@ def clipscore(args) -> int:
 
 def _fmt(value) -> str:
     return "—" if value is None else f"{value:.3f}"
+
+
+CLIPSCORE = Command("clipscore", "multilingual CLIPScore fine-tuning of an open_clip model: contrastive loss on the "
+                    "release's captions, contrastive + Pearson loss against human ratings on its rated pairs, "
+                    "alternating batches", add_arguments, clipscore)

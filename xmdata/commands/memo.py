@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from xmdata.cli_command import Command
+
 
 def non_negative(text: str) -> float:
     value = float(text)
@@ -12,16 +14,14 @@ def non_negative(text: str) -> float:
     return value
 
 
-def add_memo_command(sub) -> None:
-    p = sub.add_parser("memo", help="the memo of model results per unit that builds reuse: its size, recent "
-                       "hits, and pruning")
-    commands = p.add_subparsers(dest="memo_command", required=True)
-    stats = commands.add_parser("stats", help="entries and bytes per kind of unit, and what recent builds took from it")
-    prune = commands.add_parser("prune", help="remove entries (a pruned entry is computed again when a build needs it)")
-    for command in (stats, prune):
-        command.add_argument("--memo", default=None, metavar="FOLDER|URL",
-                             help="the memo (default: XMDATA_MEMO, else XMDATA_CACHE/memo)")
-        command.add_argument("--json", action="store_true", help="as JSON, for scripts")
+def add_common(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--memo", default=None, metavar="FOLDER|URL",
+                         help="the memo (default: XMDATA_MEMO, else XMDATA_CACHE/memo)")
+    command.add_argument("--json", action="store_true", help="as JSON, for scripts")
+
+
+def add_prune_arguments(prune: argparse.ArgumentParser) -> None:
+    add_common(prune)
     prune.add_argument("--older-than", type=non_negative, default=None, metavar="DAYS",
                        help="entries neither written nor served for this many days")
     prune.add_argument("--max-size", type=non_negative, default=None, metavar="GB",
@@ -76,3 +76,12 @@ def stats_text(found: dict) -> str:
         used = "; ".join(f"{stage}{memo_line(units)[1:].replace(' memo:', '')}" for stage, units in run["stages"].items())
         lines.append(f"  {run['finished']}  {run['command']} -> {run['out']}: {used}")
     return "\n".join(lines)
+
+
+GUIDE = "how-to/incremental.md"
+MEMO = Command("memo", "the memo of model results per unit that builds reuse: its size, recent hits, and pruning",
+               run=memo, guide=GUIDE, subcommand_dest="memo_command", subcommands=(
+                   Command("stats", "entries and bytes per kind of unit, and what recent builds took from it",
+                           add_arguments=add_common, guide=GUIDE),
+                   Command("prune", "remove entries (a pruned entry is computed again when a build needs it)",
+                           add_arguments=add_prune_arguments, guide=GUIDE)))

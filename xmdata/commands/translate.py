@@ -1,0 +1,122 @@
+"""`xmdata translate`, `select-translations` and `translate-qa`: translate texts (beam candidates,
+language ID, COMETKiwi, the best one), re-select from a run's candidates, translate packed Q/A."""
+from __future__ import annotations
+
+import argparse
+
+from xmdata.cli_command import Command
+from xmdata.cli_options import add_run_options
+from xmdata.cli_params import ParamFlags, add_param_flags, flag_of
+from xmdata.tasks.translation.params import TranslateParams, TranslateQaParams  # pydantic only: nothing heavy
+
+GUIDE = "how-to/translate.md"
+
+
+def _qe_follows_device(data: dict, create: bool) -> None:
+    """The command line's --device places the translator and COMETKiwi alike."""
+    device = data.get("translator", {}).get("device")
+    if device and (create or "filters" in data):
+        data.setdefault("filters", {}).setdefault("qe_device", device)
+
+
+def _translate_aliases(args: argparse.Namespace, data: dict) -> None:
+    _qe_follows_device(data, create=True)
+
+
+def _translate_qa_aliases(args: argparse.Namespace, data: dict) -> None:
+    """--score-candidates turns the filters on; their options without it would be silently unused."""
+    if "filters" in data and not args.score_candidates:
+        raise ValueError(", ".join(flag_of(k) for k in data["filters"]) + ": only with --score-candidates")
+    if args.score_candidates:
+        data.setdefault("filters", {})
+    _qe_follows_device(data, create=False)
+
+
+def probability(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {value}")
+    return value
+
+
+def add_translate_arguments(tr: argparse.ArgumentParser) -> None:
+    tr.add_argument("input", help="Parquet/CSV/JSONL with an id column and the text columns")
+    add_param_flags(tr, ParamFlags(TranslateParams, skip=("qe_device",), aliases=_translate_aliases))
+    tr.add_argument("--out", required=True)
+    tr.add_argument("--dry-run", action="store_true",
+                    help="say how many beam searches the build would run and how many the memo holds; "
+                         "load no model, write nothing")
+    add_run_options(tr)
+
+
+def translate(args: argparse.Namespace) -> int:
+    from xmdata.flow_run import run_flow
+    from xmdata.flows.translate import preflight, translate_flow
+    from xmdata.runtime import storage
+
+    p = args.params  # TranslateParams, validated by the CLI
+    if args.dry_run:
+        from xmdata.runtime import memo
+        from xmdata.tasks.translation.memo_plan import memo_plan, plan_text
+
+        print(plan_text(memo_plan(args.input, p, memo.MemoOptions(memo.resolve_location(args.memo)))))
+        return 0
+    # Fail in seconds, before a server starts: bad input, missing model paths, unsupported languages.
+    # The flow then reads the input to build, and does not check the models again.
+    preflight(args.input, p)
+    run_flow(translate_flow, args, input_path=storage.absolute(args.input), params=p, models_checked=True)
+    print(storage.read_text(storage.join(args.out, "translation_report.md")))
+    return 0
+
+
+def add_select_arguments(sel: argparse.ArgumentParser) -> None:
+    sel.add_argument("run_dir", help="the --out folder of a `xmdata translate` run")
+    sel.add_argument("--min-lid-prob", type=probability, default=None, help="default: the run's")
+    sel.add_argument("--min-qe", type=float, default=None, help="default: the run's")
+    sel.add_argument("--out", default=None, help="where to write (default: the run folder)")
+
+
+def select_translations(args: argparse.Namespace) -> int:
+    from xmdata.runtime import storage
+    from xmdata.runtime.storage_check import check_location
+    from xmdata.tasks.translation.outputs import read_run, write_selection
+
+    check_location(args.run_dir, "RUN_DIR")  # a store that cannot be read stops here, in one line
+    report = write_selection(args.run_dir, *read_run(args.run_dir), args.out, args.min_lid_prob, args.min_qe)
+    print(f"thresholds: min_lid_prob={report['thresholds']['min_lid_prob']}, "
+          f"min_qe={report['thresholds']['min_qe']}")
+    print(report["markdown"])
+    print(f"-> {storage.absolute(args.out or args.run_dir)}")
+    return 0
+
+
+def add_qa_arguments(qa: argparse.ArgumentParser) -> None:
+    qa.add_argument("input", help="JSONL/Parquet/CSV: id, task, query, positive[, negative, image] "
+                                  "(MMEB's qry/pos_text/neg_text/subset accepted)")
+    add_param_flags(qa, ParamFlags(TranslateQaParams, skip=("qe_device", "split_sentences"),
+                                   aliases=_translate_qa_aliases))
+    qa.add_argument("--score-candidates", action="store_true",
+                    help="label every extracted candidate with LID and COMETKiwi; keep the best passing one")
+    qa.add_argument("--out", required=True)
+    add_run_options(qa)
+
+
+def translate_qa(args: argparse.Namespace) -> int:
+    from xmdata.flow_run import run_flow
+    from xmdata.flows.translate_qa import preflight_qa, translate_qa_flow
+    from xmdata.runtime import storage
+
+    p = args.params  # TranslateQaParams, validated by the CLI
+    preflight_qa(args.input, p)  # fail before a server starts; the flow does not check the models again
+    run_flow(translate_qa_flow, args, input_path=storage.absolute(args.input), params=p, models_checked=True)
+    print(storage.read_text(storage.join(args.out, "qa_report.md")))
+    return 0
+
+
+TRANSLATE = Command("translate", "beam candidates -> language ID -> COMETKiwi -> best translation",
+                    add_translate_arguments, translate, reads_tables=True, guide=GUIDE)
+SELECT_TRANSLATIONS = Command("select-translations", "re-select translations from a run's candidates with new "
+                              "thresholds (no model)", add_select_arguments, select_translations, reads_tables=True,
+                              guide=GUIDE)
+TRANSLATE_QA = Command("translate-qa", "Question/Answer packed translation of MMEB-style instances (xVLM2Vec)",
+                       add_qa_arguments, translate_qa, reads_tables=True, guide="how-to/translate-qa.md")
