@@ -156,6 +156,15 @@ def shard_scope(options: MemoOptions | None, stage_version: str, params: dict) -
             unit_memo.flush()
 
 
+def shard_use(scope: ShardScope) -> dict:
+    """What a shard took from the memo, for `<stage>/_memo/<shard>.json` beside its record (never in
+    it): the memo, and the keys of the units it served, by kind."""
+    served: dict[str, set] = {}
+    for unit_memo in scope.memos:
+        served.setdefault(unit_memo.context["kind"], set()).update(unit_memo.served_keys)
+    return {"memo": scope.options.location, "served": {kind: sorted(keys) for kind, keys in sorted(served.items())}}
+
+
 def without(params: dict, excluded: Sequence[str]) -> dict:
     """`params` less the dotted paths `excluded` ("translator.name_or_path")."""
     out = json.loads(json.dumps(params, default=str))
@@ -267,6 +276,7 @@ class UnitMemo:
     audit: float = 0.0
     audit_pending: dict = field(default_factory=dict)  # sampled hits held back, to compare with the model's
     waiting: dict = field(default_factory=dict)  # computed entries not written yet (`store`)
+    served_keys: set = field(default_factory=set)  # what the shard took from the memo (`explain ROW` says it)
     waiting_since: float | None = None
 
     @staticmethod
@@ -312,6 +322,7 @@ class UnitMemo:
                     os.utime(storage.local(path))  # last used: what `memo prune --older-than` reads
         self.audit_pending.update({k: found.pop(k) for k in list(found) if self._audited(k)})
         self.counts.served += len({k for k in keys if k in found})
+        self.served_keys.update(found)
         return [found.get(k, MISSING) for k in keys]
 
     def holds(self, inputs: Sequence) -> list[bool]:

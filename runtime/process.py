@@ -30,6 +30,8 @@ def process_shard(stage: Stage, input_path: str, root: str, index: int, input_sh
     with memo.shard_scope(stage.memo, stage.code_version, stage.memo_params) as used:
         kept, rejects = stage.fn(table, stage.params)
     memo_counts.update({kind: counts.as_dict() for kind, counts in used.counts.items()})
+    if stage.memo_kinds:  # written whether the memo was on or off: a rerun never leaves a stale one
+        write_json_atomic(memo.shard_use(used), paths.memo_use)
     return write_shard(stage, paths, input_sha, table.num_rows, kept, rejects)
 
 

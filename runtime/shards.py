@@ -69,6 +69,11 @@ class ShardPaths:
     def record(self) -> str:
         return storage.join(self.root, self.stage, "_done", f"{self.name}.json")
 
+    @property
+    def memo_use(self) -> str:
+        """What the shard took from the memo of model work (runtime/memo.py): beside, not in, its record."""
+        return storage.join(self.root, self.stage, "_memo", f"{self.name}.json")
+
 
 def remove_shards_beyond(root: str, stage: str, n_shards: int) -> set[int]:
     """Delete a stage's shard files numbered n_shards and up: left by an earlier run with more shards,
@@ -76,7 +81,7 @@ def remove_shards_beyond(root: str, stage: str, n_shards: int) -> set[int]:
     have a completion record: callers read only those (on a store, a LIST per folder instead of a
     GET per shard)."""
     recorded = set()
-    for kind in ("data", "rejects", "_done"):
+    for kind in ("data", "rejects", "_done", "_memo"):
         folder = storage.join(root, stage, kind)
         for name in storage.listdir(folder):
             if not name.startswith("shard-"):

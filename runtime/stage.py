@@ -26,6 +26,8 @@ class Stage:
     ``memo_exclude``: params fields (dotted paths) that do not decide one unit's model result, left
     out of its memo key (runtime/memo.py); each is proven irrelevant by a test. Everything else in the
     params is in the key, so a field added later keys the memo by itself.
+    ``memo_kinds``: the kinds of unit it keeps in the memo; each shard then says beside its record
+    which units it took from the memo (`ShardPaths.memo_use`, read by `explain`).
     ``memo``: where this run's memo is, set by `run_shards` from the command (outside every hash).
     """
 
@@ -36,6 +38,7 @@ class Stage:
     inline_rows: int = 0
     gpu: bool = False
     memo_exclude: tuple[str, ...] = ()
+    memo_kinds: tuple[str, ...] = ()
     memo: MemoOptions | None = None
 
     @property

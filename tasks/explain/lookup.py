@@ -76,6 +76,18 @@ def shard_record_of(folders: Folders, stage: str, row_id: str) -> dict | None:
     return shard_record(found["_file"][0]) if found.height else None
 
 
+def memo_use_of(folders: Folders, stage: str, record: dict | None) -> dict | None:
+    """What the row's shard took from the memo of model work (`<stage>/_memo/<shard>.json`, beside its
+    record); None for a build without one (made before the memo, or a release without its build)."""
+    if not folders.work or not record:
+        return None
+    try:
+        with open(os.path.join(folders.work, stage, "_memo", f"{record['shard']}.json"), encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError, KeyError):
+        return None
+
+
 def strip(row: dict) -> dict:
     return {k: v for k, v in row.items() if k != "_file"}
 

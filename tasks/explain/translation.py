@@ -10,7 +10,10 @@ from xmdata.tasks.translation.options import FilterOptions
 from xmdata.tasks.translation.select import choose_per_segment
 
 from .folders import Folders
-from .lookup import find_rejects, find_rows, shard_record_of, stage_models, stage_params
+from xmdata.runtime.memo import UnitMemo
+from xmdata.tasks.translation.params import TranslateParams
+
+from .lookup import find_rejects, find_rows, memo_use_of, shard_record_of, stage_models, stage_params
 from .steps import rows_of
 from .trace import Step
 
@@ -38,6 +41,12 @@ def translation_steps(folders: Folders, text_id: str, only_target: str | None = 
         return steps
     by_target = candidates.group_by("target_language", maintain_order=True)
     steps[0].values = {"candidates": {t: g.height for (t,), g in by_target}}
+    source = (steps[0].params or {}).get("source") or TranslateParams.model_fields["source"].default
+    searched = candidates.filter(pl.col("status").is_in(["ok", "empty_output"])).unique(
+        ["target_language", "source_text"], maintain_order=True)
+    if said := reused(memo_use_of(folders, "translate", steps[0].record), "beam_candidates",
+                      [[r["source_text"], source, r["target_language"]] for r in searched.to_dicts()]):
+        steps[0].values["model results"] = said
     thresholds = (folders.report("translation_report.json") or {}).get("thresholds") or {}
     default_lid = FilterOptions.model_fields["min_lid_prob"].default  # a run without its report: the default
     min_lid_prob, min_qe = thresholds.get("min_lid_prob", default_lid), thresholds.get("min_qe")
@@ -52,6 +61,10 @@ def translation_steps(folders: Folders, text_id: str, only_target: str | None = 
         for (t,), g in by_target}},
         params=stage_params(folders, "candidate_qe"), model=stage_models(folders, "candidate_qe"),
         record=shard_record_of(folders, "candidate_qe", text_id)))
+    pairs = candidates.filter(pl.col("lid_match").fill_null(False)).select("source_text", "candidate").unique(
+        maintain_order=True)
+    if said := reused(memo_use_of(folders, "candidate_qe", steps[-1].record), "cometkiwi", pairs.rows()):
+        steps[-1].values["model results"] = said
     units = find_rows(folders.table_paths("translations"), "id", text_id)
     several = candidates.select("column", "element").unique().height > 1  # caption + refs, list elements
     for (target, column, element), group in candidates.group_by(["target_language", "column", "element"],
@@ -60,6 +73,19 @@ def translation_steps(folders: Folders, text_id: str, only_target: str | None = 
             f": {column}" + ("" if element is None else f"[{element}]") if several else "")
         steps.append(selection_step(name, group, unit_row(units, target, column, element), min_lid_prob, min_qe))
     return steps
+
+
+def reused(use: dict | None, kind: str, inputs: list) -> str | None:
+    """Whether this text's model results came from the memo in the build (runtime/memo.py), or None
+    when the build did not say (made before the memo)."""
+    if use is None or not inputs:
+        return None
+    if use.get("memo") is None:
+        return f"{len(inputs)} computed by this build (the memo was off)"
+    served = set(use.get("served", {}).get(kind, ()))
+    hits = sum(UnitMemo.key(list(x)) in served for x in inputs)
+    return (f"{hits} of {len(inputs)} from the memo (computed by an earlier build, the same bytes), "
+            f"{len(inputs) - hits} computed by this build")
 
 
 def unit_row(units: pl.DataFrame, target: str, column: str, element: int | None) -> dict | None:

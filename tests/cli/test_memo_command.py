@@ -33,6 +33,18 @@ def test_a_second_build_is_served_by_the_memo_and_says_so_and_prune_empties_it(t
     for name in ("translations.parquet", "translation_rejects.parquet", "translation_report.json"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
 
+    # explain ROW says where its model results came from, in each build
+    def model_results(folder, stage):
+        trace = json.loads(run_xmdata(["explain", folder, "c1", "--json"], cli_env).stdout)
+        steps = [step for t in trace["traces"] for step in t["steps"] if step["stage"] == stage]
+        return steps[0]["values"].get("model results")
+
+    assert model_results(tmp_path / "a", "translate") == "0 of 1 from the memo (computed by an earlier build, " \
+                                                       "the same bytes), 1 computed by this build"
+    assert model_results(tmp_path / "b", "translate").startswith("1 of 1 from the memo")
+    qe = model_results(tmp_path / "b", "candidate_qe")
+    assert qe is None or " 0 computed by this build" in qe
+
     planned = run_xmdata(["translate", source, "--targets", "fr,de", "--model", tiny_models["m2m100"].name_or_path,
                           "--num-beams", "2", "--num-candidates", "2", "--out", tmp_path / "never", "--memo", memo,
                           "--dry-run"], cli_env)
