@@ -74,6 +74,10 @@ class StageTracker:
         if not self.enabled:
             return
         self._update(force=True)
+        if timing.get("memo"):  # the run's log (the UI's Logs tab) says what the memo did for the stage
+            from prefect import get_run_logger
+
+            get_run_logger().info("%s%s", self.stage, memo_line(timing["memo"]))
         if not (self.rows or self.failed):
             return
         from prefect.artifacts import create_table_artifact

@@ -28,7 +28,7 @@ from xmdata.tasks.translation.beam_search import beam_search, recorded
 
 STAGE = "translate_qa"
 MEMO_KIND = "beam_candidates"
-# Left out of a unit's memo key (tests/qa/test_memo.py): its target and model content are in the key,
+# Left out of a unit's memo key (tests/qa/test_qa_memo.py): its target and model content are in the key,
 # and the label words decide the extraction, which runs on every build, not the raw candidates.
 MEMO_EXCLUDE = ("target_languages", "labels", "translator.name_or_path")
 KEPT_PARTS = ("query", "positive")  # the negative gives context and is then dropped, as in the method

@@ -13,6 +13,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from support.memo_runs import parquet_bytes, run_shard as run
+
 from xmdata.runtime import memo
 from xmdata.runtime.execution import run_stage
 from xmdata.runtime.session import execution_session
@@ -34,19 +36,6 @@ def texts_table(texts: list[str], ids: list[str] | None = None) -> pa.Table:
 
 def params(targets=("fr",), **translator) -> TranslateParams:
     return TranslateParams(targets=list(targets), translator={**GENERATION, **translator})
-
-
-def run(stage, table: pa.Table, location: str | None, audit: float = 0.0):
-    """The stage's function as a shard runs it (runtime/process.py): (kept, rejects, counts)."""
-    with memo.shard_scope(memo.MemoOptions(location, audit), stage.code_version, stage.memo_params) as scope:
-        kept, rejects = stage.fn(table, stage.params)
-    return kept, rejects, {kind: counts.as_dict() for kind, counts in scope.counts.items()}
-
-
-def parquet_bytes(table: pa.Table) -> bytes:
-    sink = pa.BufferOutputStream()
-    pq.write_table(table, sink)
-    return sink.getvalue().to_pybytes()
 
 
 @pytest.fixture

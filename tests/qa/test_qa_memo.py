@@ -3,11 +3,9 @@ instance are kept, extraction runs on every build — so a shard assembled from 
 a memo-off build, and new label words (which decide extraction, not the candidates) reuse them."""
 from __future__ import annotations
 
-import pyarrow as pa
-import pyarrow.parquet as pq
+from support.memo_runs import parquet_bytes, run_shard as run
 
 from xmdata.data import sample_path
-from xmdata.runtime import memo
 from xmdata.tasks.qa.input import read_qa_input
 from xmdata.tasks.qa.translate import MEMO_EXCLUDE, MEMO_KIND, translate_qa_stage
 from xmdata.tasks.translation.params import TranslateQaParams
@@ -22,18 +20,6 @@ def stage(models, targets=("fr", "de"), labels=LABELS):
     return translate_qa_stage(params, models["madlad"], labels)
 
 
-def run(qa_stage, table, location):
-    with memo.shard_scope(memo.MemoOptions(location), qa_stage.code_version, qa_stage.memo_params) as scope:
-        kept, rejects = qa_stage.fn(table, qa_stage.params)
-    return kept, rejects, {kind: c.as_dict() for kind, c in scope.counts.items()}
-
-
-def as_bytes(table: pa.Table) -> bytes:
-    sink = pa.BufferOutputStream()
-    pq.write_table(table, sink)
-    return sink.getvalue().to_pybytes()
-
-
 def test_qa_candidates_from_the_memo_are_the_memo_off_bytes_and_new_labels_reuse_them(tiny_models, tmp_path):
     table = read_qa_input(sample_path("mmeb.jsonl")).slice(0, 4)  # each pass beam-searches every instance
     location = str(tmp_path / "memo")
@@ -42,14 +28,14 @@ def test_qa_candidates_from_the_memo_are_the_memo_off_bytes_and_new_labels_reuse
     _, _, first = run(stage(tiny_models), table.slice(0, table.num_rows // 2), location)
     kept, rejects, second = run(stage(tiny_models), table, location)
     assert second[MEMO_KIND]["served"] == first[MEMO_KIND]["computed"] > 0
-    assert as_bytes(kept) == as_bytes(off_kept) and as_bytes(rejects) == as_bytes(off_rejects)
+    assert parquet_bytes(kept) == parquet_bytes(off_kept) and parquet_bytes(rejects) == parquet_bytes(off_rejects)
 
     # Label words decide the extraction, which runs again: served whole, the same bytes as without the memo
     relabelled, relabelled_rejects, third = run(stage(tiny_models, labels=OTHER_LABELS), table, location)
     assert third[MEMO_KIND].get("computed", 0) == 0
     off_relabelled, off_relabelled_rejects, _ = run(stage(tiny_models, labels=OTHER_LABELS), table, None)
-    assert as_bytes(relabelled) == as_bytes(off_relabelled)
-    assert as_bytes(relabelled_rejects) == as_bytes(off_relabelled_rejects)
+    assert parquet_bytes(relabelled) == parquet_bytes(off_relabelled)
+    assert parquet_bytes(relabelled_rejects) == parquet_bytes(off_relabelled_rejects)
     assert set(MEMO_EXCLUDE) == {"target_languages", "labels", "translator.name_or_path"}
 
     # a target removed computes nothing
