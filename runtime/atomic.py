@@ -10,7 +10,7 @@ import tempfile
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import storage
+from . import folder_lock, storage
 
 
 def replace_atomically(path: str, write) -> str:
@@ -184,11 +184,22 @@ def hash_params(params: dict) -> str:
 
 
 def remove_stray_temp_files(root: str) -> int:
-    """Delete temp files and folders a killed run left behind (they never became outputs); returns how many."""
+    """Delete temp files and folders a killed run left behind (they never became outputs); returns how many.
+
+    Only where no live writer but this process holds the lock (runtime/folder_lock.py): nothing when
+    ROOT or a folder above it is another's, and no folder under ROOT that another holds. Under a lock
+    of this process, the temp files are a gone writer's (`one_writer` sweeps when it takes a lock,
+    before the first write) or this run's own whose writers have all returned (run_shards, at a
+    stage's end)."""
     if storage.is_url(root):  # uploads are whole or absent: nothing half-written to remove
         return 0
     removed, top = 0, storage.local(root)
+    if folder_lock.another_writer(top, above=True):
+        return 0
     for folder, subfolders, files in os.walk(top):
+        if folder != top and folder_lock.LOCK_NAME in files and folder_lock.another_writer(folder):
+            subfolders.clear()  # another writer's folder: its temp files are live
+            continue
         if folder == top:  # local_temp_folder's folders, only at the top: never a user's
             for name in [d for d in subfolders if d.startswith(TEMP_FOLDER_PREFIX)]:
                 subfolders.remove(name)

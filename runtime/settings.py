@@ -115,8 +115,13 @@ WORKER_FORKSERVER = Setting("XMDATA_WORKER_FORKSERVER", True, _flag,
                             "on: the workers of a cluster xmdata starts are forked from one process that has "
                             "imported their libraries (the service's: the model libraries too); off: each "
                             "starts as a fresh python (spawn)", "on or off")
+# A writer's lock on a shared filesystem, seen from another host: live while its mtime is this recent
+# (the holder renews it every quarter of this; runtime/folder_lock.py). On its own host, the pid decides.
+LOCK_LEASE_S = Setting("XMDATA_LOCK_LEASE_S", 300.0, _at_least_zero(float),
+                       "a folder's lock whose holder runs on another host is taken over once it has not been "
+                       "renewed for this long (the holder renews it every quarter of it)", "seconds (>= 0)")
 USER = (CACHE, EXECUTOR, DASK_ADDRESS, SERVICE, IDLE_MINUTES, MODEL_IDLE_MINUTES, MODEL_MEMORY_GB, BIND,
-        GPU_WORKERS, NO_WORKER_SECONDS, PROGRESS, SHARD_ROWS, WORKER_FORKSERVER)
+        GPU_WORKERS, NO_WORKER_SECONDS, PROGRESS, SHARD_ROWS, WORKER_FORKSERVER, LOCK_LEASE_S)
 
 # xmdata's own, for its tests, benchmarks and scripts only.
 TEST_RUN = Setting("XMDATA_TEST_RUN", None, str, "the folder one test run shares with its subprocesses")

@@ -17,7 +17,7 @@ GUIDES = {
     "download-images": "how-to/download-images.md", "dedup": "how-to/clean.md", "contamination": "how-to/clean.md",
     "explain": "how-to/explain.md", "explore": "how-to/releases.md", "train": "how-to/train.md",
     "validate": "how-to/commands.md", "models": "explanation/installing.md", "evaluate": "how-to/evaluate.md",
-    "import": "how-to/importers.md",
+    "import": "how-to/importers.md", "unlock": "how-to/releases.md",
 }
 
 

@@ -153,6 +153,7 @@ def evaluate(args) -> int:
 
 
 def import_dataset(args) -> int:
+    from xmdata.runtime.folder_lock import one_writer
     from xmdata.tasks.importers.options import ImportOptions
     from xmdata.tasks.importers.run import import_dataset as run_import, report_markdown
 
@@ -164,7 +165,8 @@ def import_dataset(args) -> int:
         from xmdata.cli_params import flag_error
 
         raise ContractError("; ".join(flag_error(e, set(ImportOptions.model_fields)) for e in exc.errors())) from None
-    report = run_import(args.format, args.source, args.out, options)
+    with one_writer(args.out):  # one writer of OUT at a time (runtime/folder_lock.py)
+        report = run_import(args.format, args.source, args.out, options)
     differences = (report.get("publisher_counts") or {}).get("differences") or []
     if differences:  # said whatever --quiet says: a count unlike the publisher's is never silent
         shown = "; ".join(differences[:5]) + (f"; … {len(differences) - 5} more" if len(differences) > 5 else "")
@@ -209,3 +211,5 @@ from xmdata.commands_clean import clean  # noqa: E402  (its module also declares
 COMMANDS["dedup"] = COMMANDS["contamination"] = clean
 from xmdata.commands_train import train  # noqa: E402  (its module also declares its flags)
 COMMANDS["train"] = train
+from xmdata.commands_lock import status, unlock  # noqa: E402
+COMMANDS["status"], COMMANDS["unlock"] = status, unlock  # `status FOLDER`: its lock; `status`: the service

@@ -1,0 +1,381 @@
+"""One writer per folder: a lock file inside the folder names its holder; a second writer refuses
+in one line (or waits, `waiting_for_locks`), a gone holder's lock is taken over, with a line saying so.
+
+The file, FOLDER/.xmdata-lock, is JSON: a random token, the holder's pid and that process's start
+time (/proc/PID/stat, so a reused pid is not mistaken for the holder), the boot, host, when it was
+taken and the command. It is written whole to a private name, then linked to its name: `os.link`
+fails if the name exists, so exactly one writer gets it and no reader sees half a file. A holder
+is gone when, on this host and boot, no process has its pid and start time; on another host (a
+shared filesystem), when its lease — the file's mtime, refreshed from a thread while it is held —
+is older than XMDATA_LOCK_LEASE_S. A gone holder's file is renamed to a name of the taker's own
+(one taker can move it; a taker that moved a live lock it raced for puts it back), then the
+taker's own is linked in its place. A file there that is not one of ours is refused and kept.
+
+A lock covers its folder and everything under it, and is re-entrant in its process: a flow called
+by a flow (a release's stages) that holds the folder or one above it takes nothing more. Folders on
+an object store (s3://, gs://, az://) are not locked: fsspec exposes neither a conditional delete nor
+a rename there, so a stale lock could not be taken over atomically; their writes are whole or
+absent and nothing sweeps them (runtime/atomic.py). Prefect's per-deployment concurrency limit
+(prefect.yaml, `xmdata serve`) still keeps a schedule from overlapping itself there.
+"""
+from __future__ import annotations
+
+import contextvars
+import json
+import os
+import shlex
+import socket
+import sys
+import threading
+import time
+import uuid
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from typing import Iterator
+
+from . import settings, storage
+from xmdata.schemas.contract import ContractError
+
+LOCK_NAME = ".xmdata-lock"
+FORMAT = "xmdata folder lock 1"
+POLL_S = 0.5  # between looks at a busy folder, with --wait-lock
+
+
+class FolderBusy(ContractError):
+    """A live writer holds the folder (exit 2 on the command line, as a refused input)."""
+
+
+class ForeignLock(ContractError):
+    """FOLDER/.xmdata-lock is not a lock xmdata wrote: refused, and left where it is."""
+
+
+@dataclass(frozen=True)
+class Holder:
+    token: str
+    pid: int
+    pid_start: int | None  # clock ticks after boot (/proc/PID/stat field 22); None where there is no /proc
+    boot: str | None
+    host: str
+    since: float  # seconds since the epoch
+    command: str
+
+    def named(self) -> str:
+        where = "" if self.host == socket.gethostname() else f" on host {self.host}"
+        when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(self.since))
+        return f"pid {self.pid}{where} (command {self.command}, since {when})"
+
+
+def this_process(command: str | None = None) -> Holder:
+    return Holder(uuid.uuid4().hex, os.getpid(), process_start(os.getpid()), _boot(), socket.gethostname(),
+                  round(time.time(), 3), command or _command_line())
+
+
+def _command_line(limit: int = 200) -> str:
+    """This process's command line, with the Prefect flow run it is (a UI or scheduled run's argv says little)."""
+    words = [os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "python", *sys.argv[1:]]
+    line = shlex.join(words)
+    line = line if len(line) <= limit else line[:limit - 1] + "…"
+    if "prefect" in sys.modules:  # never imported for this: `xmdata unlock` stays light
+        from prefect.runtime import flow_run
+
+        if flow_run.id:
+            line += f", Prefect flow run {flow_run.name} {flow_run.id}"
+    return line
+
+
+def process_start(pid: int) -> int | None:
+    """The start time of process PID in clock ticks after boot; None when there is no such process
+    (or no /proc to ask: then the pid alone decides)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            text = f.read()
+    except FileNotFoundError:
+        return None if os.path.isdir("/proc/self") or not _pid_exists(pid) else -1
+    except OSError:
+        return -1  # exists, not ours to read: alive
+    return int(text[text.rindex(")") + 2:].split()[19])  # after the name, which may hold spaces
+
+
+def _pid_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _boot() -> str | None:
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def lock_path(folder: str) -> str:
+    return os.path.join(folder, LOCK_NAME)
+
+
+def read_holder(folder: str) -> tuple[Holder, float] | None:
+    """(the holder, the lease's age in seconds) of FOLDER's lock; None when there is none.
+    ForeignLock when a file is there that xmdata did not write."""
+    path = lock_path(folder)
+    try:
+        with open(path, "rb") as f:
+            text, age = f.read(), time.time() - os.fstat(f.fileno()).st_mtime
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except PermissionError as exc:
+        raise ContractError(f"{folder}: cannot read its lock {path}: {exc.strerror}") from None
+    except IsADirectoryError:
+        raise ForeignLock(f"{folder}: {path} is a folder, not an xmdata lock; nothing was deleted "
+                          f"(remove it yourself if no writer uses it)") from None
+    try:
+        data = json.loads(text)
+        if data.pop("format") != FORMAT:
+            raise ValueError("another format")
+        return Holder(**data), age
+    except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError):
+        raise ForeignLock(f"{folder}: {path} is not an xmdata lock file; nothing was deleted "
+                          f"(remove it yourself if no writer uses it)") from None
+
+
+def gone(holder: Holder, age: float) -> str | None:
+    """Why HOLDER no longer writes (the line a takeover prints), or None while it may."""
+    if holder.host == socket.gethostname() and holder.boot == _boot():
+        start = process_start(holder.pid)
+        if start is None:
+            return f"no process {holder.pid} is running"
+        if holder.pid_start is not None and start not in (-1, holder.pid_start):
+            return f"pid {holder.pid} is another process now"
+        return None
+    if holder.host == socket.gethostname():
+        return "this host has restarted since"
+    lease = settings.LOCK_LEASE_S.get()
+    if age > lease:
+        return f"its lease was not refreshed for {age:.0f} s (XMDATA_LOCK_LEASE_S={lease:g})"
+    return None
+
+
+@dataclass
+class _Held:
+    holder: Holder
+    count: int
+    stop: threading.Event
+
+
+_held: dict[str, _Held] = {}  # folder (real path) -> what this process holds there
+_held_pid = os.getpid()
+_guard = threading.RLock()
+_wait_s: contextvars.ContextVar[float] = contextvars.ContextVar("xmdata_wait_lock", default=0.0)
+
+
+def _holding() -> dict[str, _Held]:
+    global _held, _held_pid
+    if _held_pid != os.getpid():  # a forked child holds nothing its parent held
+        _held, _held_pid = {}, os.getpid()
+    return _held
+
+
+def held_here(folder: str) -> str | None:
+    """The folder, FOLDER or one above it, whose lock this process holds; None if none."""
+    path = os.path.realpath(storage.local(folder))
+    with _guard:
+        holding = _holding()
+        while True:
+            if path in holding:
+                return path
+            parent = os.path.dirname(path)
+            if parent == path:
+                return None
+            path = parent
+
+
+def another_writer(folder: str, above: bool = False) -> Holder | None:
+    """A live holder other than this process of FOLDER's lock (with ABOVE: or of a folder above it),
+    which a sweep must leave alone; a file that is not ours counts as one (nothing is deleted)."""
+    path = os.path.realpath(storage.local(folder))
+    while True:
+        mine = path in _holding()
+        try:
+            found = None if mine else read_holder(path)
+        except ForeignLock:
+            return Holder("", 0, None, None, "?", 0.0, "not an xmdata lock")
+        if found and gone(*found) is None:
+            return found[0]
+        parent = os.path.dirname(path)
+        if not above or parent == path:
+            return None
+        path = parent
+
+
+@contextmanager
+def waiting_for_locks(seconds: float) -> Iterator[None]:
+    """A busy folder is waited for this long (--wait-lock), in this context, before it is refused."""
+    token = _wait_s.set(seconds)
+    try:
+        yield
+    finally:
+        _wait_s.reset(token)
+
+
+@contextmanager
+def one_writer(folder: str, command: str | None = None) -> Iterator[bool]:
+    """Hold FOLDER's lock for the block; yields whether it was taken now (False: this process held
+    it or a folder above it already, or FOLDER is on an object store). Taken now, the temp files
+    left in FOLDER are swept (`remove_stray_temp_files`) before the block: no other live writer
+    holds it and this one has written nothing yet, so every temp file there is a gone writer's.
+    A flow called inside (re-entrant) sweeps nothing: its caller's parts may be writing."""
+    if storage.is_url(folder):
+        yield False
+        return
+    path = os.path.realpath(storage.local(folder))
+    with _guard:
+        covering = held_here(path)
+        if covering:
+            _holding()[covering].count += 1
+    if covering:
+        try:
+            yield False
+        finally:
+            _release(covering)
+        return
+    os.makedirs(path, exist_ok=True)
+    _take(path, command)
+    try:
+        from .atomic import remove_stray_temp_files  # atomic's sweep asks this module who writes
+
+        remove_stray_temp_files(path)
+        yield True
+    finally:
+        _release(path)
+
+
+def _take(path: str, command: str | None) -> None:
+    deadline = time.monotonic() + _wait_s.get()
+    while True:
+        with _guard:
+            busy, holder = _above(path)
+            if holder is None:
+                busy, holder = path, _try_take(path, command)
+            if holder is None:
+                return
+        left = deadline - time.monotonic()
+        if left <= 0:
+            waited = f" after waiting {_wait_s.get():g} s" if _wait_s.get() else ""
+            raise FolderBusy(f"{busy} is being written by {holder.named()}{waited}; wait with --wait-lock "
+                             f"SECONDS or `xmdata unlock {busy}` if it is gone")
+        _pause(min(POLL_S, left))
+
+
+def _above(path: str) -> tuple[str, Holder | None]:
+    """A folder above PATH that a live writer holds, and that writer (a lock covers what is under it)."""
+    folder = os.path.dirname(path)
+    while folder != os.path.dirname(folder):
+        try:
+            found = read_holder(folder)
+        except ForeignLock:
+            raise
+        except ContractError:  # a folder above that we may not read holds no lock of ours
+            found = None
+        if found and gone(*found) is None:
+            return folder, found[0]
+        folder = os.path.dirname(folder)
+    return path, None
+
+
+def _pause(seconds: float) -> None:
+    time.sleep(seconds)
+
+
+def _try_take(path: str, command: str | None) -> Holder | None:
+    """Take PATH's lock (None) or return its live holder. Under `_guard`."""
+    mine = this_process(command)
+    lock = lock_path(path)
+    body = json.dumps({"format": FORMAT, **asdict(mine)}, indent=1) + "\n"
+    private = f"{lock}.{mine.token}"
+    with open(private, "x", encoding="utf-8") as f:
+        f.write(body)
+        f.flush()
+        os.fsync(f.fileno())
+    try:
+        for _ in range(100):  # each turn: someone else's lock was there and went, or was taken over
+            try:
+                os.link(private, lock)
+                break
+            except FileExistsError:
+                pass
+            found = read_holder(path)
+            if found is None:
+                continue
+            reason = gone(*found)
+            if reason is None:
+                return found[0]
+            if remove_if(path, found[0].token, mine.token):
+                print(f"xmdata: {path}: took over the lock of {found[0].named()}: {reason}", file=sys.stderr,
+                      flush=True)
+        else:
+            raise FolderBusy(f"{path}: its lock kept changing hands; try again")
+    finally:
+        os.unlink(private)
+    stop = threading.Event()
+    _holding()[path] = _Held(mine, 1, stop)
+    threading.Thread(target=_refresh, args=(path, mine.token, stop), daemon=True,
+                     name="xmdata-lock-lease").start()
+    return None
+
+
+def remove_if(folder: str, token: str, by: str) -> bool:
+    """Remove FOLDER's lock if it is still the one with TOKEN: renamed first to a name of BY's own,
+    which only one remover can do; a live lock moved by a race is put back. Whether it was removed."""
+    lock, moved = lock_path(folder), f"{lock_path(folder)}.gone-{by}"
+    try:
+        os.rename(lock, moved)
+    except FileNotFoundError:
+        return False
+    try:
+        if _token_in(moved) == token:
+            return True
+        try:  # another's, taken between our look and our rename: back where it was
+            os.link(moved, lock)
+        except FileExistsError:
+            pass
+        return False
+    finally:
+        os.unlink(moved)
+
+
+def _refresh(path: str, token: str, stop: threading.Event) -> None:
+    """The lease: the lock's mtime, renewed while it is held, so a writer on another host sees it live."""
+    every = max(settings.LOCK_LEASE_S.get() / 4, 0.1)
+    while not stop.wait(every):
+        try:
+            if _token_in(lock_path(path)) != token:
+                return  # cleared (`xmdata unlock --force`) or taken over: not ours to renew
+            os.utime(lock_path(path))
+        except OSError:
+            return
+
+
+def _token_in(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f).get("token")
+    except (OSError, ValueError):
+        return None
+
+
+def _release(path: str) -> None:
+    with _guard:
+        held = _holding().get(path)
+        if held is None:
+            return
+        held.count -= 1
+        if held.count:
+            return
+        del _holding()[path]
+        held.stop.set()
+        if _token_in(lock_path(path)) == held.holder.token:
+            remove_if(path, held.holder.token, held.holder.token)
