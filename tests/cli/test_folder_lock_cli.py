@@ -51,6 +51,19 @@ def test_a_busy_folder_is_refused_in_one_line_exit_2_and_waited_for_with_wait_lo
     assert waited.returncode == 2 and "after waiting 0.3 s; wait with --wait-lock" in waited.stderr
 
 
+def test_a_lock_file_not_ours_in_an_output_folder_is_refused_in_one_line_and_kept(tmp_path):
+    folder = tmp_path / "out"
+    folder.mkdir()
+    (folder / folder_lock.LOCK_NAME).write_text("my notes")
+    (folder / ".tmp-x.part").write_bytes(b"half")
+    run = xmdata("select-images", sample_path("images.csv"), "--out", str(folder))
+    assert run.returncode == 2
+    assert run.stderr == (f"xmdata: error: {folder}: {folder / folder_lock.LOCK_NAME} is not an xmdata lock file; "
+                          f"nothing was deleted (remove it yourself if no writer uses it)\n")
+    assert sorted(os.listdir(folder)) == sorted([folder_lock.LOCK_NAME, ".tmp-x.part"])
+    assert (folder / folder_lock.LOCK_NAME).read_text() == "my notes"
+
+
 def test_status_and_unlock_of_a_live_writers_folder(held):
     folder, holder = held
     status = xmdata("status", str(folder))
