@@ -194,10 +194,10 @@ def remove_stray_temp_files(root: str) -> int:
     if storage.is_url(root):  # uploads are whole or absent: nothing half-written to remove
         return 0
     removed, top = 0, storage.local(root)
-    if folder_lock.another_writer(top, above=True):
+    if folder_lock.written_by_another(top, above=True):
         return 0
     for folder, subfolders, files in os.walk(top):
-        if folder != top and folder_lock.LOCK_NAME in files and folder_lock.another_writer(folder):
+        if folder != top and folder_lock.LOCK_NAME in files and folder_lock.written_by_another(folder):
             subfolders.clear()  # another writer's folder: its temp files are live
             continue
         if folder == top:  # local_temp_folder's folders, only at the top: never a user's

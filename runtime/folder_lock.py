@@ -193,21 +193,21 @@ def held_here(folder: str) -> str | None:
             path = parent
 
 
-def another_writer(folder: str, above: bool = False) -> Holder | None:
-    """A live holder other than this process of FOLDER's lock (with ABOVE: or of a folder above it),
-    which a sweep must leave alone; a file that is not ours counts as one (nothing is deleted)."""
+def written_by_another(folder: str, above: bool = False) -> bool:
+    """Whether a live writer other than this process holds FOLDER (with ABOVE: or a folder above it):
+    a sweep leaves such a folder alone, and one whose lock file is not ours (nothing is deleted)."""
     path = os.path.realpath(storage.local(folder))
     while True:
-        mine = path in _holding()
-        try:
-            found = None if mine else read_holder(path)
-        except ForeignLock:
-            return Holder("", 0, None, None, "?", 0.0, "not an xmdata lock")
-        if found and gone(*found) is None:
-            return found[0]
+        if path not in _holding():
+            try:
+                found = read_holder(path)
+            except ForeignLock:
+                return True
+            if found and gone(*found) is None:
+                return True
         parent = os.path.dirname(path)
         if not above or parent == path:
-            return None
+            return False
         path = parent
 
 
@@ -227,41 +227,65 @@ def one_writer(folder: str, command: str | None = None) -> Iterator[bool]:
     it or a folder above it already, or FOLDER is on an object store). Taken now, the temp files
     left in FOLDER are swept (`remove_stray_temp_files`) before the block: no other live writer
     holds it and this one has written nothing yet, so every temp file there is a gone writer's.
-    A flow called inside (re-entrant) sweeps nothing: its caller's parts may be writing."""
+    A flow called inside (re-entrant) sweeps nothing: its caller's parts may be writing. Folders
+    made for the lock alone are removed with it: a refused or failed run leaves no empty folder."""
     if storage.is_url(folder):
         yield False
         return
     path = os.path.realpath(storage.local(folder))
-    with _guard:
-        covering = held_here(path)
-        if covering:
-            _holding()[covering].count += 1
-    if covering:
-        try:
-            yield False
-        finally:
-            _release(covering)
-        return
-    os.makedirs(path, exist_ok=True)
-    _take(path, command)
+    made = _missing_from(path)
     try:
-        from .atomic import remove_stray_temp_files  # atomic's sweep asks this module who writes
-
-        remove_stray_temp_files(path)
-        yield True
+        held, fresh = _take(path, command)
+    except BaseException:
+        _remove_empty(path, made)
+        raise
+    try:
+        yield fresh
     finally:
-        _release(path)
+        _release(held)
+        if fresh:
+            _remove_empty(path, made)
 
 
-def _take(path: str, command: str | None) -> None:
+def _missing_from(path: str) -> str | None:
+    """The highest folder of PATH that does not exist yet (None: PATH exists)."""
+    missing = None
+    while not os.path.isdir(path):
+        missing, path = path, os.path.dirname(path)
+    return missing
+
+
+def _remove_empty(path: str, made: str | None) -> None:
+    """PATH and the folders above it up to MADE, those of them still empty."""
+    while made and path.startswith(made):
+        try:
+            os.rmdir(path)
+        except OSError:
+            return
+        if path == made:
+            return
+        path = os.path.dirname(path)
+
+
+def _take(path: str, command: str | None) -> tuple[str, bool]:
+    """(the folder whose lock this process now holds, whether taken now): a folder this process holds
+    already (PATH or one above it) is taken again; else PATH's lock, waited for up to --wait-lock."""
     deadline = time.monotonic() + _wait_s.get()
     while True:
-        with _guard:
+        with _guard:  # one thread of this process at a time: a second takes it again, never refused by the first
+            covering = held_here(path)
+            if covering:
+                _holding()[covering].count += 1
+                return covering, False
             busy, holder = _above(path)
             if holder is None:
+                os.makedirs(path, exist_ok=True)
                 busy, holder = path, _try_take(path, command)
             if holder is None:
-                return
+                from .atomic import remove_stray_temp_files  # atomic's sweep asks this module who writes
+
+                remove_stray_temp_files(path)
+                return path, True
         left = deadline - time.monotonic()
         if left <= 0:
             waited = f" after waiting {_wait_s.get():g} s" if _wait_s.get() else ""

@@ -216,3 +216,19 @@ def test_object_store_folders_are_not_locked():
     with one_writer("s3://bucket/out") as fresh:
         assert fresh is False
     assert folder_lock.held_here("s3://bucket/out") is None
+
+
+def test_a_refused_or_failed_writer_leaves_no_folder_it_made_for_the_lock(held, tmp_path):
+    folder, _ = held
+    with pytest.raises(FolderBusy):
+        with one_writer(str(folder / "new" / "deeper")):
+            pass
+    assert not (folder / "new").exists()
+    with pytest.raises(ValueError):
+        with one_writer(str(tmp_path / "a" / "b")):
+            assert (tmp_path / "a" / "b" / folder_lock.LOCK_NAME).exists()
+            raise ValueError("a refused input, before anything was written")
+    assert not (tmp_path / "a").exists()
+    with one_writer(str(tmp_path / "c" / "d")):
+        (tmp_path / "c" / "d" / "kept.json").write_text("{}")
+    assert os.listdir(tmp_path / "c" / "d") == ["kept.json"]  # what the writer wrote stays, the lock goes
