@@ -25,12 +25,18 @@ def status(args: argparse.Namespace) -> int:
 
         return service_command(args)
     from xmdata.runtime import folder_lock
+    from xmdata.schemas import ContractError
 
     folder = os.path.realpath(args.folder)
     lines = []
     path = folder
     while True:
-        found = folder_lock.read_holder(path)  # not ours: ForeignLock, one line, exit 2
+        try:
+            found = folder_lock.read_holder(path)  # not ours: ForeignLock, one line, exit 2
+        except folder_lock.ForeignLock:
+            raise
+        except ContractError:  # a folder above that we may not read
+            found = None
         if found:
             holder, age = found
             reason = folder_lock.gone(holder, age)
