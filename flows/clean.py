@@ -13,10 +13,11 @@ import pyarrow as pa
 from prefect import flow
 
 from xmdata.runtime import storage
-from xmdata.runtime.atomic import remove_stray_temp_files, write_json_atomic, write_parquet_atomic, \
+from xmdata.runtime.atomic import write_json_atomic, write_parquet_atomic, \
     write_text_atomic
 from xmdata.runtime.execution import run_stage
 from xmdata.runtime.process import StageReport
+from xmdata.runtime.folder_lock import one_writer
 from xmdata.schemas import ContractError
 from xmdata.tasks.build.ingest import ingest
 from xmdata.tasks.build.rejects import concat_rejects
@@ -81,7 +82,6 @@ def clean_rows(mode: str, input_path: str, against: list[str], out: str, shards:
                checked: tuple[str, pa.Table, list[Reference]] | None = None) -> tuple[list[StageReport], dict, dict]:
     """(stage reports, distributions, report) of one dedup or contamination run into OUT."""
     kind, table, references = checked or check_clean(input_path, against, params, mode)
-    remove_stray_temp_files(out)
     model = embedding_spec(params)
     ingested = ingest(table, kind, shards, out)
     signed = run_stage(signature_stage(kind, params, model), ingested.data_paths, out)
@@ -158,9 +158,10 @@ def dedup_flow(input_path: str, out: str, params: CleanParams = CleanParams(),
 
     Docs: docs/how-to/clean.md; every option: docs/reference/commands.md#dedup.
     """
-    reports, distributions, report = clean_rows("dedup", input_path, [], out, shards, params)
-    return finish_build(out, reports, distributions, f"Dedup of {input_path}", report_markdown(report)) \
-        | {"clean_report": report}
+    with one_writer(out):  # one writer; a killed run's temp files swept (runtime/folder_lock.py)
+        reports, distributions, report = clean_rows("dedup", input_path, [], out, shards, params)
+        return finish_build(out, reports, distributions, f"Dedup of {input_path}", report_markdown(report)) \
+            | {"clean_report": report}
 
 
 @flow(name="contamination")
@@ -178,7 +179,8 @@ def contamination_flow(input_path: str, against: list[str], out: str, params: Cl
 
     Docs: docs/how-to/clean.md; every option: docs/reference/commands.md#contamination.
     """
-    reports, distributions, report = clean_rows("contamination", input_path, against, out, shards, params)
-    return finish_build(out, reports, distributions, f"Contamination of {input_path}", report_markdown(report)) \
-        | {"clean_report": report}
+    with one_writer(out):  # one writer; a killed run's temp files swept (runtime/folder_lock.py)
+        reports, distributions, report = clean_rows("contamination", input_path, against, out, shards, params)
+        return finish_build(out, reports, distributions, f"Contamination of {input_path}", report_markdown(report)) \
+            | {"clean_report": report}
 

@@ -11,9 +11,9 @@ import time
 from prefect import flow
 
 from xmdata.runtime import storage
-from xmdata.runtime.atomic import remove_stray_temp_files
 from xmdata.runtime.execution import run_stage
 from xmdata.runtime.process import StageReport
+from xmdata.runtime.folder_lock import one_writer
 from xmdata.tasks.build.ingest import ingest
 from xmdata.tasks.build.summary import frame_label_counts
 from xmdata.tasks.images.download import download_stage
@@ -29,7 +29,6 @@ def download_images(input_path: str, out: str, shards: int, params: DownloadImag
     """(reports, data facts for summary.json, rows reopened by --retry-failed)."""
     table = read_download_input(input_path, params)  # a broken input stops before any write
     out = storage.absolute(out)
-    remove_stray_temp_files(out)
     ingested = ingest(table, "urls", shards, out)
     n_shards = len(ingested.records)  # the plan ingest made: a row's shard is `shard_of` its id among these
     stage = download_stage(params, out, n_shards, retry_failed)
@@ -58,8 +57,9 @@ def download_images_flow(input_path: str, out: str, params: DownloadImagesParams
 
     Docs: docs/how-to/download-images.md; every option: docs/reference/commands.md#download-images.
     """
-    started = time.perf_counter()
-    reports, distributions, reopened = download_images(input_path, out, shards, params, retry_failed)
-    result = finish_build(out, reports, distributions, f"Image download from {input_path}")
-    result.update(seconds=round(time.perf_counter() - started, 2), retried_rows=reopened)
-    return result
+    with one_writer(out):  # one writer; a killed run's temp files swept (runtime/folder_lock.py)
+        started = time.perf_counter()
+        reports, distributions, reopened = download_images(input_path, out, shards, params, retry_failed)
+        result = finish_build(out, reports, distributions, f"Image download from {input_path}")
+        result.update(seconds=round(time.perf_counter() - started, 2), retried_rows=reopened)
+        return result

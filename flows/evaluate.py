@@ -7,6 +7,7 @@ import os
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
+from xmdata.runtime.folder_lock import one_writer
 from xmdata.tasks.build.plot_markdown import plots_section
 from xmdata.tasks.evaluation.params import EvaluationParams
 from xmdata.tasks.evaluation.report import clean, write_report
@@ -30,14 +31,15 @@ def evaluate_flow(params: EvaluationParams, input_path: str, out: str) -> dict:
     Docs: docs/how-to/evaluate.md; every option: docs/reference/commands.md#evaluate.
     """
     out, metric = os.path.abspath(out), params.metric
-    report = run_metric(metric, params.runner_options(input_path, out))
-    paths = write_report(report, out)
-    plots = [p for p in paths if p.endswith(".png")]
-    written = "\n\nFiles: " + ", ".join(f"`{p}`" for p in paths)
-    create_markdown_artifact(report.markdown + plots_section(plots) + written, key=_key("evaluate", metric),
-                             description=f"{metric} on {input_path}")
-    for name, rows in report.tables.items():
-        flat = [{k: v for k, v in row.items() if not isinstance(v, (dict, list))} for row in rows]
-        create_table_artifact(flat, key=_key("evaluate", name, "table"), description=f"{name} per group")
-    get_run_logger().info("%s: wrote %s", metric, ", ".join(paths))
-    return clean(report.result)
+    with one_writer(out):  # one writer; a killed run's temp files swept (runtime/folder_lock.py)
+        report = run_metric(metric, params.runner_options(input_path, out))
+        paths = write_report(report, out)
+        plots = [p for p in paths if p.endswith(".png")]
+        written = "\n\nFiles: " + ", ".join(f"`{p}`" for p in paths)
+        create_markdown_artifact(report.markdown + plots_section(plots) + written, key=_key("evaluate", metric),
+                                 description=f"{metric} on {input_path}")
+        for name, rows in report.tables.items():
+            flat = [{k: v for k, v in row.items() if not isinstance(v, (dict, list))} for row in rows]
+            create_table_artifact(flat, key=_key("evaluate", name, "table"), description=f"{name} per group")
+        get_run_logger().info("%s: wrote %s", metric, ", ".join(paths))
+        return clean(report.result)

@@ -4,9 +4,9 @@ from __future__ import annotations
 from prefect import flow
 
 from xmdata.models.base import ModelSpec
-from xmdata.runtime.atomic import remove_stray_temp_files
 from xmdata.runtime.execution import run_stage
 from xmdata.runtime.process import StageReport
+from xmdata.runtime.folder_lock import one_writer
 from xmdata.schemas import CAPTIONS
 from xmdata.schemas.input_batches import open_input
 from xmdata.tasks.build.ingest import ingest
@@ -55,6 +55,6 @@ def identify_language_flow(input_path: str, out: str, params: LanguageIdParams =
 
     Docs: docs/how-to/commands.md; every option: docs/reference/commands.md#identify-language.
     """
-    remove_stray_temp_files(out)  # what a killed run left half-written
-    reports, distributions = label_languages(input_path, out, shards, params)
-    return finish_build(out, reports, distributions, f"Language ID of {input_path}")
+    with one_writer(out):  # one writer; a killed run's temp files swept (runtime/folder_lock.py)
+        reports, distributions = label_languages(input_path, out, shards, params)
+        return finish_build(out, reports, distributions, f"Language ID of {input_path}")

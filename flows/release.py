@@ -20,8 +20,9 @@ from xmdata.flows.release_config import ModelChoice, Release
 from xmdata.flows.release_refs import model_facts, named_models
 from xmdata.flows.release_preflight import checked_release
 from xmdata.runtime import storage
-from xmdata.runtime.atomic import remove_stray_temp_files, sha256_file, write_text_atomic
+from xmdata.runtime.atomic import sha256_file, write_text_atomic
 from xmdata.runtime.cluster_spec import ClusterOptions
+from xmdata.runtime.folder_lock import one_writer
 from xmdata.runtime.session import cluster_scope
 from xmdata.schemas.column_map import column_mapping
 from xmdata.tasks.build.plot_markdown import inline_images, plot_image
@@ -77,10 +78,16 @@ def release_flow(config: str = "demo", out: str = "releases/demo", shards: Shard
 
 def publish_release(release: Release, out: str, work: str | None, cluster: ClusterOptions | None) -> dict:
     """Build the checked RELEASE into OUT, resumably, and write its card and manifest."""
-    config = release.config
     target, out, work = release_folders(out, work)
-    for folder in dict.fromkeys((out, work)):  # what a killed run left half-written, before any part runs
-        remove_stray_temp_files(folder)
+    # One writer of each at a time; a folder taken now is swept of what a killed run left half-written
+    # (runtime/folder_lock.py). A work folder inside OUT (the default OUT/build) is OUT's already.
+    with one_writer(out), one_writer(work):
+        return _build_and_publish(release, target, out, work, cluster)
+
+
+def _build_and_publish(release: Release, target: str | None, out: str, work: str,
+                       cluster: ClusterOptions | None) -> dict:
+    config = release.config
     with column_mapping(config.columns), cluster_scope(cluster or config.cluster):
         build = build_release_data(release.resolved, work)  # `columns:` applied as --map on the commands
     summary = finish_build(work, build.reports, build.distributions, f"Build of release {config.name}",

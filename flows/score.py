@@ -9,9 +9,9 @@ import pyarrow as pa
 from prefect import flow
 
 from xmdata.runtime import storage
-from xmdata.runtime.atomic import remove_stray_temp_files
 from xmdata.runtime.execution import run_stage
 from xmdata.runtime.process import StageReport
+from xmdata.runtime.folder_lock import one_writer
 from xmdata.tasks.build.ingest import ingest
 from xmdata.tasks.scoring.score import clip_score_stage
 from xmdata.tasks.scoring.input import check_some_pair_scorable, read_score_input
@@ -76,11 +76,11 @@ def score_flow(input_path: str, out: str, params: ScoringParams, image_root: str
 
     Docs: docs/how-to/score.md; every option: docs/reference/commands.md#score.
     """
-    remove_stray_temp_files(out)  # what a killed run left half-written
-    started = time.perf_counter()
-    reports, distributions = score_pairs(input_path, out, shards, image_root or posixpath.dirname(
-        storage.absolute(input_path)), params, references_column)
-    run = scoring_run(reports[-1], time.perf_counter() - started)
-    result = finish_build(out, reports, distributions, f"Scoring of {input_path}", scoring_run_markdown(run))
-    result["scoring_run"] = run
-    return result
+    with one_writer(out):  # one writer; a killed run's temp files swept (runtime/folder_lock.py)
+        started = time.perf_counter()
+        reports, distributions = score_pairs(input_path, out, shards, image_root or posixpath.dirname(
+            storage.absolute(input_path)), params, references_column)
+        run = scoring_run(reports[-1], time.perf_counter() - started)
+        result = finish_build(out, reports, distributions, f"Scoring of {input_path}", scoring_run_markdown(run))
+        result["scoring_run"] = run
+        return result

@@ -9,9 +9,10 @@ from prefect import flow, get_run_logger
 from prefect.artifacts import create_table_artifact
 
 from xmdata.runtime import storage
-from xmdata.runtime.atomic import remove_stray_temp_files, write_parquet_atomic
+from xmdata.runtime.atomic import write_parquet_atomic
 from xmdata.runtime.execution import run_stage
 from xmdata.runtime.process import StageReport
+from xmdata.runtime.folder_lock import one_writer
 from xmdata.schemas import IMAGES, ContractError
 from xmdata.schemas.readers import read_input
 from xmdata.tasks.selection.geocode import geocode_stage
@@ -80,12 +81,12 @@ def select_images_flow(input_path: str, out: str, params: SelectImagesParams = S
 
     Docs: docs/how-to/select-images.md; every option: docs/reference/commands.md#select-images.
     """
-    remove_stray_temp_files(out)  # what a killed run left half-written
-    reports, distributions, summary = select_geo_diverse(input_path, out, shards, params, seed)
-    result = finish_build(out, reports, distributions, f"Image selection from {input_path}",
-                          plots=(storage.join(out, "selection_map.png"),))
-    report_shortfall(summary, strict)
-    return result
+    with one_writer(out):  # one writer; a killed run's temp files swept (runtime/folder_lock.py)
+        reports, distributions, summary = select_geo_diverse(input_path, out, shards, params, seed)
+        result = finish_build(out, reports, distributions, f"Image selection from {input_path}",
+                              plots=(storage.join(out, "selection_map.png"),))
+        report_shortfall(summary, strict)
+        return result
 
 
 def report_shortfall(summary: pa.Table, strict: bool) -> None:

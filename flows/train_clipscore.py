@@ -9,6 +9,7 @@ import os
 from prefect import flow
 
 from xmdata.runtime import storage
+from xmdata.runtime.folder_lock import one_writer
 from xmdata.tasks.train.clipscore import check_clipscore, train_clipscore
 from xmdata.tasks.train.clipscore_params import ClipscoreParams
 from xmdata.tasks.train.placement import run_placed
@@ -30,6 +31,7 @@ def train_clipscore_flow(release: str, out: str, params: ClipscoreParams) -> dic
     """
     release, out = storage.absolute(release), storage.absolute(out)
     check_clipscore(release, params)  # before anything is written: a missing table, no pairs, no model
-    result, where = run_placed(train_clipscore, params.device, release, params, out)
-    return report_training("train-clipscore", f"CLIPScore fine-tuning of {params.clip_model} on {release}", out,
-                           result, where, extra=f"; evaluation: `{os.path.join(out, 'eval')}`")
+    with one_writer(out):  # one writer; a killed run's temp files swept (runtime/folder_lock.py)
+        result, where = run_placed(train_clipscore, params.device, release, params, out)
+        return report_training("train-clipscore", f"CLIPScore fine-tuning of {params.clip_model} on {release}", out,
+                               result, where, extra=f"; evaluation: `{os.path.join(out, 'eval')}`")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from prefect import flow
 
 from xmdata.runtime import storage
+from xmdata.runtime.folder_lock import one_writer
 from xmdata.tasks.train.distill import check_distill, train_distill
 from xmdata.tasks.train.params import DistillParams
 from xmdata.tasks.train.placement import run_placed
@@ -27,5 +28,6 @@ def train_distill_flow(release: str, out: str, params: DistillParams) -> dict:
     """
     release, out = storage.absolute(release), storage.absolute(out)
     check_distill(release, params)  # before anything is written: a missing table, no pairs, no model
-    result, where = run_placed(train_distill, params.device, release, params, out)
-    return report_training("train-distill", f"Distillation of {params.model} on {release}", out, result, where)
+    with one_writer(out):  # one writer; a killed run's temp files swept (runtime/folder_lock.py)
+        result, where = run_placed(train_distill, params.device, release, params, out)
+        return report_training("train-distill", f"Distillation of {params.model} on {release}", out, result, where)

@@ -16,9 +16,9 @@ from xmdata.models.cometkiwi import checkpoint_path
 from xmdata.models.fasttext_lid import check_fasttext_file
 from xmdata.models.registry import translator_languages
 from xmdata.runtime import storage
-from xmdata.runtime.atomic import remove_stray_temp_files
 from xmdata.runtime.execution import run_stage
 from xmdata.runtime.process import StageReport
+from xmdata.runtime.folder_lock import one_writer
 from xmdata.schemas import ContractError
 from xmdata.tasks.translation.candidate_scores import candidate_lid_stage, candidate_qe_stage
 from xmdata.tasks.build.ingest import ingest
@@ -102,12 +102,12 @@ def translate_flow(input_path: str, out: str, params: TranslateParams, shards: S
 
     Docs: docs/how-to/translate.md; every option: docs/reference/commands.md#translate.
     """
-    remove_stray_temp_files(out)  # what a killed run left half-written
-    reports, distributions, selection = translate_texts(input_path, out, shards, params, models_checked)
-    publish_report(selection)
-    return finish_build(out, reports, distributions, f"Translation of {input_path}",
-                        extra_markdown="\n### Translation\n\n" + selection["markdown"],
-                        plots=(storage.join(out, "qe_histogram.png"),))
+    with one_writer(out):  # one writer; a killed run's temp files swept (runtime/folder_lock.py)
+        reports, distributions, selection = translate_texts(input_path, out, shards, params, models_checked)
+        publish_report(selection)
+        return finish_build(out, reports, distributions, f"Translation of {input_path}",
+                            extra_markdown="\n### Translation\n\n" + selection["markdown"],
+                            plots=(storage.join(out, "qe_histogram.png"),))
 
 
 def publish_report(selection: dict) -> None:

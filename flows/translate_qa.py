@@ -12,10 +12,11 @@ from prefect.artifacts import create_table_artifact
 
 from xmdata.models.registry import get_model
 from xmdata.runtime import storage
-from xmdata.runtime.atomic import remove_stray_temp_files, write_json_atomic
+from xmdata.runtime.atomic import write_json_atomic
 from xmdata.runtime.parquet_shards import concat_parquet_files
 from xmdata.runtime.execution import run_stage
 from xmdata.runtime.process import StageReport
+from xmdata.runtime.folder_lock import one_writer
 from xmdata.tasks.translation.candidate_scores import candidate_lid_stage, candidate_qe_stage
 from xmdata.tasks.build.ingest import ingest
 from xmdata.tasks.qa.input import passthrough_columns, read_qa_input, select_instances
@@ -97,8 +98,8 @@ def translate_qa_flow(input_path: str, out: str, params: TranslateQaParams,
 
     Docs: docs/how-to/translate-qa.md; every option: docs/reference/commands.md#translate-qa.
     """
-    remove_stray_temp_files(out)  # what a killed run left half-written
-    reports, distributions, report = translate_qa_rows(input_path, out, shards, params, models_checked)
-    publish_qa_report(report)
-    return finish_build(out, reports, distributions, f"QA translation of {input_path}",
-                        extra_markdown="\n### QA translation\n\n" + report["markdown"])
+    with one_writer(out):  # one writer; a killed run's temp files swept (runtime/folder_lock.py)
+        reports, distributions, report = translate_qa_rows(input_path, out, shards, params, models_checked)
+        publish_qa_report(report)
+        return finish_build(out, reports, distributions, f"QA translation of {input_path}",
+                            extra_markdown="\n### QA translation\n\n" + report["markdown"])

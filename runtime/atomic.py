@@ -143,7 +143,7 @@ TEMP_FOLDER_PREFIX = ".tmp-xmdata-"  # a step's temp folder in an output folder 
 def local_temp_folder(out: str) -> tempfile.TemporaryDirectory:
     """A private temp folder inside the output folder OUT (the system's when OUT is a URL): on the
     output's disk, not in a /tmp that may be memory; one a killed run leaves is swept at the next
-    start (`remove_stray_temp_files`)."""
+    start (`folder_lock.remove_stray_temp_files`)."""
     folder = None if storage.is_url(out) else storage.local(out)
     if folder:
         os.makedirs(folder, exist_ok=True)
@@ -181,22 +181,3 @@ def hash_params(params: dict) -> str:
     """A stable hash of JSON-able parameters (key order does not matter)."""
     canonical = json.dumps(params, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(canonical.encode()).hexdigest()
-
-
-def remove_stray_temp_files(root: str) -> int:
-    """Delete temp files and folders a killed run left behind (they never became outputs); returns how many."""
-    if storage.is_url(root):  # uploads are whole or absent: nothing half-written to remove
-        return 0
-    removed, top = 0, storage.local(root)
-    for folder, subfolders, files in os.walk(top):
-        if folder == top:  # local_temp_folder's folders, only at the top: never a user's
-            for name in [d for d in subfolders if d.startswith(TEMP_FOLDER_PREFIX)]:
-                subfolders.remove(name)
-                if not os.path.islink(os.path.join(folder, name)):
-                    shutil.rmtree(os.path.join(folder, name))
-                    removed += 1
-        for name in files:
-            if name.startswith(".tmp-") and name.endswith(".part"):
-                os.unlink(os.path.join(folder, name))
-                removed += 1
-    return removed

@@ -13,7 +13,8 @@ import time
 from typing import Callable
 
 from . import memo, storage
-from .atomic import remove_stray_temp_files, sha256_file
+from .atomic import sha256_file
+from .folder_lock import remove_stray_temp_files
 from .process import StageReport
 from .progress import ShardProgress
 from .records import finished_record

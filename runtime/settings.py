@@ -120,8 +120,13 @@ MEMO = Setting("XMDATA_MEMO", None, str,
                "the memo of model results per unit (beam candidates, COMETKiwi scores) every build reuses: "
                "a folder, an object-store URL (s3://…: what a multi-host cluster's workers share) or off "
                "(unset: XMDATA_CACHE/memo); --memo on a command", "a folder, a URL or off")
+# A writer's lock on a shared filesystem, seen from another host: live while its mtime is this recent
+# (the holder renews it every quarter of this; runtime/folder_lock.py). On its own host, the pid decides.
+LOCK_LEASE_S = Setting("XMDATA_LOCK_LEASE_S", 300.0, _at_least_zero(float),
+                       "a folder's lock whose holder runs on another host is taken over once it has not been "
+                       "renewed for this long (the holder renews it every quarter of it)", "seconds (>= 0)")
 USER = (CACHE, MEMO, EXECUTOR, DASK_ADDRESS, SERVICE, IDLE_MINUTES, MODEL_IDLE_MINUTES, MODEL_MEMORY_GB, BIND,
-        GPU_WORKERS, NO_WORKER_SECONDS, PROGRESS, SHARD_ROWS, WORKER_FORKSERVER)
+        GPU_WORKERS, NO_WORKER_SECONDS, PROGRESS, SHARD_ROWS, WORKER_FORKSERVER, LOCK_LEASE_S)
 
 # xmdata's own, for its tests, benchmarks and scripts only.
 TEST_RUN = Setting("XMDATA_TEST_RUN", None, str, "the folder one test run shares with its subprocesses")

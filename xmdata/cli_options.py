@@ -40,6 +40,8 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                    help="auto (default): small stages in this process, the rest on the cluster; "
                         "inprocess: everything here; dask: everything on the cluster. Env XMDATA_EXECUTOR")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary table")
+    p.add_argument("--wait-lock", type=float, default=0.0, metavar="SECONDS",
+                   help="an output folder another run is writing: wait up to this long for it (default: refuse)")
     p.add_argument("--cluster", default=None, metavar="CLASS",
                    help="start this distributed cluster class for the big stages instead of a LocalCluster, "
                         "e.g. dask_jobqueue.SLURMCluster or dask_kubernetes.operator.KubeCluster")

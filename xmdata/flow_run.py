@@ -14,7 +14,7 @@ class _InputErrorsOnce(logging.Filter):
     line; Prefect's console copy, traceback and all, is dropped. The Prefect API (the UI's run
     logs) still gets it; -v shows it."""
 
-    NAMES = ("ContractError", "ModelError", "ShardsFailed")
+    NAMES = ("ContractError", "ModelError", "ShardsFailed", "FolderBusy", "ForeignLock")
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.levelno < logging.ERROR:
@@ -35,6 +35,7 @@ def run_flow(flow_fn, args, summary_dir: str | None = None, cluster=None, **para
 
     from xmdata.runtime import memo
     from xmdata.runtime.cluster_spec import cluster_options
+    from xmdata.runtime.folder_lock import one_writer, waiting_for_locks
     from xmdata.runtime.progress import showing_progress
     from xmdata.runtime.run_setup import run_environment
     if not args.verbose:
@@ -48,7 +49,10 @@ def run_flow(flow_fn, args, summary_dir: str | None = None, cluster=None, **para
     started = time.perf_counter()
     memo_options = memo.MemoOptions(memo.resolve_location(getattr(args, "memo", None)), getattr(args, "memo_audit", 0.0))
     log_dir = None if storage.is_url(summary_dir or args.out) else summary_dir or args.out
-    with memo.using(memo_options), \
+    # The flow takes OUT's lock too (re-entrant here): taken first, a busy folder is refused (or waited
+    # for, --wait-lock) before any server starts.
+    with waiting_for_locks(getattr(args, "wait_lock", 0.0)), one_writer(args.out), one_writer(summary_dir or args.out), \
+            memo.using(memo_options), \
             showing_progress(not args.quiet), \
             run_environment(args.executor, args.dask_address, args.workers, log_dir, args.quiet, cluster,
                             tls=(args.tls_ca_file, args.tls_cert, args.tls_key), dashboard=args.dashboard):

@@ -17,6 +17,7 @@ from xmdata.runtime import settings
 from xmdata.runtime.owner_only import write_private
 from xmdata.runtime.prefect_api import prefect_api
 
+ONE_RUN_AT_A_TIME = 1
 PROJECT_YAML = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "prefect.yaml")
 
 
@@ -35,7 +36,10 @@ def load_deployments(path: str, activate_schedules: bool) -> list:
                      for s in entry.get("schedules") or []]
         deployment = flow.to_deployment(
             name=entry["name"], description=entry.get("description"), tags=entry.get("tags"),
-            parameters=entry.get("parameters") or {}, schedules=schedules or None)
+            parameters=entry.get("parameters") or {}, schedules=schedules or None,
+            # Prefect's own limit: a run that would overlap another of its deployment waits (a deployments
+            # file that says nothing gets 1 too; `concurrency_limit: null` lifts it)
+            concurrency_limit=entry.get("concurrency_limit", ONE_RUN_AT_A_TIME))
         deployment.entrypoint = entry["entrypoint"]  # the module path: a file path breaks relative imports
         deployments.append(deployment)
     return deployments

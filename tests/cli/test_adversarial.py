@@ -319,6 +319,10 @@ REFUSED = [
     ("train/clipscore-odd-accumulation", folder("rel"), "train clipscore {d}/rel --clip-model m --accumulation 3",
      "--accumulation must be even"),
 ]
+REFUSED += [  # a lock file in the place of ours that is not one: refused, kept (test_folder_lock_cli.py: the rest)
+    ("unlock/not-our-lock-file", text("f/.xmdata-lock", "my notes"), "unlock {d}/f", "is not an xmdata lock file"),
+    ("unlock/a-folder-in-its-place", folder("f/.xmdata-lock"), "unlock --force {d}/f", "is a folder, not an xmdata lock"),
+]
 NO_OUT = ("validate", "release --config {d}/r.yaml --out")
 NEEDS_TINY = ("{m2m100}", "tiny:")
 
@@ -333,7 +337,7 @@ def test_refused_in_one_line_before_anything_is_written(case, build, command, ex
         capsys.readouterr()  # what building the tiny models printed, on first use
     argv = command.replace("{d}", str(tmp_path)).split()
     out = tmp_path / "out"
-    if argv[0] not in ("validate", "explain", "explore", "memo") and "--out" not in argv:
+    if argv[0] not in ("validate", "explain", "explore", "memo", "unlock") and "--out" not in argv:
         argv += ["--out", str(out)]
     existed = out.exists()
     assert main(argv) == 2

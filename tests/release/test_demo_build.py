@@ -12,6 +12,8 @@ from support.cli_in_process import run_xmdata
 from support.demo_release import BIN, OTHER_KERNELS, SHARDS, release_files, run_demo
 from support.shard_folders import finished_shards
 
+from xmdata.runtime.folder_lock import LOCK_NAME
+
 pytestmark = pytest.mark.slow
 
 
@@ -131,6 +133,7 @@ def test_sigkill_mid_run_resumes_without_redoing_and_matches(reference_release, 
     assert not alive, f"left running after kill -9 of the command: {alive}"
     finished = finished_shards(done_dir)  # once nothing of the command runs
     assert 0 < finished < int(SHARDS)
+    assert (out / LOCK_NAME).exists()  # the killed command's lock, left behind: the rerun takes it over
 
     run = run_demo(out, cluster_env)  # as a user reruns it: auto, on the service's warm cluster
     assert run["language_id"]["shards_skipped"] == finished
@@ -141,6 +144,7 @@ def test_sigkill_mid_run_resumes_without_redoing_and_matches(reference_release, 
     assert run["captions"]["shards_skipped"] == int(SHARDS)
     assert release_files(out) == release_files(reference_release)
     assert not list(out.rglob(".tmp-*.part"))  # what the kill left half-written was cleared
+    assert not list(out.rglob(LOCK_NAME))  # the rerun let go of what it took over
 
 
 def test_an_existing_scheduler_with_workers_on_other_cpu_kernels_builds_the_same_release(

@@ -85,7 +85,8 @@ def test_a_gathered_file_whose_recorded_shards_do_not_add_up_is_refused(tmp_path
 
 
 def test_the_sweep_removes_what_a_killed_run_left_and_nothing_else(tmp_path):
-    from xmdata.runtime.atomic import local_temp_folder, remove_stray_temp_files
+    from xmdata.runtime.atomic import local_temp_folder
+    from xmdata.runtime.folder_lock import remove_stray_temp_files
 
     kept = tmp_path / "sub" / "data.parquet"
     kept.parent.mkdir()

@@ -10,6 +10,7 @@ from xmdata.commands.explain import EXPLAIN
 from xmdata.commands.explore import EXPLORE
 from xmdata.commands.identify_language import IDENTIFY_LANGUAGE
 from xmdata.commands.import_dataset import IMPORT
+from xmdata.commands.lock import UNLOCK
 from xmdata.commands.memo import MEMO
 from xmdata.commands.models import MODELS
 from xmdata.commands.release import DEMO, RELEASE
@@ -22,4 +23,4 @@ from xmdata.commands.validate import VALIDATE
 
 COMMANDS = (DEMO, RELEASE, UP, DOWN, WORKER, STATUS, SERVE, IDENTIFY_LANGUAGE, SELECT_IMAGES, SCORE, TRANSLATE,
             SELECT_TRANSLATIONS, TRANSLATE_QA, DOWNLOAD_IMAGES, DEDUP, CONTAMINATION, EXPLAIN, EXPLORE, TRAIN, VALIDATE,
-            MODELS, EVALUATE, IMPORT, MEMO)
+            MODELS, EVALUATE, IMPORT, MEMO, UNLOCK)

@@ -22,13 +22,15 @@ def evaluate(args: argparse.Namespace) -> int:
     """Compute, write, print the Markdown and the paths."""
     import time
 
+    from xmdata.runtime.folder_lock import one_writer
     from xmdata.tasks.evaluation.report import write_report
     from xmdata.tasks.evaluation.runner import run_metric
 
     started = time.perf_counter()
-    # --map is in the result's options, as it always was
-    report = run_metric(args.metric, {**args.params.runner_options(args.input, args.out), "map": args.map})
-    paths = write_report(report, args.out)
+    with one_writer(args.out):  # one writer of OUT at a time (runtime/folder_lock.py)
+        # --map is in the result's options, as it always was
+        report = run_metric(args.metric, {**args.params.runner_options(args.input, args.out), "map": args.map})
+        paths = write_report(report, args.out)
     print(report.markdown)
     print(f"wrote {', '.join(paths)} in {time.perf_counter() - started:.1f} s")
     return 0

@@ -36,7 +36,10 @@ def import_dataset(args: argparse.Namespace) -> int:
         options = ImportOptions(**{k: getattr(args, k) for k in ImportOptions.model_fields})
     except ValidationError as exc:
         raise ContractError("; ".join(flag_error(e, set(ImportOptions.model_fields)) for e in exc.errors())) from None
-    report = run_import(args.format, args.source, args.out, options)
+    from xmdata.runtime.folder_lock import one_writer
+
+    with one_writer(args.out):  # one writer of OUT at a time (runtime/folder_lock.py)
+        report = run_import(args.format, args.source, args.out, options)
     differences = (report.get("publisher_counts") or {}).get("differences") or []
     if differences:  # said whatever --quiet says: a count unlike the publisher's is never silent
         shown = "; ".join(differences[:5]) + (f"; … {len(differences) - 5} more" if len(differences) > 5 else "")

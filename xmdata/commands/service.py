@@ -8,6 +8,7 @@ import argparse
 from xmdata.cli_command import Command
 from xmdata.cli_options import add_tls_flags, positive_int
 from xmdata.cli_params import port_number
+from xmdata.commands.lock import add_status_arguments, status
 
 
 def add_up_arguments(up: argparse.ArgumentParser) -> None:
@@ -58,6 +59,7 @@ DOWN = Command("down", "stop the xmdata service: workers, scheduler and Prefect 
 WORKER = Command("worker", "Dask worker(s) for an existing scheduler; --gpu: one per visible GPU, each advertising "
                  "the resource GPU=1 (GPU stages run there)", add_worker_arguments, worker,
                  guide="how-to/clusters.md")
-STATUS = Command("status", "is the xmdata service up; its URLs, workers and loaded models", run=service, guide=GUIDE)
+STATUS = Command("status", "is the xmdata service up; its URLs, workers and loaded models (with FOLDER: who is "
+                 "writing that folder)", add_status_arguments, status, guide=GUIDE)
 SERVE = Command("serve", "a Prefect server on 127.0.0.1 and a process serving the deployments of prefect.yaml; "
                 "Ctrl-C stops both", add_serve_arguments, serve, guide="how-to/scheduled-builds.md")

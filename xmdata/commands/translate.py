@@ -82,7 +82,11 @@ def select_translations(args: argparse.Namespace) -> int:
     from xmdata.tasks.translation.outputs import read_run, write_selection
 
     check_location(args.run_dir, "RUN_DIR")  # a store that cannot be read stops here, in one line
-    report = write_selection(args.run_dir, *read_run(args.run_dir), args.out, args.min_lid_prob, args.min_qe)
+    from xmdata.runtime.folder_lock import one_writer
+
+    run = read_run(args.run_dir)
+    with one_writer(args.out or args.run_dir):  # not beside a translate run or another selection
+        report = write_selection(args.run_dir, *run, args.out, args.min_lid_prob, args.min_qe)
     print(f"thresholds: min_lid_prob={report['thresholds']['min_lid_prob']}, "
           f"min_qe={report['thresholds']['min_qe']}")
     print(report["markdown"])
