@@ -10,6 +10,7 @@ from support.cli_in_process import run_xmdata
 BIN = os.path.dirname(sys.executable)
 SHARDS = "16"
 VOLATILE = {"run.json", "prefect-server.log", "publication.json"}  # how a run went (publication.json: files' mtimes), not what it made
+VOLATILE_FOLDERS = {"_memo"}  # <stage>/_memo/<shard>.json: what a shard took from the memo of model work
 # Another machine's CPU, as issue 31 measured it: clip_score moved by up to 3.9e-7, sequence_score
 # 1.4e-6, qe_score 1.3e-7 — under release compare's tolerance.
 OTHER_KERNELS = {"ATEN_CPU_CAPABILITY": "default", "ONEDNN_MAX_CPU_ISA": "SSE41",
@@ -30,7 +31,7 @@ def release_files(root):
     for folder, _, names in os.walk(root):
         for name in names:
             rel = os.path.relpath(os.path.join(folder, name), root)
-            if name not in VOLATILE:
+            if name not in VOLATILE and os.path.basename(folder) not in VOLATILE_FOLDERS:
                 files[rel] = open(os.path.join(folder, name), "rb").read()
     manifest = json.loads(files.pop("manifest.json"))
     assert manifest.pop("built_at")
