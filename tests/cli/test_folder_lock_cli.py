@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+from support.folder_holder import holding
 
 from xmdata.data import sample_path
 from xmdata.runtime import folder_lock
@@ -30,12 +31,8 @@ def xmdata(*args: str) -> subprocess.CompletedProcess:
 @pytest.fixture
 def held(tmp_path):
     folder = tmp_path / "out"
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(folder)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True)
-    assert holder.stdout.readline() == "held\n"
-    yield folder, holder
-    holder.stdin.close()
-    holder.wait(timeout=60)
+    with holding(folder, HOLDER) as holder:
+        yield folder, holder
 
 
 def test_a_busy_folder_is_refused_in_one_line_exit_2_and_waited_for_with_wait_lock(held):

@@ -10,6 +10,7 @@ import time
 import types
 
 import pytest
+from support.folder_holder import holding
 
 from xmdata.runtime import folder_lock
 from xmdata.runtime.folder_lock import remove_stray_temp_files
@@ -31,12 +32,8 @@ with one_writer(sys.argv[1]):
 def held(tmp_path):
     """(folder, process): FOLDER's lock held by another live process until the test ends."""
     folder = tmp_path / "out"
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(folder)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True)
-    assert holder.stdout.readline() == "held\n"
-    yield folder, holder
-    holder.stdin.close()
-    holder.wait(timeout=60)
+    with holding(folder, HOLDER) as holder:
+        yield folder, holder
 
 
 def write_lock(folder, **fields) -> None:
