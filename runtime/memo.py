@@ -198,8 +198,8 @@ def unit_memo(kind: str, context: dict) -> "UnitMemo | None":
     whole = {"kind": kind, "stage": scope.stage_version, "params": scope.params, **context}
     digest = hashlib.sha256(canonical(whole)).hexdigest()
     counts = scope.counts.setdefault(kind, Counts())
-    opened = UnitMemo(storage.join(scope.options.location, kind, digest[:2], digest), whole, counts,
-                      scope.options.audit)
+    opened = UnitMemo(scope.options.location, storage.join(scope.options.location, kind, digest[:2], digest), whole,
+                      counts, scope.options.audit)
     scope.memos.append(opened)
     return opened
 
@@ -270,7 +270,8 @@ NOT_WRITABLE = _NotWritable()
 @dataclass
 class UnitMemo:
     """One context's entries. Inputs are JSON-able (the exact model input); values are JSON-able."""
-    folder: str
+    location: str  # the memo's top folder
+    folder: str  # this context's, under it
     context: dict
     counts: Counts
     audit: float = 0.0
@@ -282,11 +283,6 @@ class UnitMemo:
     @staticmethod
     def key(model_input) -> str:
         return hashlib.sha256(canonical(model_input)).hexdigest()
-
-    @property
-    def _location(self) -> str:
-        return self.folder.rsplit("/", 3)[0] if storage.is_url(self.folder) else os.path.dirname(
-            os.path.dirname(os.path.dirname(self.folder)))
 
     def lookup(self, inputs: Sequence) -> list:
         """A value per input, or MISSING. A sampled fraction of hits (`audit`) comes back MISSING
@@ -369,7 +365,7 @@ class UnitMemo:
             self._write(waiting)
 
     def _write(self, entries: dict[str, bytes]) -> None:
-        location = self._location
+        location = self.location
         if location in NOT_WRITABLE:
             return
         import pyarrow as pa

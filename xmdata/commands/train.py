@@ -9,7 +9,7 @@ import sys
 from xmdata.cli_command import Command
 from xmdata.cli_options import add_run_options
 from xmdata.cli_params import ParamFlags, add_param_flags
-from xmdata.commands.train_clipscore import CLIPSCORE
+from xmdata.commands.train_clipscore import CLIPSCORE, train_on_release
 from xmdata.tasks.train.params import DistillParams  # pydantic only
 
 
@@ -21,16 +21,10 @@ def add_distill_arguments(distill: argparse.ArgumentParser) -> None:
 
 
 def distill(args: argparse.Namespace) -> int:
-    from xmdata.flow_run import run_flow
     from xmdata.flows.train_distill import train_distill_flow
-    from xmdata.runtime import storage
     from xmdata.tasks.train.distill import check_distill
 
-    release = storage.absolute(args.release)
-    check_distill(release, args.params)  # a release without QA translations stops here, nothing written
-    # a training run is one task, not shards: --shards is every command's run option, unused here
-    summary = run_flow(lambda out, shards, **kw: train_distill_flow(out=out, **kw), args, release=release,
-                       params=args.params)
+    summary = train_on_release(args, check_distill, train_distill_flow)  # a release without QA translations: refused
     print(f"train distill: {summary['steps']} optimizer steps ({summary['resumed_from']} resumed), "
           f"model -> {summary['model']}", file=sys.stdout)
     return 0

@@ -10,6 +10,17 @@ from xmdata.cli_params import ParamFlags, add_param_flags
 from xmdata.tasks.train.clipscore_params import ClipscoreParams  # pydantic only
 
 
+def train_on_release(args: argparse.Namespace, check, flow) -> dict:
+    """A training recipe's run: the release checked (nothing written when refused), then its flow —
+    one task, not shards: --shards is every command's run option, unused here."""
+    from xmdata.flow_run import run_flow
+    from xmdata.runtime import storage
+
+    release = storage.absolute(args.release)
+    check(release, args.params)
+    return run_flow(lambda out, shards, **kw: flow(out=out, **kw), args, release=release, params=args.params)
+
+
 def add_arguments(clipscore: argparse.ArgumentParser) -> None:
     clipscore.add_argument("release", help="a release folder (manifest.json) with a captions table and a rated-pairs "
                            "table")
@@ -22,16 +33,10 @@ def add_arguments(clipscore: argparse.ArgumentParser) -> None:
 def clipscore(args: argparse.Namespace) -> int:
     import sys
 
-    from xmdata.flow_run import run_flow
     from xmdata.flows.train_clipscore import train_clipscore_flow
-    from xmdata.runtime import storage
     from xmdata.tasks.train.clipscore import check_clipscore
 
-    release = storage.absolute(args.release)
-    check_clipscore(release, args.params)  # a release without its tables stops here, nothing written
-    # a training run is one task, not shards: --shards is every command's run option, unused here
-    summary = run_flow(lambda out, shards, **kw: train_clipscore_flow(out=out, **kw), args, release=release,
-                       params=args.params)
+    summary = train_on_release(args, check_clipscore, train_clipscore_flow)  # a release without its tables: refused
     figures = summary["figures"]
     print(f"train clipscore: {summary['steps']} optimizer steps ({summary['resumed_from']} resumed); held-out Pearson "
           f"{_fmt(figures.get('held_out_pearson_before'))} before, {_fmt(figures.get('held_out_pearson_after'))} "
