@@ -15,6 +15,9 @@ import os
 from xmdata.models.base import ModelSpec, resolve_local_path
 from xmdata.runtime import memo
 
+# Environment prefixes that choose a math library's kernels (tests/release/test_demo_build.py's other CPU).
+KERNEL_VARIABLES = ("ATEN_", "ONEDNN_", "DNNL_", "MKL_", "OPENBLAS_")
+
 
 def memo_for(kind: str, *models: ModelSpec) -> memo.UnitMemo | None:
     """The memo of `kind` units for the shard running now; None when it is off, no shard runs, or a
@@ -67,7 +70,11 @@ def hub_commit(repo: str, revision: str | None) -> str | None:
 
 @functools.cache
 def platform_facts() -> dict:
-    """Library versions and the machine's kernels-deciding facts, read once per process."""
+    """Library versions and the machine's kernels-deciding facts, read once per process: with the
+    variables that make torch, oneDNN, MKL or OpenBLAS choose other kernels (what the platform record's
+    torch facts key on, ATEN_*, and the others), so entries computed under other kernels are not served."""
+    from xmdata.runtime import settings
     from xmdata.tasks.release.manifest import package_versions, platform_record
 
-    return {"packages": package_versions(), "platform": platform_record()}
+    return {"packages": package_versions(), "platform": platform_record(),
+            "kernels": settings.variables(KERNEL_VARIABLES)}

@@ -5,6 +5,7 @@ out is proven not to decide one; bad entries are computed again, never served.""
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import os
 import shutil
@@ -145,7 +146,7 @@ def test_a_new_target_computes_that_target_only_and_excluded_fields_do_not_decid
 
 
 @pytest.mark.parametrize("change", ["num_beams", "num_candidates", "batch_tokens", "batch_size", "source", "stage_version",
-                                    "platform"])
+                                    "platform", "kernels"])
 def test_every_part_of_the_key_that_decides_a_result_misses_when_it_changes(translate, tiny_models, tmp_path,
                                                                           monkeypatch, change):
     location = str(tmp_path / "memo")
@@ -158,6 +159,10 @@ def test_every_part_of_the_key_that_decides_a_result_misses_when_it_changes(tran
         import dataclasses
 
         stage = dataclasses.replace(stage, version=stage.version + "-next")
+    if change == "kernels":  # what another CPU's kernels do, chosen by a variable (test_demo_build's OTHER_KERNELS)
+        unit_memo.platform_facts.cache_clear()
+        monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "SSE41")
+        monkeypatch.setattr(unit_memo, "platform_facts", functools.cache(unit_memo.platform_facts.__wrapped__))
     if change == "platform":
         facts = unit_memo.platform_facts()
         monkeypatch.setattr(unit_memo, "platform_facts", lambda: {**facts, "platform": {**facts["platform"],
