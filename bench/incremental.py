@@ -1,7 +1,8 @@
 """Builds that cost what changed: what a rebuild costs with the memo of model work, as a ratio of a
 from-scratch build, in one run.
 
-`python -m bench.incremental [--rows N]` (default 2,000 captions; `./run bench incremental`)
+`python -m bench.incremental [--rows N] [--cases appended,edited,plan,target,qe]` (default 2,000
+captions, every case; `./run bench incremental`)
 
 `xmdata translate` as a user runs it (the `xmdata` entry point), the tiny M2M100 (4 beams, 2
 candidates) and tiny COMETKiwi, targets fr and ar, 8 shards, each command with its own Prefect server
@@ -32,6 +33,9 @@ ACTIONS = ["runs across", "sits on", "looks at", "walks past", "stands near", "j
            "plays beside"]
 PLACES = ["the old bridge", "a red car", "the wooden fence", "a small boat", "the busy market", "a tall tree",
           "the quiet river", "a blue door", "the stone wall", "a green field"]
+
+
+CASES = ("appended", "edited", "plan", "target", "qe")
 
 
 def captions(n: int, start: int = 0) -> list[dict]:
@@ -69,7 +73,11 @@ def same_outputs(a: str, b: str) -> bool:
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.incremental")
     parser.add_argument("--rows", type=int, default=2000)
+    parser.add_argument("--cases", default=",".join(CASES), help="the rebuilds to measure, of: " + ", ".join(CASES))
     args = parser.parse_args(sys.argv[2:] if sys.argv[1:2] == ["incremental"] else sys.argv[1:])
+    wanted = args.cases.split(",")
+    if unknown := set(wanted) - set(CASES):
+        parser.error(f"--cases: unknown {', '.join(sorted(unknown))}; choose from {', '.join(CASES)}")
     from xmdata.models.tiny import cached_tiny_models
 
     models, other = cached_tiny_models(seed=0), cached_tiny_models(seed=1)
@@ -97,13 +105,14 @@ def main() -> None:
     print(f"from scratch, empty memo: {first_cpu:.1f} CPU-s ({first_wall:.1f} s) = {first_cpu / scratch_cpu:.2f}x "
           f"(goal <= 1.05x); memo {memo_bytes / 1e6:.2f} MB for {candidates:,} candidates = "
           f"{memo_bytes / candidates:.0f} B a candidate, {memo_bytes / candidates:.0f} MB per million")
-    cases = [
-        ("1 % captions appended", dict(source=inputs["appended"]), 0.20),
-        ("one caption edited", dict(source=inputs["edited"]), 0.20),
-        ("a new shard plan (5 shards)", dict(source=inputs["base"], shards=5, fresh=True), 0.20),
-        ("target de added (fr+ar -> fr+ar+de)", dict(source=inputs["base"], targets="fr,ar,de"), 0.65),
-        ("the QE model changed", dict(source=inputs["base"], qe_model=other["cometkiwi"].name_or_path), None),
-    ]
+    cases = {
+        "appended": ("1 % captions appended", dict(source=inputs["appended"]), 0.20),
+        "edited": ("one caption edited", dict(source=inputs["edited"]), 0.20),
+        "plan": ("a new shard plan (5 shards)", dict(source=inputs["base"], shards=5, fresh=True), 0.20),
+        "target": ("target de added (fr+ar -> fr+ar+de)", dict(source=inputs["base"], targets="fr,ar,de"), 0.65),
+        "qe": ("the QE model changed", dict(source=inputs["base"], qe_model=other["cometkiwi"].name_or_path), None),
+    }
+    cases = [cases[name] for name in CASES if name in wanted]
     print(f"{'rebuild':38} {'CPU-s':>8} {'wall s':>8} {'ratio':>7} {'goal':>6}  same bytes as --memo off  memo")
     for number, (name, case, goal) in enumerate(cases):
         case = dict(case)

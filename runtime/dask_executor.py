@@ -27,7 +27,7 @@ from typing import Iterator
 from . import settings
 from .executors import Outcome, failure_reason, is_input_error, shard_outcome
 from .placement import placement
-from .process import run_shard_job
+from .process import gather_new_units, run_shard_job
 from .side_by_side import raise_if_stopping
 from .stage import Stage
 from .storage import storage_options
@@ -102,6 +102,18 @@ class DaskExecutor:
                     rest = []
         finally:  # Ctrl-C or an input error: nothing of this stage keeps running on the cluster
             self.client.cancel([f for f in tasks.groups if not f.done()])
+
+    def gather_new_units(self, stage: Stage, paths: list[str]) -> dict:
+        """The pending shards' new units computed together first, in one task on a worker that can
+        run the stage (process.gather_new_units)."""
+        future = self.client.submit(gather_new_units, stage, paths, storage_options() or None, pure=False,
+                                    key=f"{stage.name}-gather-{uuid.uuid4().hex[:8]}", **placement(self.client, stage))
+        try:
+            return future.result()
+        finally:  # Ctrl-C: nothing of it keeps running on the cluster
+            if not future.done():
+                self.client.cancel([future])
+            future.release()
 
     def _batches(self, running, tasks: "_Tasks") -> Iterator[list | None]:
         """`running.batches()`, and None once the cluster has had no worker for the stage for

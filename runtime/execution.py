@@ -9,6 +9,7 @@ cheap shards share one (`dask_executor.py`).
 from __future__ import annotations
 
 import dataclasses
+import logging
 import time
 from typing import Callable
 
@@ -23,6 +24,8 @@ from .shards import ShardPaths, remove_shards_beyond, shard_index
 from .stage import Stage
 from .stage_tracking import StageTracker, in_flow, tracked
 
+log = logging.getLogger("xmdata.execution")
+
 
 class ShardsFailed(RuntimeError):
     """Some shards of a stage could not finish; the others did, and a rerun runs only these."""
@@ -36,6 +39,26 @@ class ShardsFailed(RuntimeError):
         more = f" (and {len(shards) - 10} more reasons)" if len(shards) > 10 else ""
         super().__init__(f"stage {stage}: {len(failed)} shard(s) failed — {listed}{more}. "
                          f"Finished shards are kept; run the same command again to finish these.")
+
+
+def _gather(stage: Stage, pending: list[tuple[int, object]], executor) -> dict | None:
+    """A model stage rebuilding two shards or more with the memo on: their new units computed
+    together first (process.gather_new_units), so that a few new inputs spread over many shards
+    share batches. Best effort: a gather that fails leaves the work to the shards, which then say why."""
+    if (not stage.memo_kinds or stage.memo.location is None or len(pending) < 2
+            or not all(isinstance(source, str) for _, source in pending)):
+        return None
+    try:
+        return executor.gather_new_units(stage, [source for _, source in pending])
+    except Exception as exc:  # noqa: BLE001 - the shards run as without it, and fail on their own if they must
+        log.info("stage %s: gathering its new units failed (%s: %s); its shards compute them",
+                 stage.name, type(exc).__name__, exc)
+        return None
+
+
+def _add_counts(units: dict, counts: dict) -> None:
+    for kind, kind_counts in counts.items():
+        units.setdefault(kind, memo.Counts()).add(memo.Counts(**kind_counts))
 
 
 def _named(indexes: list[int], shown: int = 5) -> str:
@@ -81,6 +104,9 @@ def _run_shards(stage: Stage, jobs: list[tuple[int, object]], root: str, input_s
         return sum(storage.parquet_rows(path) for _, path in pending)
 
     executor = executor or current_session().executor_for(stage, rows, len(pending))
+    gathered = _gather(stage, pending, executor)
+    if gathered:
+        stage = dataclasses.replace(stage, memo=dataclasses.replace(stage.memo, fresh=frozenset(gathered["fresh"])))
     tracker = StageTracker(stage.name, len(jobs), len(records), executor.where, enabled=in_the_ui and in_flow())
     progress = ShardProgress(stage.name, len(jobs), len(records))
     failed: dict[int, str] = {}
@@ -98,8 +124,7 @@ def _run_shards(stage: Stage, jobs: list[tuple[int, object]], root: str, input_s
             ran += 1
             load_s += outcome["load_s"]
             work_s += outcome["seconds"] - outcome["load_s"]
-            for kind, counts in outcome.get("memo", {}).items():
-                units.setdefault(kind, memo.Counts()).add(memo.Counts(**counts))
+            _add_counts(units, outcome.get("memo", {}))
             progress.shard_done(outcome["record"])
             tracker.shard_done(index, outcome)
     finally:
@@ -108,8 +133,16 @@ def _run_shards(stage: Stage, jobs: list[tuple[int, object]], root: str, input_s
     # shard ran again elsewhere) left a temp file that would otherwise sit in the output until the
     # next run's start-up sweep.
     remove_stray_temp_files(storage.join(root, stage.name))
+    if gathered:  # its entries were stored by it: the shards took them, counted as computed
+        _add_counts(units, {kind: {"stored": counts.get("stored", 0), "bad": counts.get("bad", 0)}
+                            for kind, counts in gathered["memo"].items()})
+        load_s += gathered["load_s"]
+        work_s += gathered["seconds"] - gathered["load_s"]
     timing = {"where": executor.where, "seconds": round(time.perf_counter() - started, 3),
               "model_load_s": round(load_s, 3), "work_s": round(work_s, 3)}
+    if gathered:
+        timing["gathered"] = {"units": len(gathered["fresh"]), "declined": gathered["declined"],
+                              "seconds": round(gathered["seconds"], 3)}
     if units:  # model work per unit kind: served by the memo, computed (beside the build, never hashed)
         timing["memo"] = {kind: counts.as_dict() for kind, counts in sorted(units.items())}
     tracker.finish(timing)

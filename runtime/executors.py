@@ -16,7 +16,7 @@ from typing import Iterator
 
 from . import settings
 from .cluster import default_workers, worker_threads
-from .process import run_shard_job
+from .process import gather_new_units, run_shard_job
 from .side_by_side import SHARD_FUNCTIONS, raise_if_stopping
 from .storage import is_url
 from .stage import Stage
@@ -78,6 +78,12 @@ class InProcessExecutor:
                 yield futures[future], *shard_outcome(future.result)
         finally:  # an input error or Ctrl-C: shards not started yet never start
             pool.shutdown(wait=True, cancel_futures=True)
+
+
+    def gather_new_units(self, stage: Stage, paths: list[str]) -> dict:
+        """The pending shards' new units computed together first (process.gather_new_units)."""
+        use_worker_threads()
+        return gather_new_units(dataclasses.replace(stage, fn=_one_at_a_time(stage.fn)), paths)
 
 
 def _one_at_a_time(fn):

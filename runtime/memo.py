@@ -81,9 +81,12 @@ def check_location(location: str | None) -> str | None:
 
 @dataclass(frozen=True)
 class MemoOptions:
-    """Where the memo lives (None: off) and what fraction of its hits to compute again and compare."""
+    """Where the memo lives (None: off) and what fraction of its hits to compute again and compare.
+    `fresh`: the keys this build's gather has just computed (`gather_new_units`): the shards take
+    them from the memo but count them as computed by this build, not served by an earlier one."""
     location: str | None
     audit: float = 0.0
+    fresh: frozenset = frozenset()
 
     def __post_init__(self):
         if not 0.0 <= self.audit <= 1.0:
@@ -106,6 +109,27 @@ def using(options: MemoOptions) -> Iterator[MemoOptions]:
 def current_options() -> MemoOptions:
     """The command's memo, else the environment's (a run started from the UI or a Python caller)."""
     return _options.get() or MemoOptions(resolve_location())
+
+
+class GatherDeclined(Exception):
+    """A gather found more new units than it takes on (`GatherBudget`): the shards compute them."""
+
+
+@dataclass
+class GatherBudget:
+    """What one gather takes on: the new units of every pending shard, computed together in shared
+    batches, as long as they add up to at most one shard's worth — the units looked up so far over
+    the shards. More than that, and computing them in one job would cost more wall time (the
+    shards' jobs run side by side) than the partly filled batches it saves; the lookup that finds
+    so many raises GatherDeclined before any of them is computed."""
+    shards: int
+    looked: int = 0
+    new: int = 0
+
+    def take(self, looked: int, new: int) -> None:
+        self.looked, self.new = self.looked + looked, self.new + new
+        if self.new > self.looked / self.shards:
+            raise GatherDeclined(f"{self.new} new units of {self.looked} over {self.shards} shards")
 
 
 class MemoAuditFailed(RuntimeError):
@@ -138,15 +162,17 @@ class ShardScope:
     params: dict
     counts: dict[str, Counts] = field(default_factory=dict)
     memos: list = field(default_factory=list)  # the UnitMemos opened by the shard: flushed when it ends
+    budget: GatherBudget | None = None  # a gather's (process.gather_new_units); None for a shard
 
 
 _scope: contextvars.ContextVar[ShardScope | None] = contextvars.ContextVar("xmdata_memo_shard", default=None)
 
 
 @contextlib.contextmanager
-def shard_scope(options: MemoOptions | None, stage_version: str, params: dict) -> Iterator[ShardScope]:
-    """`params`: the stage's params dump less its `memo_exclude` fields."""
-    scope = ShardScope(options or MemoOptions(None), stage_version, params)
+def shard_scope(options: MemoOptions | None, stage_version: str, params: dict,
+                budget: GatherBudget | None = None) -> Iterator[ShardScope]:
+    """`params`: the stage's params dump less its `memo_exclude` fields; `budget`: a gather's."""
+    scope = ShardScope(options or MemoOptions(None), stage_version, params, budget=budget)
     token = _scope.set(scope)
     try:
         yield scope
@@ -157,12 +183,58 @@ def shard_scope(options: MemoOptions | None, stage_version: str, params: dict) -
 
 
 def shard_use(scope: ShardScope) -> dict:
-    """What a shard took from the memo, for `<stage>/_memo/<shard>.json` beside its record (never in
-    it): the memo, and the keys of the units it served, by kind."""
+    """What a shard took from the memo and gave it, for `<stage>/_memo/<shard>.json` beside its
+    record (never in it): the memo, the keys of the units an earlier build computed (`served`:
+    what `explain ROW` reads) and of those this build computed (`computed`), by kind — together
+    what `memo prune --keep-used-by` keeps."""
     served: dict[str, set] = {}
+    computed: dict[str, set] = {}
+    contexts: dict[str, set] = {}
     for unit_memo in scope.memos:
-        served.setdefault(unit_memo.context["kind"], set()).update(unit_memo.served_keys)
-    return {"memo": scope.options.location, "served": {kind: sorted(keys) for kind, keys in sorted(served.items())}}
+        kind = unit_memo.context["kind"]
+        served.setdefault(kind, set()).update(unit_memo.served_keys)
+        computed.setdefault(kind, set()).update(unit_memo.stored_keys | unit_memo.fresh_used)
+        contexts.setdefault(kind, set()).add(unit_memo.folder.rstrip("/").rsplit("/", 1)[-1])
+    listed = lambda found: {kind: sorted(keys) for kind, keys in sorted(found.items())}  # noqa: E731
+    return {"memo": scope.options.location, "served": listed(served), "computed": listed(computed),
+            "contexts": listed(contexts)}
+
+
+USE_FOLDER = "_memo"  # `<stage>/_memo/<shard>.json` in an output: what each shard took and gave
+
+
+def used_by(outputs: Sequence[str]) -> dict[tuple[str, str], set[str]]:
+    """The entries the builds of `outputs` (output or release folders) took from the memo or put
+    in it, from their shards' use files: {(kind, context folder): keys}. An output with no use file
+    (built with the memo off, or before it) is refused: keeping by it would keep nothing."""
+    from xmdata.schemas.contract import ContractError
+
+    used: dict[tuple[str, str], set[str]] = {}
+    for output in outputs:
+        files = _use_files(output)
+        if not files:
+            raise ContractError(f"--keep-used-by {output}: no record of memo use under it (`{USE_FOLDER}/` "
+                                f"beside its shards): built with --memo off, before the memo, or not an output")
+        for path in files:
+            try:
+                use = json.loads(storage.read_text(path))
+            except (OSError, ValueError) as exc:
+                raise ContractError(f"--keep-used-by {output}: {path} cannot be read ({exc})") from None
+            for kind, contexts in use.get("contexts", {}).items():
+                keys = set(use.get("served", {}).get(kind, ())) | set(use.get("computed", {}).get(kind, ()))
+                for context in contexts:
+                    used.setdefault((kind, context), set()).update(keys)
+    return used
+
+
+def _use_files(output: str) -> list[str]:
+    if storage.is_url(output):
+        fs, inner = storage.filesystem(output)
+        protocol = output.split("://", 1)[0]
+        return sorted(f"{protocol}://{p}" for p in fs.glob(f"{inner.rstrip('/')}/**/{USE_FOLDER}/*.json"))
+    return sorted(os.path.join(folder, name) for folder, _, names in os.walk(output)
+                  if os.path.basename(folder) == USE_FOLDER for name in names
+                  if name.endswith(".json") and not name.startswith("."))
 
 
 def without(params: dict, excluded: Sequence[str]) -> dict:
@@ -199,7 +271,7 @@ def unit_memo(kind: str, context: dict) -> "UnitMemo | None":
     digest = hashlib.sha256(canonical(whole)).hexdigest()
     counts = scope.counts.setdefault(kind, Counts())
     opened = UnitMemo(scope.options.location, storage.join(scope.options.location, kind, digest[:2], digest), whole,
-                      counts, scope.options.audit)
+                      counts, scope.options.audit, fresh=scope.options.fresh, budget=scope.budget)
     scope.memos.append(opened)
     return opened
 
@@ -279,6 +351,10 @@ class UnitMemo:
     waiting: dict = field(default_factory=dict)  # computed entries not written yet (`store`)
     served_keys: set = field(default_factory=set)  # what the shard took from the memo (`explain ROW` says it)
     waiting_since: float | None = None
+    fresh: frozenset = frozenset()  # keys this build's gather computed (MemoOptions.fresh)
+    budget: GatherBudget | None = None  # in a gather: how many new units it may take on
+    stored_keys: set = field(default_factory=set)  # written by this UnitMemo (a gather's `fresh`)
+    fresh_used: set = field(default_factory=set)  # the gather's keys this shard took
 
     @staticmethod
     def key(model_input) -> str:
@@ -316,9 +392,14 @@ class UnitMemo:
             if not storage.is_url(path):
                 with contextlib.suppress(OSError):
                     os.utime(storage.local(path))  # last used: what `memo prune --older-than` reads
-        self.audit_pending.update({k: found.pop(k) for k in list(found) if self._audited(k)})
-        self.counts.served += len({k for k in keys if k in found})
-        self.served_keys.update(found)
+        self.audit_pending.update({k: found.pop(k) for k in list(found) if self._audited(k) and k not in self.fresh})
+        if self.budget is not None:  # a gather: more new units than it takes on stops it here, before the model
+            self.budget.take(len(wanted), len(wanted - found.keys()))
+        fresh = found.keys() & self.fresh  # computed by this build's gather a moment ago: computed, not served
+        self.counts.served += len(found) - len(fresh)
+        self.counts.computed += len(fresh)
+        self.served_keys.update(found.keys() - fresh)
+        self.fresh_used.update(fresh)
         return [found.get(k, MISSING) for k in keys]
 
     def holds(self, inputs: Sequence) -> list[bool]:
@@ -372,11 +453,8 @@ class UnitMemo:
 
         from .atomic import write_json_atomic, write_parquet_atomic
 
-        keys = sorted(entries)
-        table = pa.table({"key": pa.array(keys, pa.string()),
-                          "value": pa.array([entries[k] for k in keys], pa.binary()),
-                          "check": pa.array([_entry_check(k, entries[k]) for k in keys], pa.string())})
-        name = hashlib.sha256(b"".join(k.encode() + entries[k] for k in keys)).hexdigest()[:40] + ENTRY_SUFFIX
+        name, table = entry_file(entries)
+        keys = table.column("key").to_pylist()
         try:
             if not storage.is_url(self.folder):
                 make_private_folder(location)
@@ -385,6 +463,7 @@ class UnitMemo:
             if storage.is_url(context_file) or not os.path.exists(context_file):
                 write_json_atomic(self.context, context_file)
             write_parquet_atomic(table, storage.join(self.folder, name))
+            self.stored_keys.update(keys)
         except OSError as exc:
             reason = {errno.ENOSPC: "the disk is full", errno.EROFS: "read-only file system",
                       errno.EACCES: "not writable", errno.EPERM: "not writable",
@@ -392,6 +471,17 @@ class UnitMemo:
             NOT_WRITABLE.mark(location, reason)
             return
         self.counts.stored += len(entries)
+
+
+def entry_file(entries: dict[str, bytes]):
+    """(name, table) of the entry file holding `entries` (key -> encoded value): named by its content."""
+    import pyarrow as pa
+
+    keys = sorted(entries)
+    table = pa.table({"key": pa.array(keys, pa.string()),
+                      "value": pa.array([entries[k] for k in keys], pa.binary()),
+                      "check": pa.array([_entry_check(k, entries[k]) for k in keys], pa.string())})
+    return hashlib.sha256(b"".join(k.encode() + entries[k] for k in keys)).hexdigest()[:40] + ENTRY_SUFFIX, table
 
 
 def make_private_folder(path: str) -> None:
@@ -514,13 +604,17 @@ def stats(location: str) -> dict:
 
 
 def prune(location: str, older_than_days: float | None = None, max_bytes: int | None = None,
-          everything: bool = False, now: float | None = None) -> dict:
-    """Remove entry files unused for `older_than_days` (a hit counts as a use), then the least
-    recently used until the memo holds at most `max_bytes`, or all (`everything`). A pruned entry is
-    computed again by the next build that needs it. Returns what was removed and what is left."""
+          everything: bool = False, now: float | None = None,
+          keep: dict[tuple[str, str], set[str]] | None = None) -> dict:
+    """Remove entries not used by the outputs `keep` was read from (`used_by`; a file holding some of
+    them is written again with those only), then entry files unused for `older_than_days` (a hit
+    counts as a use), then the least recently used until the memo holds at most `max_bytes`, or all
+    (`everything`). A pruned entry is computed again by the next build that needs it. Returns what
+    was removed and what is left."""
     import time
 
     now = time.time() if now is None else now
+    removed_entries = _keep_only(location, keep) if keep is not None else 0
     files = sorted(entry_files(location), key=lambda e: e.used)
     doomed = set()
     for entry in files:
@@ -547,8 +641,36 @@ def prune(location: str, older_than_days: float | None = None, max_bytes: int | 
     if not storage.is_url(location):
         _remove_stray_and_empty(location, now)
     kept = [e for e in files if e.path not in doomed]
-    return {"removed_files": len(doomed), "removed_bytes": removed_bytes, "kept_files": len(kept),
+    done = {"removed_files": len(doomed), "removed_bytes": removed_bytes, "kept_files": len(kept),
             "kept_bytes": sum(e.size for e in kept)}
+    return {**done, "removed_entries": removed_entries} if keep is not None else done
+
+
+def _keep_only(location: str, keep: dict[tuple[str, str], set[str]]) -> int:
+    """Entries no kept output used, removed: a file of none of them deleted, a file of some written
+    again with those only (named by its new content) before the old one goes. Returns how many."""
+    from .atomic import write_parquet_atomic
+
+    removed = 0
+    for entry in entry_files(location):
+        folder = entry.path.rsplit("/", 1)[0]  # MEMO/<kind>/<ab>/<context>/<file>
+        wanted = keep.get((entry.kind, folder.rsplit("/", 1)[-1]), set())
+        try:
+            table = storage.read_parquet(entry.path)
+        except Exception:  # noqa: BLE001 - a torn file serves nothing: it goes
+            table = None
+        keys = table.column("key").to_pylist() if table is not None else []
+        held = [i for i, key in enumerate(keys) if key in wanted]
+        if len(held) == len(keys) and table is not None:
+            continue
+        if held:
+            values = table.column("value").to_pylist()
+            name, part = entry_file({keys[i]: values[i] for i in held})
+            write_parquet_atomic(part, storage.join(folder, name))
+        with contextlib.suppress(FileNotFoundError):
+            storage.remove(entry.path)
+        removed += len(keys) - len(held)
+    return removed
 
 
 def _remove_stray_and_empty(location: str, now: float, stray_after_s: float = 3600) -> None:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import functools
 import hashlib
 import time
@@ -64,6 +65,55 @@ def _shard_job(stage: Stage, input_path: str, root: str, index: int, record_chec
     seconds = time.perf_counter() - started
     load_s = registry.MODELS.load_seconds - loads_before
     return {"record": record, "recomputed": done is None, "seconds": seconds, "load_s": load_s, "memo": memo_counts}
+
+
+GATHER_ROWS = 100_000  # input rows a gather holds in memory at once: its shards are taken this many at a time
+
+
+def gather_new_units(stage: Stage, paths: list[str], storage_options: dict | None = None) -> dict:
+    """The model work of a rebuild's pending shards, gathered: run the stage over their inputs
+    together (GATHER_ROWS at a time), so that the few units the memo lacks share batches instead of
+    each filling a batch of its own in its shard (one fixed shape per input length,
+    models/token_batches.py). What it computes goes to the memo, and the shards, run next, take it
+    from there; their output is the same bytes, as a unit's result does not depend on its
+    batch-mates. The stage's output here is dropped. When the units the memo lacks add up to more
+    than one shard's worth (`memo.GatherBudget`), it stops before computing them and the shards
+    compute them side by side, as without it.
+
+    Returns the keys it stored (`MemoOptions.fresh` for the shards), the memo counts per kind, and
+    whether it declined."""
+    from xmdata.models import registry
+
+    budget, fresh, counts = memo.GatherBudget(len(paths)), set(), {}
+    options = dataclasses.replace(stage.memo, audit=0.0, fresh=frozenset())  # the shards audit their hits
+    loads_before, started = registry.MODELS.load_seconds, time.perf_counter()
+
+    def run(tables: list[pa.Table]) -> None:
+        with memo.shard_scope(options, stage.code_version, stage.memo_params, budget) as used:
+            try:
+                stage.fn(pa.concat_tables(tables), stage.params)
+            finally:  # what was stored before a decline is this build's work too
+                for unit_memo in used.memos:
+                    unit_memo.flush()
+                    fresh.update(unit_memo.stored_keys)
+                for kind, kind_counts in used.counts.items():
+                    counts.setdefault(kind, memo.Counts()).add(kind_counts)
+
+    declined = False
+    with storage.using_storage_options(storage_options):
+        group: list[pa.Table] = []
+        try:
+            for path in paths:
+                group.append(storage.read_parquet(path))
+                if sum(t.num_rows for t in group) >= GATHER_ROWS:
+                    run(group)
+                    group = []
+            if group:
+                run(group)
+        except memo.GatherDeclined:
+            declined = True
+    return {"fresh": sorted(fresh), "declined": declined, "memo": {k: c.as_dict() for k, c in counts.items() if c.as_dict()},
+            "seconds": time.perf_counter() - started, "load_s": registry.MODELS.load_seconds - loads_before}
 
 
 def write_shard(stage: Stage, paths: ShardPaths, input_sha: str, rows_in: int, kept: pa.Table,

@@ -95,3 +95,38 @@ def test_the_audit_fraction_is_bounded_at_the_flag(cli_env, tmp_path, value):
     result = run_xmdata(["identify-language", tmp_path / "in.csv", "--out", tmp_path / "out", "--memo-audit", value],
                         cli_env)
     assert result.returncode == 2 and "--memo-audit" in result.stderr
+
+
+def test_prune_keeps_what_named_outputs_used_and_removes_the_rest(tiny_models, cli_env, tmp_path):
+    """Two builds of other captions share a memo; `prune --keep-used-by A` leaves A's entries (a
+    rebuild of A computes nothing) and removes the ones only B used (a rebuild of B computes them)."""
+    def source(name, rows):
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        return path
+
+    both = CAPTIONS[:3]
+    a = source("a", both + [{"id": "a1", "text": "A red car stops at the light."}])
+    b = source("b", both + [{"id": "b1", "text": "Two birds sit on the old wall."},
+                            {"id": "b2", "text": "The child reads a long book."}])
+    memo = tmp_path / "memo"
+    for src, out in ((a, "a"), (b, "b")):
+        assert translate(src, tmp_path / out, memo, tiny_models, cli_env).returncode == 0
+    kinds = json.loads(run_xmdata(["memo", "stats", "--memo", memo, "--json"], cli_env).stdout)["kinds"]
+    assert kinds["beam_candidates"]["entries"] == 6  # 3 shared, 1 of a's, 2 of b's
+
+    (tmp_path / "empty").mkdir()
+    refused = run_xmdata(["memo", "prune", "--memo", memo, "--keep-used-by", tmp_path / "a", tmp_path / "empty"],
+                         cli_env)
+    assert refused.returncode == 2 and "no record of memo use" in refused.stderr  # refused before anything goes
+    assert json.loads(run_xmdata(["memo", "stats", "--memo", memo, "--json"], cli_env).stdout)["kinds"] == kinds
+
+    pruned = run_xmdata(["memo", "prune", "--memo", memo, "--keep-used-by", tmp_path / "a", "--json"], cli_env)
+    assert pruned.returncode == 0, pruned.stderr[-2000:]
+    assert json.loads(pruned.stdout)["removed_entries"] >= 2  # b1 and b2 (and their QE scores)
+    left = json.loads(run_xmdata(["memo", "stats", "--memo", memo, "--json"], cli_env).stdout)["kinds"]
+    assert left["beam_candidates"]["entries"] == 4
+    again_a = translate(a, tmp_path / "a2", memo, tiny_models, cli_env)
+    assert "memo: beam_candidates 4 served, 0 computed" in again_a.stdout
+    again_b = translate(b, tmp_path / "b2", memo, tiny_models, cli_env)
+    assert "memo: beam_candidates 3 served, 2 computed" in again_b.stdout

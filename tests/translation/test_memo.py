@@ -4,6 +4,7 @@ byte; every part of the key that decides a result makes a miss when it changes, 
 out is proven not to decide one; bad entries are computed again, never served."""
 from __future__ import annotations
 
+import dataclasses
 import errno
 import functools
 import json
@@ -281,3 +282,69 @@ def test_the_flow_with_a_new_shard_plan_and_appended_rows_computes_only_the_new_
     assert used["translate"][MEMO_KIND]["served"] == 18 * 2  # the blank and the long one: refused before it
     for name in names:
         assert (tmp_path / "warm" / name).read_bytes() == (tmp_path / "off" / name).read_bytes(), name
+
+
+def test_a_rebuild_computes_the_new_units_of_every_shard_in_shared_batches(tiny_models, tmp_path, monkeypatch):
+    """New texts of one length that land in several shards are searched in one call per target (the
+    gather, runtime/process.py), not in a filled call per shard; the output is the memo-off bytes.
+    The control: with the gather off, the same rebuild makes a call per shard that holds a new text."""
+    from xmdata.flows.translate import translate_texts
+    from xmdata.runtime import execution
+    from xmdata.tasks.translation import beam_search as beam_module
+    from xmdata.tasks.translation.outputs import CANDIDATES_FILE
+
+    # The new texts (one length group) are a few of each shard's units, as in a rebuild.
+    texts = [f"A cat number {i} sleeps on the mat." for i in range(30)] + [f"The dog {i} runs." for i in range(10)]
+    p = TranslateParams(targets=["fr"], translator={**GENERATION, "model": tiny_models["m2m100"].name_or_path},
+                        filters={"qe_model": tiny_models["cometkiwi"].name_or_path, "lid_accept": "fr=fr,en"})
+    calls: list[int] = []
+    searched = beam_module.run_with_backoff
+    monkeypatch.setattr(beam_module, "run_with_backoff", lambda items, *a, **k: calls.append(len(items)) or searched(items, *a, **k))
+
+    def build(table, out, location):
+        calls.clear()
+        with execution_session("inprocess"), memo.using(memo.MemoOptions(location)):
+            reports, _, _ = translate_texts(table, str(out), 3, p)
+        return {r.stage: r for r in reports}["translate"]
+
+    build(texts_table(texts), tmp_path / "off", None)
+    location = str(tmp_path / "memo")
+    build(texts_table(texts[:36]), tmp_path / "first", location)
+    shutil.copytree(location, tmp_path / "memo-control")
+    shutil.copytree(tmp_path / "first", tmp_path / "control")
+    shutil.copytree(tmp_path / "first", tmp_path / "warm")
+
+    warm = build(texts_table(texts), tmp_path / "warm", location)
+    assert warm.shards_run >= 2, "the new texts must land in two shards or more for this test to mean anything"
+    assert warm.timing["gathered"] == {**warm.timing["gathered"], "units": 4, "declined": False}
+    assert warm.timing["memo"][MEMO_KIND]["computed"] == 4 and calls == [4]
+    for name in [CANDIDATES_FILE, "translated.parquet", "translation_rejects.parquet"]:
+        assert (tmp_path / "warm" / name).read_bytes() == (tmp_path / "off" / name).read_bytes(), name
+
+    monkeypatch.setattr(execution, "_gather", lambda *a: None)
+    control = build(texts_table(texts), tmp_path / "control", str(tmp_path / "memo-control"))
+    assert control.timing["memo"][MEMO_KIND]["computed"] == 4 and len(calls) == control.shards_run == warm.shards_run
+    assert (tmp_path / "control" / CANDIDATES_FILE).read_bytes() == (tmp_path / "off" / CANDIDATES_FILE).read_bytes()
+
+
+def test_a_gather_declines_more_than_a_shards_worth_of_new_units(translate, tmp_path):
+    """An empty memo, or a new target (new work in every shard): the gather stops at its lookup,
+    before the model, and the shards compute the units side by side; a memo that holds them all
+    serves them."""
+    from xmdata.runtime.process import gather_new_units
+
+    paths = []
+    for i, chunk in enumerate([SAME_LENGTH[j:j + 2] for j in range(0, 8, 2)]):  # 4 shards of 2
+        paths.append(str(tmp_path / f"shard-{i:05d}.parquet"))
+        pq.write_table(texts_table(chunk, ids=[f"s{i}-{j}" for j in range(len(chunk))]), paths[-1])
+    location = str(tmp_path / "memo")
+    stage = dataclasses.replace(translate(targets=("fr",)), memo=memo.MemoOptions(location))
+    first = gather_new_units(stage, paths)
+    assert first["declined"] and first["fresh"] == [] and first["memo"] == {}  # an empty memo: all new
+    for path in paths:
+        run(stage, pq.read_table(path), location)
+    again = gather_new_units(stage, paths)
+    assert not again["declined"] and again["memo"] == {MEMO_KIND: {"served": 8}}
+    added = dataclasses.replace(translate(targets=("fr", "ar")), memo=memo.MemoOptions(location))
+    declined = gather_new_units(added, paths)  # 8 new of 16 over 4 shards: more than one shard's 4
+    assert declined["declined"] and declined["fresh"] == [] and declined["memo"] == {MEMO_KIND: {"served": 8}}

@@ -27,6 +27,9 @@ def add_prune_arguments(prune: argparse.ArgumentParser) -> None:
     prune.add_argument("--max-size", type=non_negative, default=None, metavar="GB",
                        help="then the least recently used until the memo holds at most this much")
     prune.add_argument("--all", action="store_true", help="every entry")
+    prune.add_argument("--keep-used-by", nargs="+", default=None, metavar="OUT",
+                       help="every entry that the builds of these output or release folders did not use "
+                            "(their shards' _memo/ files say which they took or computed)")
 
 
 def memo(args: argparse.Namespace) -> int:
@@ -41,12 +44,15 @@ def memo(args: argparse.Namespace) -> int:
         found = memos.stats(location)
         print(json.dumps(found, indent=2, ensure_ascii=False) if args.json else stats_text(found))
         return 0
-    if args.older_than is None and args.max_size is None and not args.all:
-        raise ContractError("xmdata memo prune: say what to remove: --older-than DAYS, --max-size GB or --all")
+    if args.older_than is None and args.max_size is None and not args.all and args.keep_used_by is None:
+        raise ContractError("xmdata memo prune: say what to remove: --older-than DAYS, --max-size GB, "
+                            "--keep-used-by OUT… or --all")
+    keep = memos.used_by(args.keep_used_by) if args.keep_used_by is not None else None  # refused before removing
     done = memos.prune(location, args.older_than, None if args.max_size is None else int(args.max_size * 1e9),
-                       args.all)
+                       args.all, keep=keep)
+    unused = f" ({done['removed_entries']:,} entries no kept output used)" if keep is not None else ""
     print(json.dumps(done) if args.json else
-          f"{location}: removed {done['removed_files']} entry file(s), {size(done['removed_bytes'])}; "
+          f"{location}: removed {done['removed_files']} entry file(s), {size(done['removed_bytes'])}{unused}; "
           f"{done['kept_files']} left, {size(done['kept_bytes'])}")
     return 0
 
