@@ -45,7 +45,7 @@ def _gather(stage: Stage, pending: list[tuple[int, object]], executor) -> dict |
     """A model stage rebuilding two shards or more with the memo on: their new units computed
     together first (process.gather_new_units), so that a few new inputs spread over many shards
     share batches. Best effort: a gather that fails leaves the work to the shards, which then say why."""
-    if (not stage.memo_kinds or stage.memo.location is None or len(pending) < 2
+    if (not stage.memo_gather or stage.memo.location is None or len(pending) < 2
             or not all(isinstance(source, str) for _, source in pending)):
         return None
     try:

@@ -28,6 +28,9 @@ class Stage:
     params is in the key, so a field added later keys the memo by itself.
     ``memo_kinds``: the kinds of unit it keeps in the memo; each shard then says beside its record
     which units it took from the memo (`ShardPaths.memo_use`, read by `explain`).
+    ``memo_gather``: its units go through the model in batches of one fixed shape, so a rebuild's few
+    new units are computed together across its shards first (process.gather_new_units); a stage
+    whose per-unit work has no batch to fill gains nothing from that and leaves it False.
     ``memo``: where this run's memo is, set by `run_shards` from the command (outside every hash).
     """
 
@@ -39,6 +42,7 @@ class Stage:
     gpu: bool = False
     memo_exclude: tuple[str, ...] = ()
     memo_kinds: tuple[str, ...] = ()
+    memo_gather: bool = False
     memo: MemoOptions | None = None
 
     @property

@@ -24,6 +24,11 @@ from .params import CleanParams
 
 STAGE = "clean_signatures"
 UNREADABLE = "unreadable_image"
+HASH_MEMO_KIND = "image_hashes"
+# What a shard's params hold that does not decide one image's perceptual hashes (the memo's key leaves
+# them out; tests/clean/test_hash_memo.py proves each): the captions' options and the embedding model.
+HASH_MEMO_EXCLUDE = ("kind", "text_signatures", "num_perm", "model")
+HASH_MEMO_CHUNK = 256  # images read, looked up and hashed at a time: what a shard holds in memory at once
 
 
 class SignatureShard(Params):
@@ -73,7 +78,9 @@ def embedding_dim(spec: ModelSpec) -> int:
 def signature_stage(kind: str, params: CleanParams, model: ModelSpec | None) -> Stage:
     shard = SignatureShard(kind=kind, image_hash=params.image_hash, text_signatures=params.exact_text or params.minhash,
                            num_perm=params.num_perm, max_image_pixels=params.max_image_pixels, model=model)
-    return Stage(STAGE, version="1", fn=sign_rows, params=shard, inline_rows=20_000 if kind == "captions" else 0)
+    hashed = kind == "images" and params.image_hash
+    return Stage(STAGE, version="1", fn=sign_rows, params=shard, inline_rows=20_000 if kind == "captions" else 0,
+                 memo_kinds=(HASH_MEMO_KIND,) if hashed else (), memo_exclude=HASH_MEMO_EXCLUDE)
 
 
 def sign_rows(table: pa.Table, params: SignatureShard) -> tuple[pa.Table, pa.Table]:
@@ -85,7 +92,7 @@ def sign_images(table: pa.Table, params: SignatureShard) -> tuple[pa.Table, pa.T
 
     kept, missing = split_by_mask(table, pc.is_null(table.column(RESOLVED)), STAGE, UNREADABLE, "path")
     paths = kept.column(RESOLVED).to_pylist()
-    hashes, errors = hash_images(paths, params.max_image_pixels)
+    hashes, errors = (hashes_in_memo if params.image_hash else hash_images)(paths, params.max_image_pixels)
     bad = pa.array([e is not None for e in errors], pa.bool_())
     ids = kept.column("id").to_pylist()
     refused = concat_rejects([make_rejects(STAGE, reason, [i], [f"{p}: {why.strip()}"]) for i, p, e in zip(ids, paths, errors)
@@ -97,6 +104,54 @@ def sign_images(table: pa.Table, params: SignatureShard) -> tuple[pa.Table, pa.T
     if params.model is not None:
         kept = kept.append_column("embedding", _embed(params.model, kept.column(RESOLVED).to_pylist(), "images"))
     return kept, concat_rejects([missing, refused])
+
+
+def hashes_in_memo(paths: list[str], max_pixels: int) -> tuple[np.ndarray, list[str | None]]:
+    """hash_images, with each image's hashes kept in the memo of model work by the sha256 of its bytes
+    (runtime/memo.py): an image seen by any earlier build — under another path, in another output —
+    is read and hashed by content, not decoded. The pixel limit is in the key (a params field), and
+    an image that failed is never stored: it is tried again, and refused again, on every build."""
+    from xmdata.runtime.memo import MISSING
+    from xmdata.tasks.build.unit_memo import memo_for
+
+    from .image_hash import VIEWS, hash_images
+
+    unit_memo = memo_for(HASH_MEMO_KIND)
+    if unit_memo is None:
+        return hash_images(paths, max_pixels)
+    hashes = np.zeros((len(paths), VIEWS), np.uint64)
+    errors: list[str | None] = [None] * len(paths)
+    for start in range(0, len(paths), HASH_MEMO_CHUNK):
+        rows = range(start, min(start + HASH_MEMO_CHUNK, len(paths)))
+        digests = {row: digest for row in rows if (digest := file_sha256(paths[row])) is not None}
+        held = dict(zip(digests, unit_memo.lookup([[d] for d in digests.values()])))
+        first: dict[object, int] = {}  # one image under two paths: hashed once
+        for row in rows:
+            if held.get(row, MISSING) is MISSING:
+                first.setdefault(digests.get(row, row), row)  # unreadable: its own, hash_images says why
+        unique = list(first.values())
+        # From the path, as without the memo: the same decoding and the same reasons for a refusal.
+        found = dict(zip(unique, zip(*hash_images([paths[row] for row in unique], max_pixels))))
+        unit_memo.counts.computed += len(unique)
+        stored = [row for row in unique if row in digests and found[row][1] is None]
+        if stored:
+            unit_memo.store([[digests[row]] for row in stored], [[int(h) for h in found[row][0]] for row in stored])
+        for row in rows:
+            if row in held and held[row] is not MISSING:
+                hashes[row] = np.array(held[row], np.uint64)
+            else:
+                hashes[row], errors[row] = found[first[digests.get(row, row)]]
+    return hashes, errors
+
+
+def file_sha256(path: str) -> str | None:
+    import hashlib
+
+    try:
+        with open(path, "rb") as f:
+            return hashlib.file_digest(f, "sha256").hexdigest()
+    except OSError:
+        return None
 
 
 def sign_captions(table: pa.Table, params: SignatureShard) -> tuple[pa.Table, pa.Table]:

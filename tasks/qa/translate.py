@@ -122,5 +122,5 @@ def translate_qa_stage(params: TranslateQaParams, translator: ModelSpec, labels:
     """`translator`: params.translator resolved (TranslatorOptions.spec), once by the flow."""
     labels = {t: {k: labels[t][k] for k in ("question", "answer")} for t in params.targets}
     # 2: batches of one input length (a unit's candidates no longer depend on the rows beside it)
-    return Stage(STAGE, version="2", fn=translate_instances, gpu=needs_gpu(translator.device), memo_exclude=MEMO_EXCLUDE, memo_kinds=(MEMO_KIND,),
+    return Stage(STAGE, version="2", fn=translate_instances, gpu=needs_gpu(translator.device), memo_exclude=MEMO_EXCLUDE, memo_kinds=(MEMO_KIND,), memo_gather=True,
                  params=QaTranslateShard(params=params, translator=translator, labels=labels))

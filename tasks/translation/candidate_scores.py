@@ -108,4 +108,4 @@ def candidate_qe_stage(model: ModelSpec, name: str = QE_STAGE) -> Stage:
     # 3: batches of pairs of one length (a score no longer moves with its batch-mates); 4: NaN refused
     return Stage(name, version="4", fn=estimate_candidate_quality, params=CandidateQeShard(model=model),
                  gpu=needs_gpu(model.device), memo_exclude=QE_MEMO_EXCLUDE,
-                 memo_kinds=(MEMO_KIND,))
+                 memo_kinds=(MEMO_KIND,), memo_gather=True)

@@ -109,5 +109,5 @@ def translate_stage(params: TranslateParams, translator: ModelSpec) -> Stage:
     """`translator`: params.translator resolved (TranslatorOptions.spec), once by the flow."""
     # 2: batches of one input length (a unit's candidates no longer depend on the rows beside it; the
     # out-of-memory backoff needed no new version: a shard that finished before it had no OOM).
-    return Stage(STAGE, version="2", fn=translate_candidates, memo_exclude=MEMO_EXCLUDE, memo_kinds=(MEMO_KIND,),
+    return Stage(STAGE, version="2", fn=translate_candidates, memo_exclude=MEMO_EXCLUDE, memo_kinds=(MEMO_KIND,), memo_gather=True,
                  params=TranslateShard(params=params, translator=translator), gpu=needs_gpu(translator.device))
