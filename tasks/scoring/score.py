@@ -23,6 +23,7 @@ from xmdata.tasks.build.image_decode import decode_image
 from xmdata.tasks.stage_params import ScoringParams
 from xmdata.tasks.scoring.output import scored_table
 from xmdata.tasks.scoring.pairs import collect_pairs
+from xmdata.tasks.scoring.score_memo import IMAGE_KIND, MEMO_EXCLUDE, TEXT_KIND, images_in_memo, texts_with_memo
 
 STAGE = "clip_score"
 
@@ -67,6 +68,13 @@ def encode_texts(model, texts: list[str], batch_size: int, sizes: BatchSizes) ->
             else:
                 embeddings[start + offset] = row
     return embeddings, failed
+
+
+def whole(sizes: BatchSizes, encode, *args):
+    """`encode(*args, sizes)` and whether none of its batches ran out of memory (a halved batch's
+    numbers are never stored)."""
+    before = len(sizes.out_of_memory)
+    return (*encode(*args, sizes), len(sizes.out_of_memory) == before)
 
 
 def encode_images(model, loader: PrefetchingLoader, count: int, batch_size: int, finish=None,
@@ -123,11 +131,21 @@ def score_table(table: pa.Table, shard: ScoreShard) -> tuple[pa.Table, pa.Table]
     pairs = collect_pairs(table, shard.references_column, params.prefix)
     threads, in_threads, finish = loader_plan(model)
     load = partial(decode_image, root=shard.image_root, max_pixels=params.max_image_pixels, preprocess=in_threads)
+    # The images and texts the memo of model work holds are not decoded or embedded (score_memo.py).
+    images = images_in_memo(shard.model, pairs.images, shard.image_root, params.max_image_pixels)
     # Decoding starts now, in threads; encoding the texts meanwhile keeps the model busy from the start.
     sizes = BatchSizes()
-    with PrefetchingLoader(pairs.images, batch_size, load, threads) as loader:
-        text_emb, failed_texts = encode_texts(model, pairs.texts, batch_size, sizes)
-        image_emb, failures = encode_images(model, loader, len(pairs.images), batch_size, finish, sizes)
+    with PrefetchingLoader([pairs.images[i] for i in images.todo], batch_size, load, threads) as loader:
+        text_emb, failed_texts = texts_with_memo(shard.model, pairs.texts, batch_size, model.embed_dim,
+                                                 lambda texts: whole(sizes, encode_texts, model, texts, batch_size))
+        ran_out = len(sizes.out_of_memory)
+        computed, computed_failures = encode_images(model, loader, len(images.todo), batch_size, finish, sizes)
+    images.store(computed, computed_failures, whole=len(sizes.out_of_memory) == ran_out)
+    image_emb = np.zeros((len(pairs.images), model.embed_dim), np.float32)
+    image_emb[images.todo] = computed
+    for i, vector in images.held.items():
+        image_emb[i] = vector
+    failures = {**images.refused, **{images.todo[k]: why for k, why in computed_failures.items()}}
     report(STAGE, sizes)
     if failed_texts:  # a pair whose text or one of its references failed cannot be scored
         error = (OUT_OF_MEMORY, f"text out of memory even alone ({sizes.summary()})")
@@ -149,4 +167,4 @@ def clip_score_stage(params: ScoringParams, model: ModelSpec, image_root: str | 
     # 2: batches padded to batch_size on CPU too (a row's score no longer moves with its batch-mates)
     return Stage(STAGE, version="2", fn=score_table, params=ScoreShard(
         params=params, model=model, image_root=image_root, references_column=references_column),
-        gpu=needs_gpu(model.device))
+        gpu=needs_gpu(model.device), memo_exclude=MEMO_EXCLUDE, memo_kinds=(IMAGE_KIND, TEXT_KIND))
