@@ -87,7 +87,10 @@ def _service(env: dict) -> tuple[dict, list[psutil.Process]]:
 
 
 def measure(command: list[str], env: dict) -> dict:
-    """{wall_s, cpu_s: {kind: s}, peak_mb: {kind: MB, the largest process of that kind}, processes}."""
+    """{wall_s, cpu_s: {kind: s}, peak_mb: {kind: MB, the largest process of that kind}, processes}.
+    The memo of model work is off unless `env` or the command names one: a command measured twice
+    must compute twice (bench/incremental.py measures the memo)."""
+    env = {"XMDATA_MEMO": "off", **env}
     state, service_procs = _service(env)
     for proc in service_procs:  # each command's own peak, not the service's lifetime's
         try:
