@@ -167,4 +167,5 @@ def clip_score_stage(params: ScoringParams, model: ModelSpec, image_root: str | 
     # 2: batches padded to batch_size on CPU too (a row's score no longer moves with its batch-mates)
     return Stage(STAGE, version="2", fn=score_table, params=ScoreShard(
         params=params, model=model, image_root=image_root, references_column=references_column),
-        gpu=needs_gpu(model.device), memo_exclude=MEMO_EXCLUDE, memo_kinds=(IMAGE_KIND, TEXT_KIND))
+        gpu=needs_gpu(model.device), memo_exclude=MEMO_EXCLUDE, memo_kinds=(IMAGE_KIND, TEXT_KIND),
+        memo_gather=True)

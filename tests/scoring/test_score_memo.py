@@ -116,3 +116,32 @@ def test_a_planted_entry_changes_the_bytes(tiny_models, root, tmp_path):
     planted = run(stage(spec, root), table(CAPTIONS), location)
     assert planted[2][IMAGE_KIND] == {"served": 5}
     assert parquet_bytes(planted[0]) != parquet_bytes(honest[0])
+
+
+def test_a_rebuild_with_new_images_in_several_shards_gathers_them_and_writes_the_memo_off_bytes(tiny_models, root,
+                                                                                                  tmp_path):
+    from xmdata.flows.score import score_pairs
+    from xmdata.runtime.session import execution_session
+
+    spec = tiny_models["open_clip"]
+    params = ScoringParams(clip_model=spec.name_or_path, pretrained=spec.option("pretrained"), batch_size=4)
+    for k in range(5, 30):  # more images, one of each size: a few shards' worth
+        Image.new("RGB", (40 + k, 30), (k * 8, 255 - k * 8, 90)).save(root / f"{k}.png")
+    captions = [f"a photo of a thing number {k}" for k in range(30)]
+
+    def build(rows, out, location):
+        with execution_session("inprocess"), memo.using(memo.MemoOptions(location)):
+            reports, _ = score_pairs(rows, str(out), 3, str(root), params)
+        return reports[-1]
+
+    everything = table(captions, [f"{k}.png" for k in range(30)])
+    build(everything, tmp_path / "off", None)
+    location = str(tmp_path / "memo")
+    build(everything.filter(pa.array([k % 10 != 3 for k in range(30)])), tmp_path / "warm", location)
+    again = build(everything, tmp_path / "warm", location)  # 3 new rows, in the shards their ids hash to
+    assert again.shards_run >= 2 and again.timing["gathered"]["units"] == 3 + 3  # 3 images, 3 captions
+    assert again.timing["memo"][IMAGE_KIND]["computed"] == 3
+    shards = sorted(p.relative_to(tmp_path / "off") for p in (tmp_path / "off" / "clip_score").rglob("*.parquet"))
+    assert len(shards) == 6  # data and rejects of 3 shards
+    for name in shards:
+        assert (tmp_path / "warm" / name).read_bytes() == (tmp_path / "off" / name).read_bytes(), name
