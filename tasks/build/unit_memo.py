@@ -17,6 +17,10 @@ from xmdata.runtime import memo
 
 # Environment prefixes that choose a math library's kernels (tests/release/test_demo_build.py's other CPU).
 KERNEL_VARIABLES = ("ATEN_", "ONEDNN_", "DNNL_", "MKL_", "OPENBLAS_")
+# …less the ones that set only how many threads run them: a worker's share (MKL_NUM_THREADS, set by
+# executors.use_worker_threads in the command's process and by the cluster on its workers) differs by
+# where a shard runs, and the thread count does not decide a result (tests/release/test_demo_build.py).
+THREAD_VARIABLES = ("MKL_NUM_THREADS", "MKL_DYNAMIC", "OPENBLAS_NUM_THREADS", "MKL_DOMAIN_NUM_THREADS")
 
 
 def memo_for(kind: str, *models: ModelSpec) -> memo.UnitMemo | None:
@@ -77,4 +81,4 @@ def platform_facts() -> dict:
     from xmdata.tasks.release.manifest import package_versions, platform_record
 
     return {"packages": package_versions(), "platform": platform_record(),
-            "kernels": settings.variables(KERNEL_VARIABLES)}
+            "kernels": [(k, v) for k, v in settings.variables(KERNEL_VARIABLES) if k not in THREAD_VARIABLES]}

@@ -172,6 +172,20 @@ def test_every_part_of_the_key_that_decides_a_result_misses_when_it_changes(tran
     assert counts[MEMO_KIND].get("served", 0) == 0 and counts[MEMO_KIND]["computed"] == 2
 
 
+def test_a_thread_count_is_not_a_kernel_choice_a_shard_hits_wherever_it_ran(translate, tmp_path, monkeypatch):
+    """The command's process sets MKL_NUM_THREADS to a worker's share (executors.use_worker_threads), a
+    cluster's workers have their own: a unit computed in one is served in the other."""
+    location = str(tmp_path / "memo")
+    monkeypatch.setattr(unit_memo, "platform_facts", functools.cache(unit_memo.platform_facts.__wrapped__))
+    monkeypatch.delenv("MKL_NUM_THREADS", raising=False)
+    run(translate(), texts_table(SAME_LENGTH[:2]), location)
+    unit_memo.platform_facts.cache_clear()
+    monkeypatch.setenv("MKL_NUM_THREADS", "7")
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "3")
+    _, _, counts = run(translate(), texts_table(SAME_LENGTH[:2]), location)
+    assert counts[MEMO_KIND] == {"served": 2}
+
+
 def test_a_model_replaced_at_the_same_path_misses_and_the_same_model_elsewhere_hits(tiny_models, tmp_path):
     model = tmp_path / "m2m100"
     shutil.copytree(tiny_models["m2m100"].name_or_path, model)
