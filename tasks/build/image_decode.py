@@ -125,13 +125,19 @@ def open_image(ref: ImageRef, root: str | None, max_pixels: int) -> Image.Image 
 
 
 def decode_image(ref: ImageRef, root: str | None, max_pixels: int,
-                 preprocess: Callable[[Image.Image], Any]) -> Decoded:
-    """Open, check, convert to RGB and preprocess one image; thread-safe, never raises on bad data."""
+                 preprocess: Callable[[Image.Image], Any], draft: int | None = None) -> Decoded:
+    """Open, check, convert to RGB and preprocess one image; thread-safe, never raises on bad data.
+
+    draft: a JPEG is decoded at the smallest DCT scale (1/2, 1/4, 1/8) that keeps both sides at
+    least this long (PIL's `Image.draft`; other formats decode whole). The pixel limit applies to the
+    size the file declares, before any decoding."""
     opened = open_image(ref, root, max_pixels)
     if isinstance(opened, Decoded):
         return opened
     try:
         with opened:
+            if draft is not None:
+                opened.draft("RGB", (draft, draft))
             return Decoded(pixels=preprocess(opened.convert("RGB")))
     except Image.DecompressionBombError as exc:
         return Decoded(reason="image_too_large", message=str(exc))
