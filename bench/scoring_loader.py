@@ -123,6 +123,31 @@ def decoders_per_core(root: Path, paths: list[str], recipe, keep: int | None, co
         decoders.shutdown()
 
 
+def mode_difference(name: str, model_dir: str, table, root: Path) -> None:
+    import numpy as np
+
+    from xmdata.models.registry import get_model
+    from xmdata.tasks.build.image_decode import ImageRef, decode_image
+    from xmdata.tasks.scoring.score import clip_score_stage
+    from xmdata.tasks.stage_params import ScoringParams
+
+    scores, pixels = {}, {}
+    for mode in ("exact", "fast"):
+        params = ScoringParams(clip_model=model_dir, decode_mode=mode, batch_size=32)
+        model = get_model("clip_scorer", params.spec())
+        recipe = model.decode_recipe()
+        arrays = [decode_image(ImageRef(path=p), str(root), 10**8, recipe,
+                               recipe.keep if mode == "fast" else None).pixels
+                  for p in table.column("image_path").to_pylist()]
+        pixels[mode] = model.pixels_from_uint8(arrays).float().numpy()
+        stage = clip_score_stage(params, params.spec(), str(root))
+        scores[mode] = np.array(stage.fn(table, stage.params)[0].column("clip_score").to_pylist())
+    pixel_diff, score_diff = np.abs(pixels["fast"] - pixels["exact"]), np.abs(scores["fast"] - scores["exact"])
+    print(f"{name}, {pixels['exact'].shape[-1]} px, {len(table)} photographs, fast - exact: normalised pixels "
+          f"mean |d| {pixel_diff.mean():.4f}, max {pixel_diff.max():.3f}; CLIPScore mean |d| {score_diff.mean():.5f}, "
+          f"max {score_diff.max():.5f} (scores {scores['exact'].mean():.3f} on average)", flush=True)
+
+
 def main() -> None:
     import open_clip
     import pyarrow as pa
@@ -171,6 +196,14 @@ def main() -> None:
             for count in (1, 2):
                 rate, per_cpu = decoders_per_core(root, paths, recipe, keep, count)
                 print(f"224 px {mode}, {count} decoder(s): {rate:.1f} images/s, {per_cpu:.1f} images per CPU-s")
+
+        # exact against fast: normalised pixels, and CLIPScore of the stage (tiny; ViT-B-32, random weights).
+        from bench.scoring_inputs import random_vit_b_32
+
+        sample = pq.read_table(pairs).slice(0, 96)
+        for name, model_dir in (("tiny", spec.name_or_path), ("ViT-B-32 (random weights)",
+                                                               random_vit_b_32(Path(tmp) / "vit-b-32"))):
+            mode_difference(name, model_dir, sample, root)
 
         # The stage's bottleneck line, the stage function in this process.
         from xmdata.models.tiny import cached_tiny_models as tiny

@@ -217,3 +217,24 @@ def test_decoders_exit_when_their_worker_is_killed():
         worker.join(10)
     gone, alive = psutil.wait_procs(children, timeout=10)
     assert not alive, alive
+
+
+@pytest.mark.gpu
+def test_on_cuda_the_batch_travels_as_uint8_and_is_normalised_to_the_cpus_bits(tiny_models, photos, tmp_path):
+    import torch
+
+    spec = tiny_models["open_clip"]
+    params = ScoringParams(clip_model=spec.name_or_path, pretrained=spec.option("pretrained"), device="cuda",
+                           autocast="none")
+    cuda = get_model("clip_scorer", params.spec())
+    root, paths = photos
+    arrays = [d.pixels for d in decoded_in_processes(cuda, root, paths)]
+    on_device = cuda.pixels_from_uint8(arrays)
+    assert on_device.device.type == "cuda"
+    cpu = get_model("clip_scorer", spec)
+    assert torch.equal(on_device.cpu(), cpu.pixels_from_uint8(arrays))
+    # A decoder killed mid-shard on a GPU worker: its images retried alone, the killer refused, no row lost.
+    with PrefetchingLoader([ImageRef(path=f"{i}.jpg") for i in range(8)], 4,
+                           partial(kill_on, str(tmp_path), "3.jpg", True), ProcessDecoders(2), died=decoder_died) as loader:
+        got = [d for batch in loader for d in batch]
+    assert [d.reason for d in got] == [None, None, None, "decoder_died", None, None, None, None]
