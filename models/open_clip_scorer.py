@@ -145,12 +145,12 @@ class OpenClipScorer:
 
     def decode_recipe(self):
         """The PIL part of self.preprocess (preprocess_stages) as torch-free steps a decoder process
-        runs (tasks/build/pil_steps.py): the same PIL calls with the same sizes, read from the
+        runs (models/pil_steps.py): the same PIL calls with the same sizes, read from the
         transform's own fields. A step it does not know travels as it is (`Opaque`)."""
         from torchvision.transforms import CenterCrop, Resize
         from torchvision.transforms.functional import pil_modes_mapping
 
-        from xmdata.tasks.build import pil_steps
+        from . import pil_steps
 
         image_part, _ = self.preprocess_stages()
         steps, sizes = [], []

@@ -3,7 +3,7 @@ are loaded once), or threads where a process may not have children.
 
 Decoding a photo and resizing it is CPU work that threads share badly (docs/explanation/performance.md:
 16 threads gave 1.8x one); processes scale with the cores. They are started by `spawn` — never
-`fork` from a worker that holds threads or CUDA — and import PIL and numpy only (tasks/build/
+`fork` from a worker that holds threads or CUDA — and import PIL and numpy only (models/
 pil_steps.py). A worker process of a Dask cluster xmdata starts is not daemonic
 (`distributed.worker.daemon`, runtime/worker_start.py) so it may have them; each decoder exits when
 its parent goes, `xmdata down` or a kill -9 alike. A daemonic process (a worker of a cluster xmdata did
@@ -30,8 +30,6 @@ from xmdata.runtime import storage
 
 log = logging.getLogger(__name__)
 START_METHOD = "spawn"
-_cached: "ProcessDecoders | None" = None
-_said_threads = False
 
 
 def _watch_parent(parent: int) -> None:
@@ -142,32 +140,45 @@ def default_count() -> int:
     return settings.OMP_NUM_THREADS.get() or len(os.sched_getaffinity(0))
 
 
+class WorkerDecoders:
+    """This process's decoders, kept between shards as its models are (models/registry.MODELS)."""
+
+    def __init__(self):
+        self.processes: ProcessDecoders | None = None
+        self.said_threads = False
+
+    def get(self, count: int | None) -> ThreadDecoders | ProcessDecoders:
+        count = count or default_count()
+        if not can_have_children():
+            if not self.said_threads:
+                self.said_threads = True
+                log.warning("this worker is a daemonic process, which cannot start decoder processes: decoding "
+                            "in %d threads (a cluster xmdata starts runs non-daemonic workers)", count)
+            return ThreadDecoders(count)
+        if self.processes is None or self.processes.count != count:
+            self.shutdown()
+            try:
+                self.processes = ProcessDecoders(count)
+            except DecodersUnavailable as exc:
+                log.warning("decoder processes did not start (%s): decoding in %d threads", exc, count)
+                return ThreadDecoders(count)
+        return self.processes
+
+    def shutdown(self) -> None:
+        if self.processes is not None:
+            self.processes.shutdown()
+            self.processes = None
+
+
+WORKER = WorkerDecoders()
+
+
 def worker_decoders(count: int | None) -> ThreadDecoders | ProcessDecoders:
     """This worker's decoder processes (started at the first call, again when the count changes), or
     threads in a process that cannot have children."""
-    global _cached, _said_threads
-    count = count or default_count()
-    if not can_have_children():
-        if not _said_threads:
-            _said_threads = True
-            log.warning("this worker is a daemonic process, which cannot start decoder processes: decoding "
-                        "in %d threads (a cluster xmdata starts runs non-daemonic workers)", count)
-        return ThreadDecoders(count)
-    if _cached is None or _cached.count != count:
-        if _cached is not None:
-            _cached.shutdown()
-            _cached = None
-        try:
-            _cached = ProcessDecoders(count)
-        except DecodersUnavailable as exc:
-            log.warning("decoder processes did not start (%s): decoding in %d threads", exc, count)
-            return ThreadDecoders(count)
-    return _cached
+    return WORKER.get(count)
 
 
 def shutdown_decoders() -> None:
     """Stop this process's decoders (tests; a worker's end stops them too)."""
-    global _cached
-    if _cached is not None:
-        _cached.shutdown()
-        _cached = None
+    WORKER.shutdown()
