@@ -4,6 +4,7 @@ Where the decoding runs — this worker's decoder processes, or threads — is t
 """
 from __future__ import annotations
 
+import time
 from collections import deque
 from typing import Callable, Iterator, Sequence, TypeVar
 
@@ -33,6 +34,7 @@ class PrefetchingLoader:
         self._load, self._died = load, died
         self.decoders = ThreadDecoders(max(1, decoders)) if isinstance(decoders, int) else decoders
         self._pending: deque = deque()
+        self.started = time.perf_counter()
         for _ in range(max(1, depth)):
             self._submit_next()
 

@@ -78,7 +78,7 @@ def encode_images(model, loader: PrefetchingLoader, count: int, batch_size: int,
     sizes = sizes if sizes is not None else BatchSizes()
     embeddings = np.zeros((count, model.embed_dim), np.float32)
     failures: dict[int, tuple[str, str]] = {}
-    clock = Throughput(loader.decoders.kind, loader.decoders.count)
+    clock = Throughput(loader.decoders.kind, loader.decoders.count, loader.started)
     start = 0
     for decoded in clock.waiting(loader):
         good = []
@@ -104,22 +104,21 @@ def encode_images(model, loader: PrefetchingLoader, count: int, batch_size: int,
 class Throughput:
     """Where a shard's image time went: waiting for the loader, or in the model; its bottleneck."""
 
-    def __init__(self, kind: str, decoders: int):
+    def __init__(self, kind: str, decoders: int, started: float):
         self.kind, self.decoders = kind, decoders
         self.images = 0
         self.waited = self.modelled = 0.0
-        self.started = time.perf_counter()
-        self.loaded_at = self.started
+        self.started = self.loaded_at = started  # when the loader started decoding
 
     def waiting(self, loader):
         batches = iter(loader)
         while True:
             before = time.perf_counter()
             batch = next(batches, None)
-            self.loaded_at = time.perf_counter()
-            self.waited += self.loaded_at - before
             if batch is None:
                 return
+            self.loaded_at = time.perf_counter()
+            self.waited += self.loaded_at - before
             yield batch
 
     @contextmanager

@@ -178,8 +178,11 @@ def test_a_workers_decoders_are_started_once_and_kept_for_its_next_shards():
 
 
 def report_kind(queue):
-    logging.basicConfig(level=logging.WARNING)
-    queue.put([worker_decoders(2).kind, worker_decoders(2).kind])
+    lines = []
+    handler = logging.Handler()
+    handler.emit = lambda record: lines.append(record.getMessage())
+    logging.getLogger(decoders_module.__name__).addHandler(handler)
+    queue.put([worker_decoders(2).kind, worker_decoders(2).kind, lines])
 
 
 def test_a_daemonic_worker_decodes_in_threads_and_says_so_once():
@@ -187,7 +190,8 @@ def test_a_daemonic_worker_decodes_in_threads_and_says_so_once():
     queue = context.Queue()
     child = context.Process(target=report_kind, args=(queue,), daemon=True)
     child.start()
-    assert queue.get(timeout=60) == ["threads", "threads"]
+    first, second, lines = queue.get(timeout=60)
+    assert first == second == "threads" and len(lines) == 1 and "daemonic" in lines[0]
     child.join(10)
 
 
@@ -238,3 +242,14 @@ def test_on_cuda_the_batch_travels_as_uint8_and_is_normalised_to_the_cpus_bits(t
                            partial(kill_on, str(tmp_path), "3.jpg", True), ProcessDecoders(2), died=decoder_died) as loader:
         got = [d for batch in loader for d in batch]
     assert [d.reason for d in got] == [None, None, None, "decoder_died", None, None, None, None]
+
+
+def test_each_shard_names_its_bottleneck(tiny_models, photos, caplog):
+    import re
+
+    root, paths = photos
+    with caplog.at_level(logging.INFO, logger="xmdata.tasks.scoring.score"):
+        stage_fn(tiny_models["open_clip"], root, paths, decoders=2)
+    lines = [r.getMessage() for r in caplog.records if r.name == "xmdata.tasks.scoring.score"]
+    assert any(re.fullmatch(r"clip_score: loader \d+ images/s \(2 decoder (processes|threads)\), model \d+/s: "
+                            r"(loader|model)-bound", line) for line in lines), lines
