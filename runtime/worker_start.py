@@ -164,6 +164,15 @@ def dask_setup(worker) -> None:  # noqa: ARG001 — Dask's preload hook, run as 
     use_thread_share()
 
 
+def dask_teardown(worker) -> None:  # noqa: ARG001 — Dask's preload hook, run as each worker closes
+    """The scoring stage's decoder processes (tasks/build/decoders.py) stop with their worker, waited
+    for, rather than be cut off while one is still starting. Looked up, not imported: the runtime
+    does not import the tasks, and a worker that never scored has none."""
+    decoders = sys.modules.get("xmdata.tasks.build.decoders")
+    if decoders is not None:
+        decoders.shutdown_decoders()
+
+
 def use_thread_share() -> None:
     """torch's threads = this worker's OMP_NUM_THREADS, as a worker that imports torch itself gets
     them; a torch imported by the forkserver kept the forkserver's."""
