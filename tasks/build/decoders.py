@@ -32,9 +32,40 @@ log = logging.getLogger(__name__)
 START_METHOD = "spawn"
 
 
+# glibc's mallopt parameters (malloc.h).
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+# Pillow allocates an image in blocks of at most 16 MiB (its PILLOW_BLOCK_SIZE): under this, every block
+# comes from the heap (glibc's largest mmap threshold on 64 bits)...
+MMAP_THRESHOLD = 32 << 20
+# ...and the heap keeps this much free memory for the next image rather than give it back (a 12 MP
+# photograph and its copies): what a decoder holds between images is what it used for the largest.
+TRIM_THRESHOLD = 256 << 20
+
+
+def _decoder_start(parent: int) -> None:
+    """A decoder's initializer."""
+    _keep_freed_memory()
+    _watch_parent(parent)
+
+
+def _keep_freed_memory() -> None:
+    """Reuse the memory of one image for the next. By default glibc maps each block of a decoded photo
+    fresh and returns it when freed, so every image page-faults its ~15 MB in again (3,770 faults a
+    1600x1200 JPEG): a third of a decoder's CPU time (bench/scoring_loader.py, docs/explanation/
+    performance.md). A libc without mallopt (not glibc) keeps its own policy."""
+    import ctypes
+
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (AttributeError, OSError):
+        return
+    mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+    mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD)
+
+
 def _watch_parent(parent: int) -> None:
-    """A decoder's initializer: exit when the worker that started it is gone (a kill -9 runs no
-    cleanup in it), rather than wait forever on a queue nobody feeds."""
+    """Exit when the worker that started this decoder is gone (a kill -9 runs no cleanup in it), rather
+    than wait forever on a queue nobody feeds."""
     def watch():
         while os.getppid() == parent:
             time.sleep(0.5)
@@ -90,7 +121,7 @@ class ProcessDecoders:
     @staticmethod
     def _start(count: int) -> ProcessPoolExecutor:
         return ProcessPoolExecutor(count, mp_context=multiprocessing.get_context(START_METHOD),
-                                   initializer=_watch_parent, initargs=(os.getpid(),))
+                                   initializer=_decoder_start, initargs=(os.getpid(),))
 
     def submit(self, load: Callable, item: Any) -> Future:
         task = (_with_storage_options, storage.storage_options(), load, item)
