@@ -164,11 +164,12 @@ def can_have_children() -> bool:
 
 
 def default_count() -> int:
-    """The cores this process may use: its share (OMP_NUM_THREADS, as a LocalCluster sets it per
+    """The cores this shard may use (runtime/cluster.shard_cores): every core of this process when it
+    runs the shard alone (in-process), a worker's share (OMP_NUM_THREADS, as a LocalCluster sets it per
     worker), else its CPU affinity."""
-    from xmdata.runtime import settings
+    from xmdata.runtime.cluster import shard_cores
 
-    return settings.OMP_NUM_THREADS.get() or len(os.sched_getaffinity(0))
+    return shard_cores()
 
 
 class WorkerDecoders:
