@@ -1,10 +1,14 @@
 """The scoring loader on real photographs at 1600x1200 JPEG (Open Images originals come at that size),
 with the tiny open_clip (32 px input, so the loader is the whole cost), in one run:
 
-1. `xmdata score --workers 1` (its own Prefect server and one-worker cluster, XMDATA_SERVICE=off) in
-   each decode mode: its pairs/s (the flow's own figure, server and cluster start not counted), ÷ a
-   bare loop in one process (PIL open, convert, open_clip's own preprocess), measured before and
-   after (mean). CPU-seconds of every process of the command (sampled, per pid, every 0.1 s).
+1. Repetitions interleaved (bare, exact, fast, bare, exact, fast, ...), the load average with each:
+   a bare loop in one process (PIL open, convert, open_clip's own preprocess; in this process, and
+   as a user's script in a fresh one, which is slower: see bare_in_a_fresh_process), and `xmdata score
+   --workers 1 --shards 1` (its own Prefect server, XMDATA_SERVICE=off) in each decode mode. Of the
+   command: pairs over its shard's work (run.json's work_s: from the shard's start to its last row
+   written, the cold model load apart — torch and open_clip's imports are ~4 s of a 400-photo run),
+   and the flow's own pairs/s (model load included); CPU-seconds of every process of the command
+   (sampled, per pid, every 0.1 s). Ratios are taken within a repetition.
 2. Decode + preprocess at 224 px (ViT-B-32's transform) in decoder processes, 1 then 2 decoders, each
    mode: images/s, and images per CPU-second of the decoders (per core).
 3. The stage function in this process: its bottleneck line.
@@ -14,8 +18,10 @@ immunohistochemistry, stereo_motorcycle), random 4:3 crops upscaled to 1600x1200
 """
 from __future__ import annotations
 
+import json
 import logging
 import os
+import statistics
 import random
 import re
 import subprocess
@@ -32,6 +38,7 @@ PHOTOS = ("astronaut", "coffee", "chelsea", "rocket", "retina", "hubble_deep_fie
           "stereo_motorcycle")
 COUNT = 400
 SIZE = (1600, 1200)
+REPEATS = 5
 
 
 def make_photos(root: Path, count: int = COUNT) -> list[str]:
@@ -62,6 +69,30 @@ def bare_images_per_second(preprocess, root: Path, paths: list[str]) -> float:
     return len(paths) / (time.perf_counter() - started)
 
 
+BARE_SCRIPT = """
+import sys, time
+from pathlib import Path
+from PIL import Image
+from xmdata.models.registry import get_model
+from xmdata.models.tiny import cached_tiny_models
+preprocess = get_model("clip_scorer", cached_tiny_models()["open_clip"]).preprocess
+root, paths = Path(sys.argv[1]), sys.argv[2:]
+started = time.perf_counter()
+for p in paths:
+    preprocess(Image.open(root / p).convert("RGB"))
+print(len(paths) / (time.perf_counter() - started))
+"""
+
+
+def bare_in_a_fresh_process(root: Path, paths: list[str]) -> float:
+    """The bare loop as a user's script runs it. Slower than the same loop in this process: glibc maps each
+    photo's blocks afresh and page-faults them in (decoders.py: _keep_freed_memory), where this process,
+    which has made the photographs, had its malloc thresholds raised by those large images."""
+    out = subprocess.run([sys.executable, "-c", BARE_SCRIPT, str(root), *paths], capture_output=True, text=True,
+                         check=True)
+    return float(out.stdout.split()[-1])
+
+
 def tree_cpu_seconds(process: subprocess.Popen, poll: float = 0.1) -> float:
     """CPU-seconds of a command and every process under it, read per pid until it exits."""
     seen: dict[int, float] = {}
@@ -81,8 +112,9 @@ def tree_cpu_seconds(process: subprocess.Popen, poll: float = 0.1) -> float:
     return sum(seen.values())
 
 
-def score_command(model_dir: str, pairs: Path, root: Path, out: Path, mode: str) -> tuple[float, float]:
-    """(pairs/s as `xmdata score` prints it, CPU-seconds of all its processes)."""
+def score_command(model_dir: str, pairs: Path, root: Path, out: Path, mode: str) -> dict:
+    """One `xmdata score` run: the shard's pairs over its work, the flow's pairs/s, its model load and
+    the CPU-seconds of all its processes."""
     xmdata = str(Path(sys.executable).with_name("xmdata"))
     env = {**os.environ, "XMDATA_SERVICE": "off"}
     argv = [xmdata, "score", str(pairs), "--out", str(out), "--image-root", str(root), "--clip-model", model_dir,
@@ -96,7 +128,13 @@ def score_command(model_dir: str, pairs: Path, root: Path, out: Path, mode: str)
     found = re.search(r"([\d.]+) pairs/s", text)
     if process.returncode or not found:
         raise RuntimeError(f"{' '.join(argv)} failed:\n{text[-3000:]}")
-    return float(found.group(1)), cpu
+    timing = json.loads((out / "run.json").read_text())["clip_score"]
+    return {"work": COUNT / timing["work_s"], "flow": float(found.group(1)), "model_load_s": timing["model_load_s"],
+            "cpu": cpu}
+
+
+def load_average() -> float:
+    return os.getloadavg()[0]
 
 
 def decoders_per_core(root: Path, paths: list[str], recipe, keep: int | None, count: int) -> tuple[float, float]:
@@ -167,17 +205,29 @@ def main() -> None:
                                  "text": [f"a photograph, number {i}" for i in range(len(paths))]}), pairs)
         print(f"{len(paths)} photographs {SIZE[0]}x{SIZE[1]} JPEG; {len(os.sched_getaffinity(0))} cores; "
               f"load {os.getloadavg()[0]:.2f}", flush=True)
-        bare_before = bare_images_per_second(model.preprocess, root, paths)
-        # exact first and last, so that load drifting over the run does not favour one mode
-        runs = [(mode, *score_command(spec.name_or_path, pairs, root, Path(tmp) / f"out-{i}", mode))
-                for i, mode in enumerate(("exact", "fast", "exact"))]
-        bare_after = bare_images_per_second(model.preprocess, root, paths)
-        bare = (bare_before + bare_after) / 2
-        print(f"bare loop (PIL open, convert, open_clip's preprocess), one process: {bare_before:.1f} / "
-              f"{bare_after:.1f} images/s")
-        for mode, rate, cpu in runs:
-            print(f"xmdata score --workers 1 --decode-mode {mode}: {rate:.1f} pairs/s = {rate / bare:.2f}x the bare "
-                  f"loop; {cpu:.1f} CPU-s over all its processes")
+        rows = []
+        for repeat in range(REPEATS):  # interleaved, so that load drifting over the run favours no one
+            load = load_average()
+            row = {"bare": bare_images_per_second(model.preprocess, root, paths), "load": [load],
+                   "bare_fresh": bare_in_a_fresh_process(root, paths)}
+            for mode in ("exact", "fast"):
+                row["load"].append(load_average())
+                row[mode] = score_command(spec.name_or_path, pairs, root, Path(tmp) / f"out-{repeat}-{mode}", mode)
+            rows.append(row)
+            print(f"repetition {repeat + 1} (load {', '.join(f'{x:.2f}' for x in row['load'])}): bare loop "
+                  f"{row['bare']:.1f} images/s (a fresh process's: {row['bare_fresh']:.1f}); " + "; ".join(
+                      f"{mode} {row[mode]['work']:.1f} pairs/s of work = {row[mode]['work'] / row['bare']:.2f}x "
+                      f"(flow {row[mode]['flow']:.1f} pairs/s = {row[mode]['flow'] / row['bare']:.2f}x, model load "
+                      f"{row[mode]['model_load_s']:.1f} s, {row[mode]['cpu']:.1f} CPU-s)" for mode in ("exact", "fast")),
+                  flush=True)
+        # Ratios to the faster of the two bare loops (this process's), so that no allocator tuning flatters them.
+        for mode in ("exact", "fast"):
+            work = [r[mode]["work"] / r["bare"] for r in rows]
+            flow = [r[mode]["flow"] / r["bare"] for r in rows]
+            print(f"xmdata score --workers 1 --decode-mode {mode} / the bare loop, median of {REPEATS}: "
+                  f"{statistics.median(work):.2f}x over the shard's work ({min(work):.2f}-{max(work):.2f}), "
+                  f"{statistics.median(flow):.2f}x the flow's pairs/s, cold model load included "
+                  f"({min(flow):.2f}-{max(flow):.2f})", flush=True)
 
         # Decode + preprocess at 224 px, ViT-B-32's transform, in decoder processes.
         from xmdata.tasks.build.image_decode import ImageRef, decode_image
