@@ -21,7 +21,8 @@ def main() -> dict:
     from xmdata.models.registry import get_model
     from xmdata.tasks.build.batch_loader import PrefetchingLoader
     from xmdata.tasks.build.image_decode import ImageRef, decode_image
-    from xmdata.tasks.scoring.score import clip_score_stage, encode_texts, loader_plan
+    from xmdata.tasks.build.decoders import worker_decoders
+    from xmdata.tasks.scoring.score import clip_score_stage, decoder_died, encode_texts
     from xmdata.tasks.stage_params import ScoringParams
 
     root = Path(tempfile.mkdtemp(prefix="xmdata-gpu-breakdown-"))
@@ -31,17 +32,17 @@ def main() -> dict:
     paths = make_images(root / "images", int(os.environ.get("GPU_BENCH_PAIRS", 4096)))
     texts = [f"photo {i}: a red bicycle by a blue house in the evening light" for i in range(len(paths))]
     model = get_model("clip_scorer", spec)
-    threads, in_threads, _ = loader_plan(model)
-    out = {"loader_threads": threads, "torch_threads": __import__("torch").get_num_threads()}
+    decoders = worker_decoders(None)
+    out = {"loader": f"{decoders.count} decoder {decoders.kind}", "torch_threads": __import__("torch").get_num_threads()}
 
-    load = partial(decode_image, root=str(root), max_pixels=10**8, preprocess=in_threads)
+    load = partial(decode_image, root=str(root), max_pixels=10**8, preprocess=model.decode_recipe())
     refs = [ImageRef(path=p) for p in paths]
     started = time.perf_counter()
     one = [load(r) for r in refs[:256]]
     out["decode_ms_per_image_one_thread"] = round(1000 * (time.perf_counter() - started) / 256, 2)
     assert all(d.pixels is not None for d in one)
     started = time.perf_counter()
-    with PrefetchingLoader(refs, 256, load, threads) as loader:
+    with PrefetchingLoader(refs, 256, load, decoders, died=decoder_died) as loader:
         n = sum(len(batch) for batch in loader)
     out["loader_alone_images_s"] = round(n / (time.perf_counter() - started), 1)
     encode_texts(model, texts[:256], 256, BatchSizes())  # warm-up

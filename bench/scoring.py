@@ -41,15 +41,14 @@ def bare_pairs_per_second(spec, root: Path, paths: list[str], texts: list[str]) 
 
 
 def decode_ms(spec, root: Path, paths: list[str]) -> float:
-    """One loader thread's work per image (open, decode, the PIL part of the preprocess), in ms."""
+    """One decoder's work per image (open, decode, the PIL part of the preprocess), in ms."""
     from xmdata.models.registry import get_model
     from xmdata.tasks.build.image_decode import ImageRef, decode_image
-    from xmdata.tasks.scoring.score import loader_plan
 
-    _, in_threads, _ = loader_plan(get_model("clip_scorer", spec))
+    recipe = get_model("clip_scorer", spec).decode_recipe()
     started = time.perf_counter()
     for p in paths[:64]:
-        decode_image(ImageRef(path=p), str(root), 10**8, in_threads)
+        decode_image(ImageRef(path=p), str(root), 10**8, recipe)
     return 1000 * (time.perf_counter() - started) / len(paths[:64])
 
 

@@ -16,6 +16,7 @@ from .base import ModelError, ModelSpec, hub_error, looks_like_path, resolve_loc
 
 PRECISION = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 WEIGHT_FILES = ("open_clip_model.safetensors", "open_clip_pytorch_model.bin")  # open_clip's own names
+_UNKNOWN = object()
 
 
 class OpenClipOptions(Params):
@@ -68,6 +69,7 @@ class OpenClipScorer:
         self.model = self.preprocess = self.tokenizer = self.dtype = None
         self.embed_dim = self.context_length = 0
         self.device = spec.device
+        self._normalise: Any = _UNKNOWN  # (mean, std) on the device, or None: see _mean_std
 
     def load(self) -> None:
         import open_clip
@@ -140,6 +142,75 @@ class OpenClipScorer:
             if isinstance(probe, torch.Tensor):
                 return Compose(steps[:cut]), Compose(steps[cut:])
         return self.preprocess, Compose([])
+
+    def decode_recipe(self):
+        """The PIL part of self.preprocess (preprocess_stages) as torch-free steps a decoder process
+        runs (models/pil_steps.py): the same PIL calls with the same sizes, read from the
+        transform's own fields. A step it does not know travels as it is (`Opaque`)."""
+        from torchvision.transforms import CenterCrop, Resize
+        from torchvision.transforms.functional import pil_modes_mapping
+
+        from . import pil_steps
+
+        image_part, _ = self.preprocess_stages()
+        steps, sizes = [], []
+        for step in getattr(image_part, "transforms", [image_part]):
+            if isinstance(step, Resize):
+                size = (step.size,) if isinstance(step.size, int) else tuple(step.size)
+                mode = step.interpolation
+                steps.append(pil_steps.Resize(size, mode if isinstance(mode, int) else pil_modes_mapping[mode],
+                                              step.max_size))
+                sizes += size
+            elif isinstance(step, CenterCrop):
+                steps.append(pil_steps.CenterCrop(tuple(step.size)))
+                sizes += step.size
+            elif getattr(step, "__name__", None) == "_convert_to_rgb":  # open_clip < 3: a function
+                steps.append(pil_steps.Convert("RGB"))
+            elif type(step).__name__ == "MaybeConvertMode" and isinstance(getattr(step, "mode", None), str):
+                steps.append(pil_steps.Convert(step.mode))
+            else:
+                steps.append(pil_steps.Opaque(step))
+        return pil_steps.PilRecipe(tuple(steps), max(sizes) if sizes else None)
+
+    def pixels_from_uint8(self, arrays: Sequence[Any]):
+        """A batch for the image tower from the decoders' uint8 HWC arrays: copied as uint8 (pinned
+        and non-blocking on CUDA), then ÷255 and normalised on the model's device — the same float32
+        operations as the transform's ToTensor and Normalize, so the same bits."""
+        import numpy as np
+        import torch
+
+        if not arrays:
+            return None
+        mean_std = self._mean_std()
+        if mean_std is None:  # a tensor part other than ToTensor + Normalize: run it as it is, on the CPU
+            from PIL import Image
+
+            _, tensor_part = self.preprocess_stages()
+            return torch.stack([tensor_part(Image.fromarray(a)) for a in arrays]).to(self.dtype)
+        batch = torch.from_numpy(np.stack(arrays))
+        if self.device.startswith("cuda"):
+            batch = batch.pin_memory().to(self.device, non_blocking=True)
+        mean, std = mean_std
+        return batch.permute(0, 3, 1, 2).to(torch.float32).div(255).sub(mean).div(std).to(self.dtype)
+
+    def _mean_std(self):
+        """(mean, std) as (1, C, 1, 1) float32 tensors on the device when the transform's tensor part is
+        ToTensor then Normalize (its first step checked against to_tensor on a probe), else None."""
+        if self._normalise is not _UNKNOWN:
+            return self._normalise
+        import torch
+        from PIL import Image
+        from torchvision.transforms import Normalize
+        from torchvision.transforms.functional import to_tensor
+
+        _, tensor_part = self.preprocess_stages()
+        steps = list(getattr(tensor_part, "transforms", []))
+        probe = Image.frombytes("RGB", (5, 3), bytes(range(0, 225, 5)))
+        self._normalise = None
+        if len(steps) == 2 and isinstance(steps[1], Normalize) and torch.equal(steps[0](probe), to_tensor(probe)):
+            self._normalise = tuple(torch.as_tensor(v, dtype=torch.float32, device=self.device).view(1, -1, 1, 1)
+                                    for v in (steps[1].mean, steps[1].std))
+        return self._normalise
 
     def default_batch_size(self) -> int:
         """Pairs per forward when a run does not say: CPU caches like small batches, GPUs large ones."""

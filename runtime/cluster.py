@@ -10,6 +10,7 @@ the cores (no oversubscription).
 """
 from __future__ import annotations
 
+import contextvars
 import os
 from typing import TYPE_CHECKING
 
@@ -29,6 +30,19 @@ DASHBOARD_HOST = "127.0.0.1"  # whatever XMDATA_BIND says: its pages are not aut
 
 def bind_host() -> str:
     return settings.BIND.get()
+
+
+# The cores a shard function may use for work of its own beside its model's threads (the scoring stage's
+# image decoders): set by the in-process executor, where the shard runs alone on this machine; unset on a
+# worker, whose share is its OMP_NUM_THREADS (start_local_cluster) or, on a cluster xmdata did not start,
+# its CPU affinity.
+SHARD_CORES: contextvars.ContextVar[int | None] = contextvars.ContextVar("xmdata_shard_cores", default=None)
+
+
+def shard_cores() -> int:
+    """The cores a shard running in this process may keep busy: SHARD_CORES, else this worker's
+    share (OMP_NUM_THREADS), else its CPU affinity."""
+    return SHARD_CORES.get() or settings.OMP_NUM_THREADS.get() or len(os.sched_getaffinity(0))
 
 
 def worker_threads(n_workers: int) -> int:

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Iterator
 
 from . import settings
-from .cluster import default_workers, worker_threads
+from .cluster import SHARD_CORES, default_workers, worker_threads
 from .process import gather_new_units, run_shard_job
 from .side_by_side import SHARD_FUNCTIONS, raise_if_stopping
 from .storage import is_url
@@ -79,7 +79,6 @@ class InProcessExecutor:
         finally:  # an input error or Ctrl-C: shards not started yet never start
             pool.shutdown(wait=True, cancel_futures=True)
 
-
     def gather_new_units(self, stage: Stage, paths: list[str]) -> dict:
         """The pending shards' new units computed together first (process.gather_new_units)."""
         use_worker_threads()
@@ -87,9 +86,15 @@ class InProcessExecutor:
 
 
 def _one_at_a_time(fn):
+    """One shard function at a time in this process, with every core of it (SHARD_CORES): torch keeps a
+    worker's share of threads (use_worker_threads), the work beside it (image decoders) takes the rest."""
     def locked(table, params):
         with SHARD_FUNCTIONS:
-            return fn(table, params)
+            token = SHARD_CORES.set(len(os.sched_getaffinity(0)))
+            try:
+                return fn(table, params)
+            finally:
+                SHARD_CORES.reset(token)
     return locked
 
 

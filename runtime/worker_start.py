@@ -29,6 +29,9 @@ import sys
 from . import settings
 
 METHOD = "distributed.worker.multiprocessing-method"
+# Non-daemonic workers, so that a worker may start processes of its own: the scoring stage's image
+# decoders (tasks/build/decoders.py), which exit with it. Dask's default (True) forbids it children.
+DAEMON = "distributed.worker.daemon"
 # What any worker imports to run a shard: Dask's modules (close to the list distributed.utils.get_mp_context
 # would build, which it builds by importing each package in this process: not used) and the stage libraries. An import that fails is skipped by the forkserver, as by Dask. Not polars: it starts
 # threads at import and is not fork-safe (its docs); a worker imports it after the fork.
@@ -43,11 +46,12 @@ def method() -> str:
 def prepare(models: bool) -> dict:
     """Before a LocalCluster starts its workers: how they start, set for this process (a nanny reads it
     each time it starts a worker, at a restart or when the service brings its workers back); returns
-    the `preload` and `preload_argv` its nannies take: Dask's configured ones, then `dask_setup` below."""
+    the `preload` and `preload_argv` its nannies take: Dask's configured ones, then `dask_setup` below.
+    Its workers are not daemonic (DAEMON)."""
     import dask
 
     chosen = method()
-    dask.config.set({METHOD: chosen})
+    dask.config.set({METHOD: chosen, DAEMON: False})
     if chosen == "forkserver":
         import multiprocessing
 
@@ -158,6 +162,15 @@ def preload(models: bool) -> tuple[str, ...]:
 
 def dask_setup(worker) -> None:  # noqa: ARG001 — Dask's preload hook, run as each worker starts
     use_thread_share()
+
+
+def dask_teardown(worker) -> None:  # noqa: ARG001 — Dask's preload hook, run as each worker closes
+    """The scoring stage's decoder processes (tasks/build/decoders.py) stop with their worker, waited
+    for, rather than be cut off while one is still starting. Looked up, not imported: the runtime
+    does not import the tasks, and a worker that never scored has none."""
+    decoders = sys.modules.get("xmdata.tasks.build.decoders")
+    if decoders is not None:
+        decoders.shutdown_decoders()
 
 
 def use_thread_share() -> None:

@@ -62,6 +62,11 @@ class ScoringParams(Params):
     device: Literal["cpu", "cuda"] = Field("cpu", description="where the model runs")
     autocast: Literal["bfloat16", "float16", "none"] = Field("bfloat16", description="autocast dtype on CUDA")
     max_image_pixels: int = Field(DEFAULT_MAX_PIXELS, ge=1, description="refuse images with more pixels")
+    decode_mode: Literal["exact", "fast"] = Field(
+        "exact", description="exact: open_clip's own preprocess, bit for bit; fast: a JPEG decoded at the "
+        "smallest DCT scale the model's input size allows (slightly different pixels)")
+    decoders: int | None = Field(None, ge=1, description="image decoder processes per worker "
+                                 "(default: the cores the worker may use)")
 
     def spec(self) -> ModelSpec:
         """The open_clip model these name, as the shard and the backend receive it (OpenClipOptions):

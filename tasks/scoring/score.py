@@ -2,7 +2,10 @@
 on request, its embeddings. A bad row stays in the table, status=rejected, and goes to rejects."""
 from __future__ import annotations
 
+import logging
 import os
+import time
+from contextlib import contextmanager
 from dataclasses import replace
 from functools import partial
 
@@ -13,37 +16,37 @@ from pydantic import model_serializer
 from xmdata.models.base import ModelSpec
 from xmdata.models.oom_backoff import FAILED, OUT_OF_MEMORY, BatchSizes, report, run_with_backoff
 from xmdata.models.registry import get_model
-from xmdata.runtime import settings
 from xmdata.runtime.params import Params
 from xmdata.runtime.placement import needs_gpu
 from xmdata.runtime.stage import Stage
 
 from xmdata.tasks.build.batch_loader import PrefetchingLoader
-from xmdata.tasks.build.image_decode import decode_image
+from xmdata.tasks.build.decoders import default_count, worker_decoders
+from xmdata.tasks.build.image_decode import Decoded, ImageRef, decode_image
 from xmdata.tasks.stage_params import ScoringParams
 from xmdata.tasks.scoring.output import scored_table
 from xmdata.tasks.scoring.pairs import collect_pairs
 from xmdata.tasks.scoring.score_memo import IMAGE_KIND, MEMO_EXCLUDE, TEXT_KIND, images_in_memo, texts_with_memo
 
 STAGE = "clip_score"
+log = logging.getLogger(__name__)
 
 
-def loader_plan(model) -> tuple[int, object, object]:
-    """(threads, what they run per image, what the model's thread runs per image).
+def image_loader(model, images: list[ImageRef], batch_size: int, shard: "ScoreShard") -> PrefetchingLoader:
+    """The shard's images, decoded by this worker's decoders (tasks/build/decoders.py) into the uint8
+    pixels the model's own transform makes before its float part (model.decode_recipe); `fast` mode
+    decodes a JPEG only as large as the transform keeps."""
+    params = shard.params
+    recipe = model.decode_recipe()
+    load = partial(decode_image, root=shard.image_root, max_pixels=params.max_image_pixels, preprocess=recipe,
+                   draft=recipe.keep if params.decode_mode == "fast" else None)
+    # On CUDA the model's process needs little CPU: the decoders get every core it may use.
+    count = params.decoders or (len(os.sched_getaffinity(0)) if model.device.startswith("cuda") else default_count())
+    return PrefetchingLoader(images, batch_size, load, worker_decoders(count), died=decoder_died)
 
-    Threads: the worker's share of the cores (OMP_NUM_THREADS, as a LocalCluster sets it). torch ops
-    start an OpenMP team each, which in loader threads fights the model's team for the cores
-    (measured on 2 busy cores: 24 ms per image instead of 2.3). On CPU the threads therefore run only
-    the PIL part of the preprocess and the model's thread the tensor part; on CUDA, where the CPU has
-    nothing else to do, torch gets one thread (process-wide) and the threads run all of it.
-    """
-    import torch
 
-    share = settings.OMP_NUM_THREADS.get() or len(os.sched_getaffinity(0))
-    if model.device.startswith("cuda"):
-        torch.set_num_threads(1)
-        return share, model.preprocess, None
-    return (share, *model.preprocess_stages())
+def decoder_died(ref: ImageRef, message: str) -> Decoded:
+    return Decoded(reason="decoder_died", message=f"{ref.describe()}: {message}")
 
 
 def embed_with_backoff(items: list, embed, batch_size: int, sizes: BatchSizes) -> list:
@@ -77,15 +80,15 @@ def whole(sizes: BatchSizes, encode, *args):
     return (*encode(*args, sizes), len(sizes.out_of_memory) == before)
 
 
-def encode_images(model, loader: PrefetchingLoader, count: int, batch_size: int, finish=None,
+def encode_images(model, loader: PrefetchingLoader, count: int, batch_size: int,
                   sizes: BatchSizes | None = None):
-    """(embeddings, {image index: (reason, message)}) for the images the loader decodes, in order;
-    finish: the rest of the preprocess, when the loader ran only its first part."""
+    """(embeddings, {image index: (reason, message)}, Throughput) for the images the loader decodes, in order."""
     sizes = sizes if sizes is not None else BatchSizes()
     embeddings = np.zeros((count, model.embed_dim), np.float32)
     failures: dict[int, tuple[str, str]] = {}
+    clock = Throughput(loader.decoders.kind, loader.decoders.count, loader.started)
     start = 0
-    for decoded in loader:
+    for decoded in clock.waiting(loader):
         good = []
         for offset, image in enumerate(decoded):
             if image.pixels is None:
@@ -93,16 +96,54 @@ def encode_images(model, loader: PrefetchingLoader, count: int, batch_size: int,
             else:
                 good.append(offset)
         if good:
-            pixels = [finish(decoded[i].pixels) if finish else decoded[i].pixels for i in good]
-            rows = embed_with_backoff(pixels, lambda part: model.predict((model.stack_pixels(part), None))[0],
-                                      batch_size, sizes)
+            with clock.model(len(good)):
+                rows = embed_with_backoff([decoded[i].pixels for i in good],
+                                          lambda part: model.predict((model.pixels_from_uint8(part), None))[0],
+                                          batch_size, sizes)
             for offset, row in zip(good, rows):
                 if row is FAILED:
                     failures[start + offset] = (OUT_OF_MEMORY, f"out of memory even alone ({sizes.summary()})")
                 else:
                     embeddings[start + offset] = row
         start += len(decoded)
-    return embeddings, failures
+    return embeddings, failures, clock
+
+
+class Throughput:
+    """Where a shard's image time went: waiting for the loader, or in the model; its bottleneck."""
+
+    def __init__(self, kind: str, decoders: int, started: float):
+        self.kind, self.decoders = kind, decoders
+        self.images = 0
+        self.waited = self.modelled = 0.0
+        self.started = self.loaded_at = started  # when the loader started decoding
+
+    def waiting(self, loader):
+        batches = iter(loader)
+        while True:
+            before = time.perf_counter()
+            batch = next(batches, None)
+            if batch is None:
+                return
+            self.loaded_at = time.perf_counter()
+            self.waited += self.loaded_at - before
+            yield batch
+
+    @contextmanager
+    def model(self, images: int):
+        before = time.perf_counter()
+        yield
+        self.modelled += time.perf_counter() - before
+        self.images += images
+
+    def summary(self) -> str:
+        """"loader N images/s, model M/s: loader-bound": the loader's rate is the images over the time until
+        its last batch arrived (a floor when the model was the slower)."""
+        loader = self.images / max(self.loaded_at - self.started, 1e-9)
+        model = self.images / max(self.modelled, 1e-9)
+        bound = "loader-bound" if self.waited > self.modelled else "model-bound"
+        return (f"loader {loader:.0f} images/s ({self.decoders} decoder {self.kind}), model {model:.0f}/s: "
+                f"{bound}")
 
 
 class ScoreShard(Params):
@@ -121,7 +162,10 @@ class ScoreShard(Params):
                 "references_column": self.references_column,
                 "embeddings": None if self.params.embeddings == "none" else self.params.embeddings,
                 "batch_size": self.params.batch_size, "weight": self.params.weight, "prefix": self.params.prefix,
-                "max_pixels": self.params.max_image_pixels}
+                "max_pixels": self.params.max_image_pixels,
+                # exact mode is what every shard computed before the modes (same bits): not named, so
+                # those shards stay finished. The decoder count changes no output: not hashed.
+                **({"decode_mode": self.params.decode_mode} if self.params.decode_mode != "exact" else {})}
 
 
 def score_table(table: pa.Table, shard: ScoreShard) -> tuple[pa.Table, pa.Table]:
@@ -129,17 +173,15 @@ def score_table(table: pa.Table, shard: ScoreShard) -> tuple[pa.Table, pa.Table]
     model, params = get_model("clip_scorer", shard.model), shard.params
     batch_size = params.batch_size or model.default_batch_size()
     pairs = collect_pairs(table, shard.references_column, params.prefix)
-    threads, in_threads, finish = loader_plan(model)
-    load = partial(decode_image, root=shard.image_root, max_pixels=params.max_image_pixels, preprocess=in_threads)
     # The images and texts the memo of model work holds are not decoded or embedded (score_memo.py).
     images = images_in_memo(shard.model, pairs.images, shard.image_root, params.max_image_pixels)
-    # Decoding starts now, in threads; encoding the texts meanwhile keeps the model busy from the start.
+    # Decoding starts now; encoding the texts meanwhile keeps the model busy from the start.
     sizes = BatchSizes()
-    with PrefetchingLoader([pairs.images[i] for i in images.todo], batch_size, load, threads) as loader:
+    with image_loader(model, [pairs.images[i] for i in images.todo], batch_size, shard) as loader:
         text_emb, failed_texts = texts_with_memo(shard.model, pairs.texts, batch_size, model.embed_dim,
                                                  lambda texts: whole(sizes, encode_texts, model, texts, batch_size))
         ran_out = len(sizes.out_of_memory)
-        computed, computed_failures = encode_images(model, loader, len(images.todo), batch_size, finish, sizes)
+        computed, computed_failures, throughput = encode_images(model, loader, len(images.todo), batch_size, sizes)
     images.store(computed, computed_failures, whole=len(sizes.out_of_memory) == ran_out)
     image_emb = np.zeros((len(pairs.images), model.embed_dim), np.float32)
     image_emb[images.todo] = computed
@@ -147,6 +189,8 @@ def score_table(table: pa.Table, shard: ScoreShard) -> tuple[pa.Table, pa.Table]
         image_emb[i] = vector
     failures = {**images.refused, **{images.todo[k]: why for k, why in computed_failures.items()}}
     report(STAGE, sizes)
+    if throughput.images:
+        log.info("%s: %s", STAGE, throughput.summary())
     if failed_texts:  # a pair whose text or one of its references failed cannot be scored
         error = (OUT_OF_MEMORY, f"text out of memory even alone ({sizes.summary()})")
         pairs = replace(pairs, errors=[e if e is not None or not ({t} | set(refs)) & failed_texts else error

@@ -91,6 +91,25 @@ def test_in_process_failures_are_recorded_per_shard_and_a_rerun_finishes_them(tm
     assert (report.shards_run, report.shards_skipped) == (1, 2)
 
 
+def test_an_in_process_shard_may_use_every_core_beside_its_models_share(tmp_path, monkeypatch):
+    """In-process a shard runs alone on the machine: the work beside its model (the scoring stage's
+    decoders) gets every core, while torch keeps a worker's share of threads (OMP_NUM_THREADS)."""
+    from xmdata.runtime.cluster import shard_cores
+    from xmdata.tasks.build.rejects import no_rejects
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    seen = []
+
+    def record_cores(table, params):
+        seen.append(shard_cores())
+        return table, no_rejects()
+
+    with execution_session("inprocess"):
+        run_stage(Stage("cores", "1", record_cores), write_shards(tmp_path, 2), str(tmp_path / "out"))
+    assert seen == [len(os.sched_getaffinity(0))] * 2
+    assert shard_cores() == 1  # outside a shard (a Dask worker's view): its share
+
+
 def test_a_temp_file_left_by_a_writer_killed_mid_run_is_gone_when_the_stage_ends(tmp_path):
     from xmdata.tasks.build.rejects import no_rejects
 

@@ -213,7 +213,7 @@ def test_loader_decodes_the_next_batch_while_this_one_is_used():
         return item * 10
 
     batches = []
-    for batch in PrefetchingLoader(list(range(5)), 2, load, threads=2):
+    for batch in PrefetchingLoader(list(range(5)), 2, load, decoders=2):
         if not batches:
             assert next_batch_loading.wait(timeout=10), "batch 2 did not load while batch 1 was in use"
         batches.append(batch)

@@ -1,0 +1,87 @@
+"""A model's image preprocess up to its pixels, as plain PIL steps a decoder process runs without torch.
+
+A backend reads its own transform into these (models/open_clip_scorer.py: `decode_recipe`); the
+decoders then ship uint8 HWC arrays and the model's process does the float part (÷255, normalise),
+on its device. Each step does what torchvision's functional op does on a PIL image — the same PIL
+calls with the same sizes, so the pixels are the same bits (tests/scoring/test_decoders.py proves it
+against open_clip's own preprocess). Importing torchvision in every decoder would cost 3 CPU-s and
+~0.9 GB each; a transform with a step not known here ships that step pickled instead (`Opaque`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+
+@dataclass(frozen=True)
+class Resize:
+    """torchvision's Resize on a PIL image: `size` (one int: the shorter side; two: (h, w)), capped by
+    `max_size` on the longer side; PIL's `resample` filter."""
+    size: tuple[int, ...]
+    resample: int
+    max_size: int | None = None
+
+    def __call__(self, image: Image.Image) -> Image.Image:
+        w, h = image.size
+        if len(self.size) == 2:
+            new_h, new_w = self.size
+        else:
+            short, long = (w, h) if w <= h else (h, w)
+            new_short, new_long = self.size[0], int(self.size[0] * long / short)
+            if self.max_size is not None and new_long > self.max_size:
+                new_short, new_long = int(self.max_size * new_short / new_long), self.max_size
+            new_w, new_h = (new_short, new_long) if w <= h else (new_long, new_short)
+        return image if (new_w, new_h) == (w, h) else image.resize((new_w, new_h), self.resample)
+
+
+@dataclass(frozen=True)
+class CenterCrop:
+    """torchvision's CenterCrop on a PIL image: a crop larger than the image pads it with zeros
+    (PIL's crop outside the image gives zeros, where torchvision pads then crops)."""
+    size: tuple[int, int]  # (h, w)
+
+    def __call__(self, image: Image.Image) -> Image.Image:
+        (w, h), (ch, cw) = image.size, self.size
+        if (w, h) == (cw, ch):
+            return image
+        left = -((cw - w) // 2) if cw > w else int(round((w - cw) / 2.0))
+        top = -((ch - h) // 2) if ch > h else int(round((h - ch) / 2.0))
+        return image.crop((left, top, left + cw, top + ch))
+
+
+@dataclass(frozen=True)
+class Convert:
+    mode: str
+
+    def __call__(self, image: Image.Image) -> Image.Image:
+        return image.convert(self.mode)
+
+
+@dataclass(frozen=True)
+class Opaque:
+    """A step of the model's own that has no PIL twin here: run as it is (its library imported in
+    the decoder, at one torch thread)."""
+    step: Any
+
+    def __call__(self, image: Image.Image) -> Image.Image:
+        import torch
+
+        if torch.get_num_threads() != 1:
+            torch.set_num_threads(1)
+        return self.step(image)
+
+
+@dataclass(frozen=True)
+class PilRecipe:
+    """The steps, and `keep`: the largest side length the steps resize to — the smallest a JPEG may
+    be drafted at (`fast` mode) without the resize having to upsample."""
+    steps: tuple[Any, ...]
+    keep: int | None = None
+
+    def __call__(self, image: Image.Image) -> np.ndarray:
+        for step in self.steps:
+            image = step(image)
+        return np.asarray(image, dtype=np.uint8)
