@@ -116,7 +116,7 @@ def score_command(model_dir: str, pairs: Path, root: Path, out: Path, mode: str)
     """One `xmdata score` run: the shard's pairs over its work, the flow's pairs/s, its model load and
     the CPU-seconds of all its processes."""
     xmdata = str(Path(sys.executable).with_name("xmdata"))
-    env = {**os.environ, "XMDATA_SERVICE": "off"}
+    env = {**os.environ, "XMDATA_SERVICE": "off", "XMDATA_MEMO": "off"}  # each run decodes: no memo
     argv = [xmdata, "score", str(pairs), "--out", str(out), "--image-root", str(root), "--clip-model", model_dir,
             "--workers", "1", "--shards", "1", "--decode-mode", mode]
     with tempfile.TemporaryFile("w+") as log:

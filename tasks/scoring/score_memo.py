@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -98,23 +100,32 @@ def images_in_memo(spec: ModelSpec, images: list[ImageRef], root: str | None, ma
     if found.unit_memo is None:
         found.todo = list(range(len(images)))
         return found
-    for start in range(0, len(images), DIGEST_CHUNK):
-        rows = range(start, min(start + DIGEST_CHUNK, len(images)))
-        digests = {i: d for i in rows if (d := image_sha256(images[i], root)) is not None}
-        found.digests.update(digests)
-        values = dict(zip(digests, found.unit_memo.lookup([[d] for d in digests.values()])))
-        for i in rows:
-            value = values.get(i, MISSING)
-            if value is MISSING:
-                found.todo.append(i)
-                continue
-            opened = open_image(images[i], root, max_pixels)  # the root and the pixel limit, as a decode checks them
-            if isinstance(opened, Decoded):
-                found.refused[i] = (opened.reason, opened.message)
-            else:
-                opened.close()
-                found.held[i] = unpacked(value)
+    # Reading and hashing release the GIL: one thread a core (the decoders have not started yet).
+    with ThreadPoolExecutor(len(os.sched_getaffinity(0)), thread_name_prefix="xmdata-digest") as pool:
+        for start in range(0, len(images), DIGEST_CHUNK):
+            rows = range(start, min(start + DIGEST_CHUNK, len(images)))
+            found_digests = pool.map(lambda i: image_sha256(images[i], root), rows)
+            _split(found, images, rows, dict(zip(rows, found_digests)), root, max_pixels)
     return found
+
+
+def _split(found: ImagesInMemo, images: list[ImageRef], rows: range, digests: dict, root: str | None,
+           max_pixels: int) -> None:
+    """One chunk of `rows` into held (after a decode's first checks), refused and to decode."""
+    digests = {i: d for i, d in digests.items() if d is not None}
+    found.digests.update(digests)
+    values = dict(zip(digests, found.unit_memo.lookup([[d] for d in digests.values()])))
+    for i in rows:
+        value = values.get(i, MISSING)
+        if value is MISSING:
+            found.todo.append(i)
+            continue
+        opened = open_image(images[i], root, max_pixels)  # the root and the pixel limit, as a decode checks them
+        if isinstance(opened, Decoded):
+            found.refused[i] = (opened.reason, opened.message)
+        else:
+            opened.close()
+            found.held[i] = unpacked(value)
 
 
 def image_sha256(ref: ImageRef, root: str | None) -> str | None:
