@@ -130,3 +130,28 @@ def test_prune_keeps_what_named_outputs_used_and_removes_the_rest(tiny_models, c
     assert "memo: beam_candidates 4 served, 0 computed" in again_a.stdout
     again_b = translate(b, tmp_path / "b2", memo, tiny_models, cli_env)
     assert "memo: beam_candidates 3 served, 2 computed" in again_b.stdout
+
+
+def test_score_dry_run_counts_what_the_memo_holds_and_loads_no_model(tiny_models, cli_env, tmp_path):
+    from PIL import Image
+
+    for k, colour in enumerate([(200, 30, 30), (30, 200, 30)]):
+        Image.new("RGB", (40, 30), colour).save(tmp_path / f"{k}.png")
+    rows = [{"id": f"p{k}", "text": f"a thing number {k}", "image_path": f"{k % 2}.png"} for k in range(3)]
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    spec = tiny_models["open_clip"]
+    memo = tmp_path / "memo"
+    args = ["score", pairs, "--clip-model", spec.name_or_path, "--pretrained", spec.option("pretrained"),
+            "--memo", memo]
+
+    def planned():
+        result = run_xmdata([*args, "--out", tmp_path / "never", "--dry-run"], cli_env)
+        assert result.returncode == 0, result.stderr[-2000:]
+        return {line.split()[0]: line.split()[1:] for line in result.stdout.splitlines()[2:4]}
+
+    assert planned() == {"images": ["2", "0", "2"], "texts": ["3", "0", "3"]}
+    assert not (tmp_path / "never").exists() and not memo.exists()
+    built = run_xmdata([*args, "--out", tmp_path / "out"], cli_env)
+    assert built.returncode == 0, built.stderr[-2000:]
+    assert planned() == {"images": ["2", "2", "0"], "texts": ["3", "3", "0"]}

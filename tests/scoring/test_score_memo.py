@@ -145,3 +145,24 @@ def test_a_rebuild_with_new_images_in_several_shards_gathers_them_and_writes_the
     assert len(shards) == 6  # data and rejects of 3 shards
     for name in shards:
         assert (tmp_path / "warm" / name).read_bytes() == (tmp_path / "off" / name).read_bytes(), name
+
+
+@pytest.mark.parametrize("change", ["batch_size", "decode_mode", "model_file"])
+def test_every_part_of_the_key_that_decides_an_embedding_misses_when_it_changes(tiny_models, root, tmp_path, change):
+    from xmdata.models.base import ModelSpec
+    from xmdata.models.tiny import cached_tiny_models
+
+    model = tmp_path / "model"
+    shutil.copytree(tiny_models["open_clip"].name_or_path, model)
+    pretrained = str(model / tiny_models["open_clip"].option("pretrained").rsplit("/", 1)[-1])
+    spec = ModelSpec("open_clip", str(model), options={"pretrained": pretrained})
+    location = str(tmp_path / "memo")
+    run(stage(spec, root), table(CAPTIONS), location)
+    changed = {"batch_size": lambda: stage(spec, root, batch_size=2),
+               "decode_mode": lambda: stage(spec, root, decode_mode="fast")}.get(change, lambda: stage(spec, root))()
+    if change == "model_file":  # other weights at the same path
+        other = cached_tiny_models(seed=1)["open_clip"].option("pretrained")
+        shutil.copyfile(other, pretrained)
+    counts = run(changed, table(CAPTIONS), location)[2]
+    assert counts[IMAGE_KIND].get("served", 0) == 0 and counts[IMAGE_KIND]["computed"] == 5
+    assert counts[TEXT_KIND].get("served", 0) == 0  # one context for the stage's units: the mode keys texts too

@@ -30,6 +30,9 @@ def add_arguments(score: argparse.ArgumentParser) -> None:
     score.add_argument("--embedding-dtype", choices=EMBEDDING_DTYPES, default=argparse.SUPPRESS,
                        help=f"with --embeddings (default {EMBEDDING_DTYPES[0]})")
     score.add_argument("--out", required=True)
+    score.add_argument("--dry-run", action="store_true",
+                       help="say how many image and text embeddings the build would compute and how many the "
+                            "memo holds; load no model, write nothing")
     add_run_options(score)
 
 
@@ -52,6 +55,13 @@ def score(args: argparse.Namespace) -> int:
     check_clip_model(params.clip_model, params.pretrained)
     root = storage.absolute(args.image_root or os.path.dirname(storage.absolute(args.input)))
     check_some_pair_scorable(pairs, root, args.input)  # every row refused for one reason: a wrong input
+    if args.dry_run:
+        from xmdata.runtime import memo
+        from xmdata.tasks.scoring.memo_plan import plan_text, score_memo_plan
+
+        options = memo.MemoOptions(memo.resolve_location(args.memo))
+        print(plan_text(score_memo_plan(pairs, params, root, args.references_column, options)))
+        return 0
     if params.device == "cuda":
         import torch
 
