@@ -163,6 +163,7 @@ class ShardScope:
     counts: dict[str, Counts] = field(default_factory=dict)
     memos: list = field(default_factory=list)  # the UnitMemos opened by the shard: flushed when it ends
     budget: GatherBudget | None = None  # a gather's (process.gather_new_units); None for a shard
+    keyed_by: dict = field(default_factory=dict)  # what `explain` needs to make a row's keys again (`note_keying`)
 
 
 _scope: contextvars.ContextVar[ShardScope | None] = contextvars.ContextVar("xmdata_memo_shard", default=None)
@@ -197,7 +198,7 @@ def shard_use(scope: ShardScope) -> dict:
         contexts.setdefault(kind, set()).add(unit_memo.folder.rstrip("/").rsplit("/", 1)[-1])
     listed = lambda found: {kind: sorted(keys) for kind, keys in sorted(found.items())}  # noqa: E731
     return {"memo": scope.options.location, "served": listed(served), "computed": listed(computed),
-            "contexts": listed(contexts)}
+            "contexts": listed(contexts), **({"keyed_by": scope.keyed_by} if scope.keyed_by else {})}
 
 
 USE_FOLDER = "_memo"  # `<stage>/_memo/<shard>.json` in an output: what each shard took and gave
@@ -252,6 +253,15 @@ def without(params: dict, excluded: Sequence[str]) -> dict:
 
 def canonical(obj) -> bytes:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str).encode()
+
+
+def note_keying(**facts) -> None:
+    """What, besides a row's own columns, made its units' keys (scoring: the prefix before a text, the
+    image root): kept in the shard's use file, so that `explain ROW` can say whether its units were
+    served. Nothing when no shard runs."""
+    scope = _scope.get()
+    if scope is not None:
+        scope.keyed_by.update(facts)
 
 
 def active() -> bool:

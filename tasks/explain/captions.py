@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .clean import clean_steps
 from .folders import Folders
+from .lookup import memo_use_of
 from .steps import first_row, found, stage_step
 from .trace import Step, Trace
 from .translation import translation_steps
@@ -49,4 +50,28 @@ def score_steps(folders: Folders, pair_id: str) -> tuple[list[Step], dict | None
             made[0].stage += f" [{pair_id}]" if "@" in pair_id else ""
             steps.append(made[0])
             row = row or made[1]
+            if stage == "clip_score" and row and (said := embeddings_reused(
+                    memo_use_of(folders, "clip_score", made[0].record), row)):
+                made[0].values["model results"] = said
     return steps, row
+
+
+def embeddings_reused(use: dict | None, pair: dict) -> str | None:
+    """Whether the pair's image and text embeddings came from the memo in the build (score_memo.py),
+    or None when the build did not say (made before the memo)."""
+    from xmdata.runtime.memo import UnitMemo
+    from xmdata.tasks.build.image_decode import ImageRef
+    from xmdata.tasks.scoring.pairs import with_prefix
+    from xmdata.tasks.scoring.score_memo import IMAGE_KIND, TEXT_KIND, image_sha256
+
+    if use is None or pair.get("text") is None:
+        return None
+    if use.get("memo") is None:
+        return "image and text embeddings computed by this build (the memo was off)"
+    keyed, served = use.get("keyed_by", {}), use.get("served", {})
+    digest = image_sha256(ImageRef(path=pair.get("image_path"), data=pair.get("image_bytes")), keyed.get("image_root"))
+    text = UnitMemo.key([with_prefix(keyed.get("prefix", ""), pair["text"])])
+    said = [f"{what} {'from the memo (computed by an earlier build, the same bytes)' if hit else 'computed by this build'}"
+            for what, hit in (("image embedding", digest is not None and UnitMemo.key([digest]) in set(served.get(IMAGE_KIND, ()))),
+                              ("text embedding", text in set(served.get(TEXT_KIND, ()))))]
+    return ", ".join(said)

@@ -16,6 +16,7 @@ from pydantic import model_serializer
 from xmdata.models.base import ModelSpec
 from xmdata.models.oom_backoff import FAILED, OUT_OF_MEMORY, BatchSizes, report, run_with_backoff
 from xmdata.models.registry import get_model
+from xmdata.runtime import memo
 from xmdata.runtime.params import Params
 from xmdata.runtime.placement import needs_gpu
 from xmdata.runtime.stage import Stage
@@ -174,6 +175,7 @@ def score_table(table: pa.Table, shard: ScoreShard) -> tuple[pa.Table, pa.Table]
     batch_size = params.batch_size or model.default_batch_size()
     pairs = collect_pairs(table, shard.references_column, params.prefix)
     # The images and texts the memo of model work holds are not decoded or embedded (score_memo.py).
+    memo.note_keying(prefix=params.prefix, image_root=shard.image_root)  # for `explain ROW`
     images = images_in_memo(shard.model, pairs.images, shard.image_root, params.max_image_pixels)
     # Decoding starts now; encoding the texts meanwhile keeps the model busy from the start.
     sizes = BatchSizes()

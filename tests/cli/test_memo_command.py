@@ -155,3 +155,13 @@ def test_score_dry_run_counts_what_the_memo_holds_and_loads_no_model(tiny_models
     built = run_xmdata([*args, "--out", tmp_path / "out"], cli_env)
     assert built.returncode == 0, built.stderr[-2000:]
     assert planned() == {"images": ["2", "2", "0"], "texts": ["3", "3", "0"]}
+
+    def model_results(out):  # explain ROW says where the pair's embeddings came from
+        trace = json.loads(run_xmdata(["explain", out, "p2", "--json"], cli_env).stdout)
+        return [s["values"].get("model results") for t in trace["traces"] for s in t["steps"] if s["stage"] == "clip_score"]
+
+    assert model_results(tmp_path / "out") == ["image embedding computed by this build, text embedding computed by this build"]
+    again = run_xmdata([*args, "--out", tmp_path / "again"], cli_env)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert model_results(tmp_path / "again") == ["image embedding from the memo (computed by an earlier build, the same "
+                                                 "bytes), text embedding from the memo (computed by an earlier build, the same bytes)"]
