@@ -255,6 +255,19 @@ def canonical(obj) -> bytes:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str).encode()
 
 
+def dry_run_text(location: str | None, headers: tuple[str, str], rows: dict[str, dict], computed: str) -> str:
+    """A dry run's table: per row (a target, a kind of unit) the units a build needs, how many the memo
+    holds and how many are left to compute (`{"units", "in_memo", "to_compute"}`), then the total;
+    `computed`: what the total counts and why it is an upper bound."""
+    name, units = headers
+    width = max(8, len(name) + 2, *(len(row) + 2 for row in rows))
+    lines = [f"dry run: nothing computed or written; memo {location or 'off'}",
+             f"{name:<{width}}{units:>15}{'in the memo':>13}{'to compute':>12}"]
+    lines += [f"{row:<{width}}{n['units']:>15,}{n['in_memo']:>13,}{n['to_compute']:>12,}" for row, n in rows.items()]
+    lines.append(f"at most {sum(n['to_compute'] for n in rows.values()):,} {computed}")
+    return "\n".join(lines)
+
+
 def note_keying(**facts) -> None:
     """What, besides a row's own columns, made its units' keys (scoring: the prefix before a text, the
     image root): kept in the shard's use file, so that `explain ROW` can say whether its units were

@@ -30,18 +30,10 @@ def score_memo_plan(pairs: pa.Table, params: ScoringParams, image_root: str | No
             unit_memo = memo_for(kind, stage.params.model)
             held = sum(unit_memo.holds(inputs)) if unit_memo is not None and inputs else 0
             plan["units"][kind] = {"units": len(inputs), "in_memo": held, "to_compute": len(inputs) - held}
-    unread = len(collected.images) - len(digests)
-    plan["images_not_read"] = unread if unread > 0 else 0  # refused by the build, or the same bytes twice
     return plan
 
 
 def plan_text(plan: dict) -> str:
-    where = plan["location"] or "off"
-    lines = [f"dry run: nothing computed or written; memo {where}",
-             f"{'embeddings':<12}{'distinct':>10}{'in the memo':>13}{'to compute':>12}"]
-    for kind, row in plan["units"].items():
-        name = "images" if kind == IMAGE_KIND else "texts"
-        lines.append(f"{name:<12}{row['units']:>10,}{row['in_memo']:>13,}{row['to_compute']:>12,}")
-    total = sum(r["to_compute"] for r in plan["units"].values())
-    lines.append(f"at most {total:,} embedding(s) to compute (images the build refuses are not computed)")
-    return "\n".join(lines)
+    rows = {"images" if kind == IMAGE_KIND else "texts": row for kind, row in plan["units"].items()}
+    return memo.dry_run_text(plan["location"], ("embeddings", "distinct"), rows,
+                             "embedding(s) to compute (images the build refuses are not computed)")

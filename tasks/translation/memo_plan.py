@@ -34,11 +34,5 @@ def memo_plan(source: str | pa.Table, params: TranslateParams, options: memo.Mem
 
 
 def plan_text(plan: dict) -> str:
-    where = plan["location"] or "off"
-    lines = [f"dry run: nothing computed or written; memo {where}",
-             f"{'target':<8}{'beam searches':>15}{'in the memo':>13}{'to compute':>12}"]
-    for target, row in plan["targets"].items():
-        lines.append(f"{target:<8}{row['units']:>15,}{row['in_memo']:>13,}{row['to_compute']:>12,}")
-    total = sum(r["to_compute"] for r in plan["targets"].values())
-    lines.append(f"at most {total:,} beam search(es) to run (texts longer than the model takes are refused before it)")
-    return "\n".join(lines)
+    return memo.dry_run_text(plan["location"], ("target", "beam searches"), plan["targets"],
+                             "beam search(es) to run (texts longer than the model takes are refused before it)")
