@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import os
 
-from xmdata.models.base import ModelSpec, resolve_local_path
+from xmdata.models.base import ModelSpec, looks_like_path, resolve_local_path
 from xmdata.runtime import memo
 
 # Environment prefixes that choose a math library's kernels (tests/release/test_demo_build.py's other CPU).
@@ -36,12 +36,37 @@ def memo_for(kind: str, *models: ModelSpec) -> memo.UnitMemo | None:
 
 def model_identity(spec: ModelSpec) -> dict | None:
     """The backend, dtype, device and options are in the stage's params; this is what the name or
-    path stands for."""
+    path stands for. An open_clip model's weights are its `pretrained` option: a file (its content,
+    wherever it lies) or a tag (the hub repository open_clip downloads it from, at its cached commit)."""
+    if spec.backend == "open_clip" and spec.option("pretrained"):
+        weights = open_clip_weights(spec.name_or_path, spec.option("pretrained"))
+        if weights is None:
+            return None
+        if not spec.is_local:  # an architecture of open_clip's own registry: its version is in the key
+            return {"open_clip": spec.name_or_path, "pretrained": weights}
+        path = resolve_local_path(spec)
+        return {**_content(path, _state(path)), "pretrained": weights}
     if not spec.is_local:
         commit = hub_commit(spec.name_or_path, spec.revision)
         return None if commit is None else {"hub": spec.name_or_path, "commit": commit}
     path = resolve_local_path(spec)
     return _content(path, _state(path))
+
+
+def open_clip_weights(model: str, pretrained: str) -> dict | None:
+    """A weights file's content, or a tag's hub repository and cached commit; None when neither can
+    be told here (a tag open_clip fetches from a plain URL, or not in the local hub cache)."""
+    if looks_like_path(pretrained):
+        path = os.path.expanduser(pretrained)
+        return _content(path, _state(path)) if os.path.exists(path) else None
+    try:
+        import open_clip
+
+        repo = (open_clip.get_pretrained_cfg(model, pretrained) or {}).get("hf_hub", "").strip("/")
+    except Exception:  # noqa: BLE001 - not a model of its registry: the load says why
+        return None
+    commit = hub_commit(repo, None) if repo else None
+    return None if commit is None else {"hub": repo, "commit": commit}
 
 
 def _state(path: str) -> tuple:

@@ -166,3 +166,28 @@ def test_every_part_of_the_key_that_decides_an_embedding_misses_when_it_changes(
     counts = run(changed, table(CAPTIONS), location)[2]
     assert counts[IMAGE_KIND].get("served", 0) == 0 and counts[IMAGE_KIND]["computed"] == 5
     assert counts[TEXT_KIND].get("served", 0) == 0  # one context for the stage's units: the mode keys texts too
+
+
+def test_open_clip_weights_are_keyed_by_content_wherever_they_lie_and_a_tag_by_its_hub_commit(tiny_models, tmp_path,
+                                                                                               monkeypatch):
+    """A `--pretrained` file outside the model's folder replaced at the same path misses; a registry
+    architecture with a tag is keyed by the hub repository open_clip fetches it from, at its cached
+    commit, and stays out of the memo when that is not cached."""
+    from xmdata.models.base import ModelSpec
+    from xmdata.models.tiny import cached_tiny_models
+    from xmdata.tasks.build import unit_memo
+
+    folder = tiny_models["open_clip"].name_or_path
+    weights = tmp_path / "weights.bin"
+    shutil.copyfile(tiny_models["open_clip"].option("pretrained"), weights)
+    spec = ModelSpec("open_clip", folder, options={"pretrained": str(weights)})
+    before = unit_memo.model_identity(spec)
+    shutil.copyfile(cached_tiny_models(seed=1)["open_clip"].option("pretrained"), weights)
+    assert unit_memo.model_identity(spec) != before and before["sha256"] == unit_memo.model_identity(spec)["sha256"]
+
+    tagged = ModelSpec("open_clip", "ViT-B-32", options={"pretrained": "laion2b_s34b_b79k"})
+    monkeypatch.setattr(unit_memo, "hub_commit", lambda repo, revision: None)
+    assert unit_memo.model_identity(tagged) is None  # not in the hub cache here: no memo, never a guess
+    monkeypatch.setattr(unit_memo, "hub_commit", lambda repo, revision: f"commit-of-{repo}")
+    assert unit_memo.model_identity(tagged) == {"open_clip": "ViT-B-32", "pretrained": {
+        "hub": "laion/CLIP-ViT-B-32-laion2B-s34B-b79K", "commit": "commit-of-laion/CLIP-ViT-B-32-laion2B-s34B-b79K"}}
