@@ -28,10 +28,20 @@ def clip_text(row: dict, prefixes: dict) -> str:
 
 
 def open_image(row: dict, roots: dict[str, str]):
-    from PIL import Image
+    """The row's image, RGB, cropped to its box; or (reason, message) when it is refused. Opened as
+    every image reader opens one (image_decode.open_image): inside its source's root, and at most
+    DEFAULT_MAX_PIXELS, checked on the header before any decoding. A file that cannot be read or
+    decoded keeps this step's reason, unreadable_image."""
+    from xmdata.tasks.build.image_decode import Decoded, ImageRef, open_image as open_checked
+    from xmdata.tasks.stage_params import DEFAULT_MAX_PIXELS
 
     source, _, path = row["image"].partition("/")
-    image = Image.open(os.path.join(roots[source], path)).convert("RGB")
+    opened = open_checked(ImageRef(path=path), roots[source], DEFAULT_MAX_PIXELS)
+    if isinstance(opened, Decoded):
+        kept = opened.reason in ("image_too_large", "path_outside_root")
+        return (opened.reason if kept else "unreadable_image", f"{row['image']}: {opened.message}")
+    with opened:
+        image = opened.convert("RGB")
     return image.crop(tuple(row["box"])) if row.get("box") else image
 
 
@@ -46,9 +56,13 @@ def embed_rows(embedder, rows: list[dict], roots: dict[str, str], stage: str, pr
             refused.append(make_rejects(stage, "text_only_model", [row["id"]], [row["task"]]))
         elif row["image"]:
             try:
-                images.append((row["id"], open_image(row, roots)))
+                image = open_image(row, roots)
             except (OSError, ValueError) as exc:
-                refused.append(make_rejects(stage, "unreadable_image", [row["id"]], [f"{row['image']}: {exc}"]))
+                image = ("unreadable_image", f"{row['image']}: {exc}")
+            if isinstance(image, tuple):
+                refused.append(make_rejects(stage, image[0], [row["id"]], [image[1]]))
+            else:
+                images.append((row["id"], image))
         else:
             texts.append((row["id"], clip_text(row, prefixes)))
     vectors = [embedder.embed_texts([t for _, t in texts]), embedder.embed_images([i for _, i in images])]

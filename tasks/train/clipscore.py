@@ -181,6 +181,7 @@ def train_clipscore(release: str, params: ClipscoreParams, out: str) -> dict:
     from xmdata.runtime.atomic import hash_params, write_parquet_atomic
     from xmdata.runtime.owner_only import private_folder
     from xmdata.tasks.build.image_decode import ImageRef, decode_image
+    from xmdata.tasks.stage_params import DEFAULT_MAX_PIXELS
     from xmdata.tasks.train.card import release_identity, write_model_card
     from xmdata.tasks.train.loop import TrainJob, run_training
 
@@ -195,7 +196,7 @@ def train_clipscore(release: str, params: ClipscoreParams, out: str) -> dict:
     ratings = torch.tensor(rows["rated"]["rating"], dtype=torch.float32)
 
     def pixels(paths, root):
-        decoded = [decode_image(ImageRef(path=p), root, 10**9, scorer.preprocess) for p in paths]
+        decoded = [decode_image(ImageRef(path=p), root, DEFAULT_MAX_PIXELS, scorer.preprocess) for p in paths]
         bad = next((p for p, d in zip(paths, decoded) if d.pixels is None), None)
         if bad is not None:
             raise ContractError(f"train clipscore: {bad}: {next(d.message for d in decoded if d.pixels is None)}")
