@@ -49,11 +49,15 @@ def _gather(stage: Stage, pending: list[tuple[int, object]], executor) -> dict |
             or not all(isinstance(source, str) for _, source in pending)):
         return None
     try:
-        return executor.gather_new_units(stage, [source for _, source in pending])
-    except Exception as exc:  # noqa: BLE001 - the shards run as without it, and fail on their own if they must
-        log.info("stage %s: gathering its new units failed (%s: %s); its shards compute them",
-                 stage.name, type(exc).__name__, exc)
+        gathered = executor.gather_new_units(stage, [source for _, source in pending])
+    except Exception as exc:  # noqa: BLE001 - its job was lost (a worker died): the shards run as without it
+        log.warning("stage %s: gathering its new units failed (%s: %s); its shards compute them",
+                    stage.name, type(exc).__name__, exc)
         return None
+    if gathered.get("failed"):  # what it stored before is kept and counted; the shards fail on their own if they must
+        log.warning("stage %s: gathering its new units stopped (%s); its shards compute the rest",
+                    stage.name, gathered["failed"])
+    return gathered
 
 
 def _add_counts(units: dict, counts: dict) -> None:
@@ -142,7 +146,8 @@ def _run_shards(stage: Stage, jobs: list[tuple[int, object]], root: str, input_s
               "model_load_s": round(load_s, 3), "work_s": round(work_s, 3)}
     if gathered:
         timing["gathered"] = {"units": len(gathered["fresh"]), "declined": gathered["declined"],
-                              "seconds": round(gathered["seconds"], 3)}
+                              "seconds": round(gathered["seconds"], 3),
+                              **({"failed": gathered["failed"]} if gathered.get("failed") else {})}
     if units:  # model work per unit kind: served by the memo, computed (beside the build, never hashed)
         timing["memo"] = {kind: counts.as_dict() for kind, counts in sorted(units.items())}
     tracker.finish(timing)

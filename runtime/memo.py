@@ -194,13 +194,14 @@ def shard_use(scope: ShardScope) -> dict:
     for unit_memo in scope.memos:
         kind = unit_memo.context["kind"]
         served.setdefault(kind, set()).update(unit_memo.served_keys)
-        computed.setdefault(kind, set()).update(unit_memo.stored_keys | unit_memo.fresh_used)
+        computed.setdefault(kind, set()).update(unit_memo.stored_keys | unit_memo.fresh_used | unit_memo.audited_keys)
         contexts.setdefault(kind, set()).add(unit_memo.folder.rstrip("/").rsplit("/", 1)[-1])
     listed = lambda found: {kind: sorted(keys) for kind, keys in sorted(found.items())}  # noqa: E731
     return {"memo": scope.options.location, "served": listed(served), "computed": listed(computed),
             "contexts": listed(contexts), **({"keyed_by": scope.keyed_by} if scope.keyed_by else {})}
 
 
+ANY_CONTEXT = "*"
 USE_FOLDER = "_memo"  # `<stage>/_memo/<shard>.json` in an output: what each shard took and gave
 
 
@@ -212,18 +213,20 @@ def used_by(outputs: Sequence[str]) -> dict[tuple[str, str], set[str]]:
 
     used: dict[tuple[str, str], set[str]] = {}
     for output in outputs:
-        files = _use_files(output)
-        if not files:
-            raise ContractError(f"--keep-used-by {output}: no record of memo use under it (`{USE_FOLDER}/` "
-                                f"beside its shards): built with --memo off, before the memo, or not an output")
-        for path in files:
+        uses = []
+        for path in _use_files(output):
             try:
-                use = json.loads(storage.read_text(path))
+                uses.append(json.loads(storage.read_text(path)))
             except (OSError, ValueError) as exc:
                 raise ContractError(f"--keep-used-by {output}: {path} cannot be read ({exc})") from None
-            for kind, contexts in use.get("contexts", {}).items():
+        if not any(use.get("memo") for use in uses):
+            raise ContractError(f"--keep-used-by {output}: no record of memo use under it (`{USE_FOLDER}/` "
+                                f"beside its shards): built with --memo off, before the memo, or not an output")
+        for use in uses:
+            for kind in set(use.get("served", {})) | set(use.get("computed", {})):
                 keys = set(use.get("served", {}).get(kind, ())) | set(use.get("computed", {}).get(kind, ()))
-                for context in contexts:
+                # A use file written before contexts were recorded keeps its keys in any context.
+                for context in use.get("contexts", {}).get(kind, [ANY_CONTEXT]):
                     used.setdefault((kind, context), set()).update(keys)
     return used
 
@@ -378,6 +381,7 @@ class UnitMemo:
     budget: GatherBudget | None = None  # in a gather: how many new units it may take on
     stored_keys: set = field(default_factory=set)  # written by this UnitMemo (a gather's `fresh`)
     fresh_used: set = field(default_factory=set)  # the gather's keys this shard took
+    audited_keys: set = field(default_factory=set)  # sampled hits computed again and found equal: used too
 
     @staticmethod
     def key(model_input) -> str:
@@ -455,6 +459,7 @@ class UnitMemo:
                         f"was stored as {stored.decode()[:120]!r} and is now {encoded.decode()[:120]!r}; "
                         f"the stage ({self.context['stage']}) changed without a version "
                         f"bump or this platform's numbers differ: `xmdata memo prune --all` and build again")
+                self.audited_keys.add(key)
                 continue  # the entry is there already
             self.waiting[key] = encoded
         if self.waiting_since is None:
@@ -669,19 +674,30 @@ def prune(location: str, older_than_days: float | None = None, max_bytes: int | 
     return {**done, "removed_entries": removed_entries} if keep is not None else done
 
 
+KEEP_RECENT_S = 3600  # `--keep-used-by` leaves entry files written or served this recently
+
+
 def _keep_only(location: str, keep: dict[tuple[str, str], set[str]]) -> int:
     """Entries no kept output used, removed: a file of none of them deleted, a file of some written
     again with those only (named by its new content) before the old one goes. Returns how many."""
     from .atomic import write_parquet_atomic
 
-    removed = 0
+    import time
+
+    import pyarrow as pa
+
+    removed, recent = 0, time.time() - KEEP_RECENT_S
     for entry in entry_files(location):
+        if entry.used > recent:  # written or served within the hour: a build running now may need it
+            continue
         folder = entry.path.rsplit("/", 1)[0]  # MEMO/<kind>/<ab>/<context>/<file>
-        wanted = keep.get((entry.kind, folder.rsplit("/", 1)[-1]), set())
+        wanted = keep.get((entry.kind, folder.rsplit("/", 1)[-1]), set()) | keep.get((entry.kind, ANY_CONTEXT), set())
         try:
             table = storage.read_parquet(entry.path)
-        except Exception:  # noqa: BLE001 - a torn file serves nothing: it goes
+        except pa.ArrowInvalid:  # a torn file serves nothing: it goes
             table = None
+        except OSError:  # not readable now (a store's timeout, permissions): kept, never removed on a guess
+            continue
         keys = table.column("key").to_pylist() if table is not None else []
         held = [i for i, key in enumerate(keys) if key in wanted]
         if len(held) == len(keys) and table is not None:

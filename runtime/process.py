@@ -99,7 +99,7 @@ def gather_new_units(stage: Stage, paths: list[str], storage_options: dict | Non
                 for kind, kind_counts in used.counts.items():
                     counts.setdefault(kind, memo.Counts()).add(kind_counts)
 
-    declined = False
+    declined, failed = False, None
     with storage.using_storage_options(storage_options):
         group: list[pa.Table] = []
         try:
@@ -112,7 +112,9 @@ def gather_new_units(stage: Stage, paths: list[str], storage_options: dict | Non
                 run(group)
         except memo.GatherDeclined:
             declined = True
-    return {"fresh": sorted(fresh), "declined": declined, "memo": {k: c.as_dict() for k, c in counts.items() if c.as_dict()},
+        except Exception as exc:  # noqa: BLE001 - what it stored is kept and said; the shards do the rest
+            failed = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
+    return {"fresh": sorted(fresh), "declined": declined, "failed": failed, "memo": {k: c.as_dict() for k, c in counts.items() if c.as_dict()},
             "seconds": time.perf_counter() - started, "load_s": registry.MODELS.load_seconds - loads_before}
 
 

@@ -5,6 +5,7 @@ import json
 import re
 import os
 import stat
+import time
 
 import pytest
 from support.cli_in_process import run_xmdata
@@ -116,10 +117,16 @@ def test_prune_keeps_what_named_outputs_used_and_removes_the_rest(tiny_models, c
     assert kinds["beam_candidates"]["entries"] == 6  # 3 shared, 1 of a's, 2 of b's
 
     (tmp_path / "empty").mkdir()
-    refused = run_xmdata(["memo", "prune", "--memo", memo, "--keep-used-by", tmp_path / "a", tmp_path / "empty"],
-                         cli_env)
-    assert refused.returncode == 2 and "no record of memo use" in refused.stderr  # refused before anything goes
+    assert translate(a, tmp_path / "off", "off", tiny_models, cli_env).returncode == 0  # use files, memo off
+    for folder in (tmp_path / "empty", tmp_path / "off"):
+        refused = run_xmdata(["memo", "prune", "--memo", memo, "--keep-used-by", tmp_path / "a", folder], cli_env)
+        assert refused.returncode == 2 and "no record of memo use" in refused.stderr  # refused before anything goes
     assert json.loads(run_xmdata(["memo", "stats", "--memo", memo, "--json"], cli_env).stdout)["kinds"] == kinds
+    recent = run_xmdata(["memo", "prune", "--memo", memo, "--keep-used-by", tmp_path / "a", "--json"], cli_env)
+    assert json.loads(recent.stdout)["removed_entries"] == 0  # used within the hour: a build may need them now
+    hours_ago = time.time() - 2 * 3600
+    for entry in memo.rglob("*.parquet"):
+        os.utime(entry, (hours_ago, hours_ago))
 
     pruned = run_xmdata(["memo", "prune", "--memo", memo, "--keep-used-by", tmp_path / "a", "--json"], cli_env)
     assert pruned.returncode == 0, pruned.stderr[-2000:]
