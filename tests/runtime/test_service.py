@@ -166,6 +166,9 @@ def test_down_stops_a_command_process_still_waiting_for_the_command_that_started
         assert command.stdout.readline().strip() == "up"
         state = state_of(own_env)
         waiting = psutil.Process(int(open(os.path.join(state["secrets"], PID_NAME)).read()))
+        deadline = time.monotonic() + 10  # a process still being exec'd shows an empty command line
+        while not waiting.cmdline() and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert "xmdata.runtime.command_server" in " ".join(waiting.cmdline())
         assert waiting.cpu_times().user < 1.0  # still waiting: nothing imported yet
         assert xmdata(own_env, "down").returncode == 0
