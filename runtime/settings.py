@@ -176,6 +176,12 @@ def process_environment(pid: int) -> dict[str, str]:
     return dict(pairs)
 
 
+def as_set_here(defaults: dict[str, object]) -> dict[str, str]:
+    """`defaults` with this process's value of each variable it has, one whose default is None left out
+    (how a Dask nanny reads its `pre-spawn-environ`: runtime/worker_start.py)."""
+    return {k: os.environ.get(k, str(v)) for k, v in defaults.items() if v is not None}
+
+
 def variables(prefixes: tuple[str, ...]) -> list[tuple[str, str]]:
     """(name, value) of this process's variables whose names start with one of `prefixes`, sorted:
     what a library reads for itself (torch's ATEN_*, Prefect's PREFECT_*…), for a cache key or a check."""

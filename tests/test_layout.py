@@ -285,3 +285,138 @@ def test_what_users_read_names_its_sources_never_an_internal_issue():
              for n, line in enumerate(open(os.path.join(ROOT, rel), encoding="utf-8").read().splitlines(), 1)
              if re.search(r"\bissues? #?\d+", line, re.IGNORECASE)]
     assert not found, found
+
+
+# Other libraries' public names only: a private one (`_x`) of CPython, Dask, Prefect… breaks on their next
+# release. The project's own modules are ours to reach into; these underscore names are a library's
+# documented API.
+PROJECT_ROOTS = {"xmdata", "bench", "tests", "support"}
+PUBLIC_UNDERSCORE = {"_exit": "os._exit: documented, a forked child's exit without the parent's cleanup",
+                     "_replace": "a namedtuple's documented copy with fields changed"}
+ACCESSORS = ("getattr", "hasattr", "setattr", "delattr")
+
+
+def private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def checked_sources():
+    """Every Python file of the project: the packages, the tests, the benchmarks."""
+    for top in (*FOLDERS, "tests", "bench"):
+        for folder, dirs, names in os.walk(os.path.join(ROOT, top)):
+            dirs[:] = [d for d in dirs if d != "__pycache__"]
+            for name in sorted(n for n in names if n.endswith(".py")):
+                path = os.path.join(folder, name)
+                yield os.path.relpath(path, ROOT), ast.parse(open(path, encoding="utf-8").read())
+
+
+def defined_private_names(trees) -> set[str]:
+    """Every private name the project itself defines: functions, classes, assigned names and attributes."""
+    found = set()
+    for tree in trees:
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                found.add(node.name)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                found.add(node.id)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                found.add(node.attr)
+            elif isinstance(node, ast.arg):
+                found.add(node.arg)
+    return {name for name in found if private(name)}
+
+
+def _root(node: ast.AST) -> ast.AST:
+    while isinstance(node, (ast.Attribute, ast.Call, ast.Subscript)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node
+
+
+def bindings(tree: ast.Module):
+    """(target, value) of every assignment, `with … as`, `for … in` and `:=`."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            yield from ((target, node.value) for target in node.targets)
+        elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+            yield node.target, node.value
+        elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+            yield node.optional_vars, node.context_expr
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            yield node.target, node.iter
+
+
+def names_bound(target: ast.AST) -> set[str]:
+    """The plain names an assignment target binds (`a`, `a, *b`), not an attribute or item it sets."""
+    if isinstance(target, ast.Name):
+        return {target.id}
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return set().union(*(names_bound(t) for t in target.elts))
+    return names_bound(target.value) if isinstance(target, ast.Starred) else set()
+
+
+def private_uses(tree: ast.Module, ours: set[str]) -> list[int]:
+    """Lines that use another library's private name: `from X import _y` (or a private module),
+    `X._y` and getattr(X, "_y") where X is an imported outside module or an object made from one,
+    or an object of unknown origin (an argument) and `_y` is no name the project defines (`ours`)."""
+    outside, project, lines = set(), {"self", "cls"}, []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                bound = alias.asname or alias.name.split(".")[0]
+                (project if alias.name.split(".")[0] in PROJECT_ROOTS else outside).add(bound)
+                if any(private(part) for part in alias.name.split(".")):
+                    lines.append(node.lineno)
+        elif isinstance(node, ast.ImportFrom):
+            ours_too = node.level > 0 or (node.module or "").split(".")[0] in PROJECT_ROOTS
+            (project if ours_too else outside).update(alias.asname or alias.name for alias in node.names)
+            if not ours_too and (any(private(part) for part in node.module.split("."))
+                                 or any(private(alias.name) for alias in node.names)):
+                lines.append(node.lineno)
+    assignments = list(bindings(tree))
+    for _ in range(3):  # names made from what an outside module returned are outside objects too
+        for target, value in assignments:
+            root = _root(value)
+            if isinstance(root, ast.Name) and root.id in outside:
+                outside.update(names_bound(target))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and private(node.attr) and node.attr not in PUBLIC_UNDERSCORE:
+            name, accessed = _root(node.value), node.attr
+        elif (isinstance(node, ast.Call) and getattr(node.func, "id", None) in ACCESSORS and len(node.args) > 1
+              and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)
+              and private(node.args[1].value)):
+            name, accessed = _root(node.args[0]), node.args[1].value
+        else:
+            continue
+        known = getattr(name, "id", None)
+        if known in outside or (known not in project and accessed not in ours):
+            lines.append(node.lineno)
+    return sorted(set(lines))
+
+
+def test_no_private_name_of_another_library():
+    sources = dict(checked_sources())
+    ours = defined_private_names(sources.values())
+    found = {rel: lines for rel, tree in sources.items() if (lines := private_uses(tree, ours))}
+    assert found == {}, "another library's private name: find its public route (docs/explanation/architecture.md)"
+
+
+def test_the_private_name_check_finds_each_form():
+    planted = """
+import os
+import multiprocessing.forkserver
+import polars._utils
+from distributed.nanny import _get_env_variables
+from pyarrow._fs import FileSystem
+from distributed import LocalCluster
+from xmdata.runtime import worker_start
+from .settings import _flag
+pid = multiprocessing.forkserver._forkserver._forkserver_pid
+cluster = LocalCluster()
+cluster.sync(cluster._correct_state)
+getattr(cluster, "_correct_state")
+def scale(given):
+    given._correct_state()
+    given._ours()
+    self._ours, os._exit(0), cluster.__class__, worker_start._in_step, worker_start.__name__
+"""
+    assert private_uses(ast.parse(planted), {"_ours"}) == [4, 5, 6, 10, 12, 13, 15]
