@@ -105,19 +105,20 @@ def _become_the_command(conn: socket.socket, message: dict, fds: list[int]) -> N
             os.kill(os.getpid(), signal.SIGKILL)
 
     threading.Thread(target=watch_client, daemon=True, name="xmdata-client-watch").start()
-    from xmdata.cli import EXIT_INTERRUPTED, main
+    from xmdata.cli import main
+    from xmdata.exit_codes import FAILED, INTERRUPTED
 
     try:
         code = main(message["argv"])
     except SystemExit as exc:  # argparse's --help and usage errors
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except KeyboardInterrupt:  # before main's own handler (in its first imports)
-        code = EXIT_INTERRUPTED
+        code = INTERRUPTED
     except BaseException:  # as the command's own process would: the traceback on its stderr
         import traceback
 
         traceback.print_exc()
-        code = 1
+        code = FAILED
     finished.set()  # from here the client may go: its status is on its way
     sys.stdout.flush()
     sys.stderr.flush()

@@ -126,6 +126,6 @@ def service_command(args) -> int:
             print("xmdata service: running other code (the next command restarts it)")
         else:
             print("xmdata service: not running (the next command starts it; or `xmdata up`)")
-        return 3
+        return 3  # xmdata/exit_codes.NOT_RUNNING (the runtime does not import the CLI)
     print_status(state)
     return 0

@@ -17,6 +17,7 @@ import signal
 import socket
 import sys
 
+from xmdata.exit_codes import FAILED
 from xmdata.runtime import settings
 from xmdata.runtime.service_files import code_fingerprint, light_prefect_home, service_base
 
@@ -73,7 +74,7 @@ def run_there(path: str, argv: list[str]) -> int | None:
         return int(done["exit"])
     except (OSError, ConnectionError, ValueError, KeyError):
         print("xmdata: error: the command's process ended without an exit status", file=sys.stderr)
-        return 1
+        return FAILED
     finally:
         conn.close()
 

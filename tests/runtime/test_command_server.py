@@ -85,7 +85,7 @@ def test_what_manages_the_service_runs_here():
 
 
 def test_help_there_is_the_help_here(command_socket, capfd):
-    from xmdata.cli import build_parser
+    from xmdata.cli_parser import build_parser
 
     assert run_there(command_socket, ["score", "--help"]) == 0
     out, _ = capfd.readouterr()
