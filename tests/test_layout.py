@@ -1,8 +1,9 @@
 """One rule from import path to file: `xmdata.X.…` is the top-level folder `X/` (the command-line
 modules are `xmdata/`), every package folder is installed, CLI code stays under `xmdata/` and no
-package imports it, no module imports itself back through another (lazy imports inside functions
-included), and every module named in a string (imported by name) exists. Only
-runtime/settings.py reads the environment, and no module keeps state that a function assigns."""
+package imports it (nor a layer above its own), by `import` or by name (a string importlib imports), no
+module imports itself back through another (lazy imports inside functions included), and every module
+named in a string (imported by name) exists. Only runtime/settings.py reads the environment, no module
+keeps state that a function assigns, and no code uses another library's private names."""
 import ast
 import importlib.util
 import os
@@ -44,7 +45,8 @@ def test_every_module_is_where_the_rule_puts_it_and_every_package_is_installed()
     assert setuptools["package-dir"] == {"xmdata": "xmdata", **{f"xmdata.{t}": t for t in FOLDERS[1:]}}
 
 
-def imports_of(module: str, rel: str) -> set[str]:
+def imports_of(module: str, rel: str, by_name: bool = False) -> set[str]:
+    """What MODULE imports; `by_name`: with the modules it imports by name (named_in_strings)."""
     tree = ast.parse(open(os.path.join(ROOT, rel), encoding="utf-8").read())
     package = module if rel.endswith("__init__.py") else module.rsplit(".", 1)[0]
     names = set()
@@ -57,7 +59,28 @@ def imports_of(module: str, rel: str) -> set[str]:
                 parts = package.split(".")[:len(package.split(".")) - node.level + 1]
                 base = ".".join(parts + ([node.module] if node.module else []))
             names |= {base} | {f"{base}.{alias.name}" for alias in node.names}
-    return names
+    return names | (named_in_strings(tree) if by_name else set())
+
+
+IMPORTERS_BY_NAME = ("import_module", "__import__")
+
+
+def named_in_strings(tree: ast.AST) -> set[str]:
+    """Modules a module imports by name: in a module that calls importlib.import_module (or
+    __import__), its "xmdata.x.y" and "xmdata.x.y:function" strings (its tables, the command process's
+    warm list) — not a `python -m` target (another process), a logger's name or NOT_MODULES."""
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)]
+    if not any(getattr(c.func, "attr", getattr(c.func, "id", None)) in IMPORTERS_BY_NAME for c in calls):
+        return set()
+    skipped = {id(c.args[0]) for c in calls if c.args
+               and getattr(c.func, "attr", getattr(c.func, "id", "")) in ("getLogger", "get_logger")}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.List, ast.Tuple)):
+            skipped |= {id(after) for before, after in zip(node.elts, node.elts[1:])
+                        if isinstance(before, ast.Constant) and before.value == "-m"}
+    return {node.value.partition(":")[0] for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and NAME.match(node.value)
+            and id(node) not in skipped and node.value not in NOT_MODULES}
 
 
 def test_no_import_cycles_and_no_argparse_outside_the_cli():
@@ -83,9 +106,9 @@ def test_no_module_imports_a_layer_above_its_own():
     layer = lambda module: LAYERS.get(module.split(".")[1]) if module.count(".") else None
     for module, rel in files.items():
         own = layer(module)
-        if own is None:
+        if own is None or rel in CLI_IMPORTERS:  # the command's warm process: it imports what a command does
             continue
-        above = sorted(o for o in imports_of(module, rel) if o in files and (layer(o) or 0) > own)
+        above = sorted(o for o in imports_of(module, rel, by_name=True) if o in files and (layer(o) or 0) > own)
         assert above == [], f"{rel} imports {above}, a layer above its own"
 
 
@@ -98,10 +121,20 @@ CLI_IMPORTERS = {os.path.join("runtime", "command_server.py"): "the service's wa
 def test_no_package_imports_the_command_line():
     files = module_files()
     cli = {m for m, rel in files.items() if rel.split(os.sep)[0] == "xmdata" and m != "xmdata"}
-    found = {rel: sorted(imports_of(m, rel) & cli) for m, rel in files.items()
+    found = {rel: sorted(imports_of(m, rel, by_name=True) & cli) for m, rel in files.items()
              if rel.split(os.sep)[0] != "xmdata" and rel not in CLI_IMPORTERS}
     assert {rel: names for rel, names in found.items() if names} == {}
     assert {rel for rel in CLI_IMPORTERS if imports_of(rel[:-3].replace(os.sep, "."), rel) & cli} == set(CLI_IMPORTERS)
+
+
+def test_imports_by_name_count_as_imports():
+    """A module named in a string that importlib imports is an import for the layer and CLI rules: the
+    runtime importing "xmdata.cli" by name imports the command line as much as `import xmdata.cli` does."""
+    planted = ('import importlib\nWARM = ("xmdata.cli", "xmdata.flows.release:release_flow")\n'
+               'CMD = ["python", "-m", "xmdata.runtime.service_main"]\nlog = getLogger("xmdata.runtime.x")\n'
+               'for name in WARM:\n    importlib.import_module(name)\n')
+    assert named_in_strings(ast.parse(planted)) == {"xmdata.cli", "xmdata.flows.release"}
+    assert named_in_strings(ast.parse(planted.replace("importlib.import_module(name)", "print(name)"))) == set()
 
 
 # Strings that read like a module's name and are not one: they need not resolve.
