@@ -59,13 +59,14 @@ def test_the_nanny_environment_is_a_nannys_own(monkeypatch):
     from distributed import Nanny
 
     monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "12345")
+    monkeypatch.delenv("PYTHONHASHSEED", raising=False)  # set in this process by an earlier start_early: it would win
     configured = dask.config.get("distributed.nanny.pre-spawn-environ")
-    for extra, seed in (({}, "6640"), ({"PYTHONHASHSEED": "17", "XMDATA_TEST_UNSET": None}, "17")):
+    for extra, seed in (({}, "6640"), ({"PYTHONHASHSEED": "17", "SOME_VARIABLE_UNSET": None}, "17")):
         with dask.config.set({"distributed.nanny.pre-spawn-environ": {**configured, **extra}}):
             nanny = Nanny("tcp://127.0.0.1:1")
             assert nanny_environment() == nanny.pre_spawn_env
         assert nanny.pre_spawn_env["MALLOC_TRIM_THRESHOLD_"] == "12345"
-        assert nanny.pre_spawn_env["PYTHONHASHSEED"] == seed and "XMDATA_TEST_UNSET" not in nanny.pre_spawn_env
+        assert nanny.pre_spawn_env["PYTHONHASHSEED"] == seed and "SOME_VARIABLE_UNSET" not in nanny.pre_spawn_env
 
 
 def worker_state() -> dict:
