@@ -10,7 +10,8 @@ from prefect import flow
 
 from xmdata.runtime import storage
 from xmdata.runtime.folder_lock import one_writer
-from xmdata.tasks.train.clipscore import check_clipscore, train_clipscore
+from xmdata.tasks.train.clipscore import train_clipscore
+from xmdata.tasks.train.clipscore_data import check_clipscore
 from xmdata.tasks.train.clipscore_params import ClipscoreParams
 from xmdata.tasks.train.placement import run_placed
 

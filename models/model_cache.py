@@ -95,17 +95,18 @@ class ModelCache:
         """Under the lock, after a load: start the thread that releases the models once idle. Only a
         Dask worker's: a command's own process ends with its run, and one of its shards may outlast
         the idle time (the models it asked for at its start would be loaded again after it)."""
-        if self._watcher is None and idle_s < float("inf") and _in_a_dask_worker():
-            self._watcher = threading.Thread(target=self._release_when_idle, args=(idle_s,),
+        if self._watcher is None and idle_s < float("inf") and (worker := _this_dask_worker()) is not None:
+            self._watcher = threading.Thread(target=self._release_when_idle, args=(idle_s, worker),
                                              name="xmdata-model-idle", daemon=True)
             self._watcher.start()
 
-    def _release_when_idle(self, idle_s: float) -> None:
-        """Release every model once no shard has asked for one, and none has run, for `idle_s`."""
+    def _release_when_idle(self, idle_s: float, worker) -> None:
+        """Release every model once no shard has asked for one, and none has run on WORKER, for `idle_s`:
+        a running shard holds the models it asked for at its start, however long ago that was."""
         while True:
             time.sleep(min(max(idle_s / 4, 0.5), 30.0))
             with self._lock:
-                if _shard_running():
+                if worker.state.executing_count:
                     self._last_used = time.monotonic()
                 elif not self._loaded or time.monotonic() - self._last_used >= idle_s:
                     self._watcher = None  # the next load starts another
@@ -136,13 +137,12 @@ def free_memory() -> None:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
-def _in_a_dask_worker() -> bool:
+def _this_dask_worker():
+    """The Dask worker whose task loads a model (Dask's `get_worker`), None outside one."""
     worker = sys.modules.get("distributed.worker")
-    return worker is not None and bool(list(worker.Worker._instances))
-
-
-def _shard_running() -> bool:
-    """A Dask worker in this process is running a task: its shard holds the models it asked for at
-    its start, so they are in use however long ago that was."""
-    worker = sys.modules.get("distributed.worker")
-    return worker is not None and any(w.state.executing_count for w in list(worker.Worker._instances))
+    if worker is None:
+        return None
+    try:
+        return worker.get_worker()
+    except ValueError:  # not in a worker's task: a command's own process
+        return None

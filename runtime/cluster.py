@@ -84,7 +84,18 @@ def start_local_cluster(n_workers: int | None = None, memory_limit: str = "auto"
             cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, **common)
             if plan.gpus:  # plus one worker per GPU, for the stages whose model runs on CUDA
                 add_gpu_workers(cluster, list(plan.gpus))
+        apply_worker_spec(cluster)  # the workers added to its spec (GPU, or dask-cuda's CPU ones) start
     return cluster, Client(cluster, security=security, set_as_default=False)
+
+
+def apply_worker_spec(cluster) -> None:
+    """Returns once the cluster's workers are what its `worker_spec` says: the ones taken out of it
+    retired and closed, the ones put in started. Awaiting a SpecCluster is Dask's documented way to
+    align it with its spec (`scale` only schedules that and returns)."""
+    async def aligned():
+        await cluster
+
+    cluster.sync(aligned)
 
 
 def connect(target: DaskTarget, timeout: float = 30.0):

@@ -10,8 +10,8 @@ forwards its signals to the child; a child whose client is gone (killed) is kill
 
 Only the owner gets in: the socket sits in the 0700 secrets folder, and a connection whose peer
 (SO_PEERCRED) is another user is closed unread. A command whose environment differs from this
-process's where the libraries read it at import (`service_files.import_time_digest`) is refused,
-and the client runs it in its own process. The process ends with the service, or when its socket
+process's where Python or the libraries read it as they load (settings.COLD_WHEN_DIFFERENT) is
+refused, and the client runs it in its own process. The process ends with the service, or when its socket
 is removed. Started by a command that started the service, it imports only once that command has
 ended (at most AFTER_COMMAND_LIMIT_S later): on 2 cores its imports slowed the first demo.
 """
@@ -30,7 +30,7 @@ import threading
 import time
 
 from . import settings
-from .service_files import INFO_NAME, SOCKET_NAME, command_environment, import_time_digest
+from .service_files import INFO_NAME, SOCKET_NAME, command_environment, differing, import_time_hashes
 
 # What commands import before they work (listed from `sys.modules` after a demo re-check and a
 # 10-row command): the libraries, Prefect's run engines and what they load on first use (fastapi's
@@ -89,6 +89,7 @@ def _become_the_command(conn: socket.socket, message: dict, fds: list[int]) -> N
         sys.stdout.reconfigure(line_buffering=True)
     os.chdir(message["cwd"])
     settings.become_environment(message["env"])
+    _follow_python_switches()
     sys.argv = ["xmdata", *message["argv"]]
     send_message(conn, {"pid": os.getpid()})
 
@@ -105,19 +106,20 @@ def _become_the_command(conn: socket.socket, message: dict, fds: list[int]) -> N
             os.kill(os.getpid(), signal.SIGKILL)
 
     threading.Thread(target=watch_client, daemon=True, name="xmdata-client-watch").start()
-    from xmdata.cli import EXIT_INTERRUPTED, main
+    from xmdata.cli import main
+    from xmdata.exit_codes import FAILED, INTERRUPTED
 
     try:
         code = main(message["argv"])
     except SystemExit as exc:  # argparse's --help and usage errors
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except KeyboardInterrupt:  # before main's own handler (in its first imports)
-        code = EXIT_INTERRUPTED
+        code = INTERRUPTED
     except BaseException:  # as the command's own process would: the traceback on its stderr
         import traceback
 
         traceback.print_exc()
-        code = 1
+        code = FAILED
     finished.set()  # from here the client may go: its status is on its way
     sys.stdout.flush()
     sys.stderr.flush()
@@ -127,6 +129,18 @@ def _become_the_command(conn: socket.socket, message: dict, fds: list[int]) -> N
     except OSError:
         pass
     sys.exit(code)
+
+
+def _follow_python_switches() -> None:
+    """The command's PYTHONDONTWRITEBYTECODE and PYTHONUNBUFFERED (settings.WARM_WHEN_DIFFERENT), as
+    Python would have applied them at the start of a process of the command's own."""
+    import io
+
+    sys.dont_write_bytecode = settings.PYTHONDONTWRITEBYTECODE.get()
+    if settings.PYTHONUNBUFFERED.get():
+        sys.stdout, sys.stderr = (io.TextIOWrapper(io.FileIO(fd, "w", closefd=False), encoding=stream.encoding,
+                                                   errors=stream.errors, write_through=True)
+                                  for fd, stream in ((1, sys.stdout), (2, sys.stderr)))
 
 
 def warm_up() -> None:
@@ -164,7 +178,7 @@ def serve(folder: str, service_pid: int, fingerprint: str, after_pid: int | None
     if threading.active_count() != 1:  # a fork copies one thread: nothing may run beside it
         print(f"command process: imports started threads {threading.enumerate()}; not serving", flush=True)
         return
-    own_digest = import_time_digest(settings.child_env())
+    own = import_time_hashes(settings.child_env())
     path = os.path.join(folder, SOCKET_NAME)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old_umask = os.umask(0o177)  # srw------- : the owner connects (write), no one else
@@ -178,7 +192,8 @@ def serve(folder: str, service_pid: int, fingerprint: str, after_pid: int | None
     listener.listen(16)
     listener.settimeout(1.0)
     socket_id = os.stat(path).st_ino
-    info = {"pid": os.getpid(), "socket": path, "fingerprint": fingerprint, "service_pid": service_pid}
+    info = {"pid": os.getpid(), "socket": path, "fingerprint": fingerprint, "service_pid": service_pid,
+            "import_time": own}
     from .owner_only import write_private
 
     write_private(os.path.join(folder, INFO_NAME), json.dumps(info))
@@ -190,7 +205,7 @@ def serve(folder: str, service_pid: int, fingerprint: str, after_pid: int | None
                 conn, _ = listener.accept()
             except TimeoutError:
                 continue
-            _handle(conn, listener, own_digest)
+            _handle(conn, listener, own)
     finally:
         if _still_wanted(path, socket_id, service_pid=os.getpid()):  # ours still, not a later service's
             for name in (SOCKET_NAME, INFO_NAME):
@@ -198,7 +213,7 @@ def serve(folder: str, service_pid: int, fingerprint: str, after_pid: int | None
                     os.unlink(os.path.join(folder, name))
 
 
-def _handle(conn: socket.socket, listener: socket.socket, own_digest: str) -> None:
+def _handle(conn: socket.socket, listener: socket.socket, own: dict[str, str]) -> None:
     fds: list[int] = []
     try:
         conn.settimeout(10.0)
@@ -208,8 +223,8 @@ def _handle(conn: socket.socket, listener: socket.socket, own_digest: str) -> No
         if len(fds) != FDS or not isinstance(message.get("argv"), list) or not isinstance(message.get("env"), dict):
             send_message(conn, {"refused": "malformed request"})
             return
-        if import_time_digest(message["env"]) != own_digest:
-            send_message(conn, {"refused": "environment"})
+        if differ := differing(import_time_hashes(message["env"]), own):  # the client checked; a later service may not be
+            send_message(conn, {"refused": "environment", "differ": differ})
             return
         conn.settimeout(None)
         if os.fork() == 0:

@@ -35,8 +35,8 @@ def local_cluster_plan(gpus: list[str], cpu_workers: int, dask_cuda_installed: b
 def start_cuda_cluster(plan: LocalClusterPlan, host: str, protocol: str, security, dashboard_address: str,
                        memory_limit: str, env: dict, scheduler_kwargs: dict, preload: list[str] | None = None,
                        preload_argv: list | None = None):
-    """LocalCUDACluster, one single-threaded worker per GPU advertising GPU=1, then the CPU workers;
-    `preload`, `preload_argv`: the workers' start hooks (worker_start.prepare)."""
+    """LocalCUDACluster, one single-threaded worker per GPU advertising GPU=1, and the CPU workers in its
+    spec (started when the caller applies it: cluster.apply_worker_spec); `preload`, `preload_argv`: the workers' start hooks (worker_start.prepare)."""
     hooks = {k: v for k, v in (("preload", preload), ("preload_argv", preload_argv)) if v is not None}  # none: Dask's
     from dask_cuda import LocalCUDACluster
     from distributed import Nanny
@@ -50,5 +50,4 @@ def start_cuda_cluster(plan: LocalClusterPlan, host: str, protocol: str, securit
             "nthreads": 1, "memory_limit": memory_limit, "host": host, "name": f"cpu-{index}",
             "protocol": protocol, "security": security, **hooks,
             "env": {**env, settings.CUDA_VISIBLE_DEVICES.name: ""}}}  # a CPU worker never touches a GPU
-    cluster.sync(cluster._correct_state)
     return cluster

@@ -60,7 +60,8 @@ def gpu_ids() -> list[str]:
 
 def add_gpu_workers(cluster, devices: list[str]) -> None:
     """One more worker on a LocalCluster per GPU, pinned to it (CUDA_VISIBLE_DEVICES, as dask-cuda's
-    LocalCUDACluster pins them) and advertising GPU=1; its CPU workers stay as they are."""
+    LocalCUDACluster pins them) and advertising GPU=1; its CPU workers stay as they are. Added to its
+    spec: they start when the caller applies it (cluster.apply_worker_spec)."""
     from distributed import Nanny
 
     options = cluster.new_spec["options"]
@@ -68,4 +69,3 @@ def add_gpu_workers(cluster, devices: list[str]) -> None:
         env = {**options.get("env", {}), settings.CUDA_VISIBLE_DEVICES.name: device}
         cluster.worker_spec[f"gpu-{index}"] = {"cls": Nanny, "options": {
             **options, "env": env, "resources": {GPU: 1}, "name": f"gpu-{index}"}}
-    cluster.sync(cluster._correct_state)

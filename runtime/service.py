@@ -16,6 +16,7 @@ running other code than this checkout's is restarted, never used.
 """
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -270,13 +271,17 @@ def cluster_starting_too_long(state: dict) -> bool:
     return not state.get("dask_address") and time.time() - written > CLUSTER_START_S
 
 
-def stop_service(state: dict | None = None, timeout: float = 60.0) -> bool:
-    """SIGTERM, then wait for a clean stop (workers, scheduler, server); SIGKILL if it hangs."""
+def stop_service(state: dict | None = None, timeout: float = 60.0, grace: float = 30.0) -> bool:
+    """SIGTERM, then wait for a clean stop (workers, scheduler, server); SIGKILL if it hangs past
+    `timeout`. Returns once every process it ran is gone too (its Prefect server, its workers and the
+    process they are forked from, its command process), or raises ServiceError naming those still
+    alive `grace` seconds after the service itself."""
     state = state or read_state()
     if not state or not alive(state["pid"]):
         if os.path.exists(paths()["state"]):
             os.unlink(paths()["state"])
         return False
+    stopping = service_processes(state)
     os.kill(state["pid"], signal.SIGTERM)
     deadline = time.monotonic() + timeout
     while alive(state["pid"]) and time.monotonic() < deadline:
@@ -285,7 +290,43 @@ def stop_service(state: dict | None = None, timeout: float = 60.0) -> bool:
         os.killpg(state["pid"], signal.SIGKILL)
     if os.path.exists(paths()["state"]):
         os.unlink(paths()["state"])
+    deadline = time.monotonic() + grace
+    while (left := still_running(stopping)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if left:
+        raise ServiceError(f"the service stopped, but {grace:g} s later these of its processes still run: "
+                           + "; ".join(left))
     return True
+
+
+def service_processes(state: dict) -> list:
+    """psutil.Process of the service and everything it started (its Prefect server and that one's
+    children, the workers' forkserver and workers, multiprocessing's resource tracker), and of its
+    command process (a session of its own)."""
+    import psutil
+
+    found = []
+    with contextlib.suppress(psutil.Error):
+        service = psutil.Process(state["pid"])
+        found = [service, *service.children(recursive=True)]
+    with contextlib.suppress(OSError, ValueError, psutil.Error):
+        commands = psutil.Process(int(read_private_text(os.path.join(state["secrets"], PID_NAME))))
+        if "xmdata.runtime.command_server" in commands.cmdline():
+            found.append(commands)
+    return found
+
+
+def still_running(processes: list) -> list[str]:
+    """'PID (command line)' of each of PROCESSES still running; an exited one its parent has not
+    reaped yet (a zombie) is gone."""
+    import psutil
+
+    left = []
+    for proc in processes:
+        with contextlib.suppress(psutil.Error):
+            if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
+                left.append(f"{proc.pid} ({' '.join(proc.cmdline())[:120]})")
+    return left
 
 
 def write_state(state: dict) -> None:

@@ -65,10 +65,6 @@ def code_fingerprint() -> str:
 # quiet logs unless -v. The command process imports them once, with these, for every command.
 QUIET_LIBRARIES = {"PREFECT_LOGGING_LEVEL": "WARNING", "DASK_LOGGING__DISTRIBUTED": "warning"}
 ALWAYS = {"PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
-# Variables the libraries read when imported (settings, thread pools, locale, home): a command whose
-# values differ from the command process's is run in its own process, never in a copy of that one.
-IMPORT_TIME_PREFIXES = ("PREFECT_", "DASK_", "OMP_", "OPENBLAS_", "MKL_", "POLARS_", "ARROW_", "PYTHON",
-                        "TZ", "LANG", "LC_", "HOME", "TMPDIR", "XDG_")
 
 
 def command_environment(env: dict[str, str], verbose: bool = False) -> dict[str, str]:
@@ -77,7 +73,14 @@ def command_environment(env: dict[str, str], verbose: bool = False) -> dict[str,
     return {**defaults, **env}
 
 
-def import_time_digest(env: dict[str, str]) -> str:
-    """A hash of what the libraries read at import, in a command's environment."""
-    chosen = sorted((k, v) for k, v in command_environment(env).items() if k.startswith(IMPORT_TIME_PREFIXES))
-    return hashlib.sha256(repr(chosen).encode()).hexdigest()
+def import_time_hashes(env: dict[str, str]) -> dict[str, str]:
+    """{variable: hash of its value} of what Python and the libraries read as they load
+    (settings.COLD_WHEN_DIFFERENT), in a command's environment: the warm command process publishes its
+    own, so a client tells which differ without the values (its state folder is the owner's only)."""
+    return {k: hashlib.sha256(v.encode()).hexdigest()[:16] for k, v in command_environment(env).items()
+            if settings.cold_reason(k) is not None}
+
+
+def differing(mine: dict[str, str], theirs: dict[str, str]) -> list[str]:
+    """The variables whose hashed values (import_time_hashes) differ, set on one side only included."""
+    return sorted(k for k in mine.keys() | theirs.keys() if mine.get(k) != theirs.get(k))

@@ -18,7 +18,7 @@ import shutil
 import signal
 import time
 
-from .cluster import bind_host, close_local_cluster, default_workers, start_local_cluster
+from .cluster import apply_worker_spec, bind_host, close_local_cluster, default_workers, start_local_cluster
 from .owner_only import new_auth_string, new_dask_credentials, write_private
 from .prefect_api import start_prefect_server, stop_process_group
 from .service import (CLUSTER_START_S, WAKE_SIGNAL, idle_seconds, model_idle_seconds, paths, prefect_home,
@@ -85,7 +85,7 @@ class Workers:
     def retire(self) -> None:
         self.retired = dict(self.cluster.worker_spec)
         self.cluster.worker_spec.clear()
-        self.cluster.sync(self.cluster._correct_state)  # retire_workers, then each nanny closes
+        apply_worker_spec(self.cluster)  # retire_workers, then each nanny closes
         from xmdata.models.model_cache import free_memory  # the scheduler's share of their memory
 
         from .worker_start import stop_forkserver  # and the process that forked them (the model libraries)
@@ -95,8 +95,8 @@ class Workers:
 
     def restore(self) -> None:
         self.cluster.worker_spec.update(self.retired)
-        self.cluster.sync(self.cluster._correct_state)
-        self.client.wait_for_workers(len(self.retired), timeout=CLUSTER_START_S)
+        apply_worker_spec(self.cluster)
+        self.client.wait_for_workers(len(self.retired), timeout=CLUSTER_START_S)  # and the scheduler has them
         self.retired = None
 
 

@@ -48,12 +48,12 @@ def forkserver_mb(service: int) -> int:
     it holds the model libraries the workers share (0 when there is none: retired workers, spawn)."""
     import psutil
 
-    total = 0
-    for proc in psutil.Process(service).children():
-        with contextlib.suppress(psutil.Error):
-            if "multiprocessing.forkserver" in " ".join(proc.cmdline()):
-                total += proc.memory_info().rss
-    return total // 2**20
+    from .worker_start import forkserver_of
+
+    with contextlib.suppress(psutil.Error):
+        if (server := forkserver_of(service)) is not None:
+            return server.memory_info().rss // 2**20
+    return 0
 
 
 def memory_mb(state: dict) -> dict[str, int]:
@@ -126,6 +126,6 @@ def service_command(args) -> int:
             print("xmdata service: running other code (the next command restarts it)")
         else:
             print("xmdata service: not running (the next command starts it; or `xmdata up`)")
-        return 3
+        return 3  # xmdata/exit_codes.NOT_RUNNING (the runtime does not import the CLI)
     print_status(state)
     return 0

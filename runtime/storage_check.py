@@ -35,18 +35,18 @@ def check_location(url: str, what: str, must_exist: bool = False) -> None:
 
 
 def _preflight_filesystem(url: str):
-    import fsspec
+    import fsspec.core
 
     protocol = url.split("://", 1)[0]
     try:
-        cls = fsspec.get_filesystem_class(protocol)
+        fsspec.get_filesystem_class(protocol)
     except (ValueError, ImportError) as exc:
         detail = str(exc).splitlines()[0] if isinstance(exc, ImportError) else "unknown to fsspec"
         raise ContractError(f"{url}: no filesystem installed for {protocol}:// ({detail})") from exc
     options = storage.storage_options()
     if protocol in ("s3", "s3a"):
         options = {**_S3_PREFLIGHT, **options, "skip_instance_cache": True}
-    return cls(**options), cls._strip_protocol(url)
+    return fsspec.core.url_to_fs(url, **options)  # the filesystem, and the path within it
 
 
 def _reason(exc: BaseException, url: str) -> str:

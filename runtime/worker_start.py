@@ -53,17 +53,14 @@ def prepare(models: bool) -> dict:
     chosen = method()
     dask.config.set({METHOD: chosen, DAEMON: False})
     if chosen == "forkserver":
-        import multiprocessing
-
         import distributed.utils
 
         wanted = list(preload(models))
         if not _in_step(wanted):
             stop_forkserver()
-        # Ours is the list (used when the forkserver starts). Dask's own first call would build its list
-        # by importing each package in this process (pandas among them): told it is set already.
-        distributed.utils._forkserver_preload_set = True
-        multiprocessing.get_context("forkserver").set_forkserver_preload(wanted)
+        # Dask's context first: its first call sets Dask's own list, once per process (importing each
+        # package of it here: pandas, ~0.45 s); ours then replaces it, before the forkserver starts.
+        distributed.utils.get_mp_context().set_forkserver_preload(wanted)
     return worker_preload()
 
 
@@ -84,12 +81,15 @@ def start_early(models: bool) -> None:
 
 
 def nanny_environment() -> dict[str, str]:
-    """What a Dask nanny sets in its own process before it starts a worker: its `pre-spawn-environ`
-    as Dask's nanny reads it (a variable this process has keeps its value; None unsets), and the hash
-    seed Nanny.__init__ fixes where that leaves it unset or 0 (distributed 2025: Nanny's own rule)."""
-    from distributed.nanny import _get_env_variables
+    """What a Dask nanny sets in its own process before it starts a worker (its `pre_spawn_env`):
+    Dask's `distributed.nanny.pre-spawn-environ` config, a variable this process has keeping its value
+    (None unsets), and the hash seed Nanny.__init__ fixes where that leaves it unset or 0. Dask's rule,
+    written here (its function for it is private); tests/runtime/test_worker_start.py compares it with
+    a Nanny's own."""
+    import dask
+    import distributed  # noqa: F401 — Dask's distributed.* config defaults are loaded at its import
 
-    env = _get_env_variables("distributed.nanny.pre-spawn-environ")
+    env = settings.as_set_here(dask.config.get("distributed.nanny.pre-spawn-environ"))
     if env.get("PYTHONHASHSEED") in (None, "0"):
         env["PYTHONHASHSEED"] = "6640"
     return env
@@ -115,7 +115,7 @@ def _in_step(wanted: list[str]) -> bool:
     import psutil
 
     try:
-        server = _running_forkserver()
+        server = forkserver_of()
         if server is None or server.children():
             return True
         started = settings.process_environment(server.pid)
@@ -125,32 +125,44 @@ def _in_step(wanted: list[str]) -> bool:
     return started == settings.child_env() and repr(wanted) in command
 
 
-def _running_forkserver():
-    """psutil.Process of this process's forkserver, or None when it has not started (or was stopped)."""
-    import multiprocessing.forkserver
+# What Python's forkserver runs (`python -c 'from multiprocessing.forkserver import main; …'`): how it is
+# told among this process's children, its pid being private to multiprocessing.
+FORKSERVER_COMMAND = "from multiprocessing.forkserver import main"
 
+
+def forkserver_of(pid: int | None = None):
+    """psutil.Process of the forkserver process PID (this one) started, or None: none started, or it
+    was stopped (an exited one waits, unreaped, until multiprocessing starts the next)."""
     import psutil
 
-    pid = multiprocessing.forkserver._forkserver._forkserver_pid
-    return psutil.Process(pid) if pid is not None else None
+    for child in psutil.Process(pid).children():
+        try:
+            if child.status() != psutil.STATUS_ZOMBIE and FORKSERVER_COMMAND in " ".join(child.cmdline()):
+                return child
+        except psutil.Error:  # gone meanwhile
+            continue
+    return None
 
 
 def stop_forkserver() -> None:
     """This process's forkserver ends, once none of its workers is left (the service's idle workers
     retired): it holds the model libraries (~0.56 GB anonymous memory), and idle means small. The next
-    worker starts it again, with the same imports. A worker still there (its nanny's close timed out)
-    keeps it: stopping it would leave that worker without its parent. (`_stop` is Python's own,
-    private, for its tests.)"""
-    import multiprocessing.forkserver
+    worker starts it again, with the same imports (multiprocessing's `ensure_running` finds it exited).
+    A worker still there (its nanny's close timed out) keeps it: stopping it would leave that worker
+    without its parent. SIGTERM, then wait until it has exited, left for multiprocessing to reap."""
+    import os
+    import signal
 
     import psutil
 
     try:
-        if (server := _running_forkserver()) is not None and server.children():
+        server = forkserver_of()
+        if server is None or server.children():
             return
-    except psutil.Error:  # gone already: stopping it only clears Python's record of it
-        pass
-    multiprocessing.forkserver._forkserver._stop()
+        server.send_signal(signal.SIGTERM)  # it handles none: it exits at once
+    except psutil.Error:  # gone already
+        return
+    os.waitid(os.P_PID, server.pid, os.WEXITED | os.WNOWAIT)  # exited; not reaped: multiprocessing does
 
 
 def preload(models: bool) -> tuple[str, ...]:

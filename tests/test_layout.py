@@ -1,8 +1,9 @@
 """One rule from import path to file: `xmdata.X.…` is the top-level folder `X/` (the command-line
 modules are `xmdata/`), every package folder is installed, CLI code stays under `xmdata/` and no
-package imports it, no module imports itself back through another (lazy imports inside functions
-included), and every module named in a string (imported by name) exists. Only
-runtime/settings.py reads the environment, and no module keeps state that a function assigns."""
+package imports it (nor a layer above its own), by `import` or by name (a string importlib imports), no
+module imports itself back through another (lazy imports inside functions included), and every module
+named in a string (imported by name) exists. Only runtime/settings.py reads the environment, no module
+keeps state that a function assigns, and no code uses another library's private names."""
 import ast
 import importlib.util
 import os
@@ -44,7 +45,8 @@ def test_every_module_is_where_the_rule_puts_it_and_every_package_is_installed()
     assert setuptools["package-dir"] == {"xmdata": "xmdata", **{f"xmdata.{t}": t for t in FOLDERS[1:]}}
 
 
-def imports_of(module: str, rel: str) -> set[str]:
+def imports_of(module: str, rel: str, by_name: bool = False) -> set[str]:
+    """What MODULE imports; `by_name`: with the modules it imports by name (named_in_strings)."""
     tree = ast.parse(open(os.path.join(ROOT, rel), encoding="utf-8").read())
     package = module if rel.endswith("__init__.py") else module.rsplit(".", 1)[0]
     names = set()
@@ -57,7 +59,28 @@ def imports_of(module: str, rel: str) -> set[str]:
                 parts = package.split(".")[:len(package.split(".")) - node.level + 1]
                 base = ".".join(parts + ([node.module] if node.module else []))
             names |= {base} | {f"{base}.{alias.name}" for alias in node.names}
-    return names
+    return names | (named_in_strings(tree) if by_name else set())
+
+
+IMPORTERS_BY_NAME = ("import_module", "__import__")
+
+
+def named_in_strings(tree: ast.AST) -> set[str]:
+    """Modules a module imports by name: in a module that calls importlib.import_module (or
+    __import__), its "xmdata.x.y" and "xmdata.x.y:function" strings (its tables, the command process's
+    warm list) — not a `python -m` target (another process), a logger's name or NOT_MODULES."""
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)]
+    if not any(getattr(c.func, "attr", getattr(c.func, "id", None)) in IMPORTERS_BY_NAME for c in calls):
+        return set()
+    skipped = {id(c.args[0]) for c in calls if c.args
+               and getattr(c.func, "attr", getattr(c.func, "id", "")) in ("getLogger", "get_logger")}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.List, ast.Tuple)):
+            skipped |= {id(after) for before, after in zip(node.elts, node.elts[1:])
+                        if isinstance(before, ast.Constant) and before.value == "-m"}
+    return {node.value.partition(":")[0] for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and NAME.match(node.value)
+            and id(node) not in skipped and node.value not in NOT_MODULES}
 
 
 def test_no_import_cycles_and_no_argparse_outside_the_cli():
@@ -83,9 +106,9 @@ def test_no_module_imports_a_layer_above_its_own():
     layer = lambda module: LAYERS.get(module.split(".")[1]) if module.count(".") else None
     for module, rel in files.items():
         own = layer(module)
-        if own is None:
+        if own is None or rel in CLI_IMPORTERS:  # the command's warm process: it imports what a command does
             continue
-        above = sorted(o for o in imports_of(module, rel) if o in files and (layer(o) or 0) > own)
+        above = sorted(o for o in imports_of(module, rel, by_name=True) if o in files and (layer(o) or 0) > own)
         assert above == [], f"{rel} imports {above}, a layer above its own"
 
 
@@ -98,10 +121,20 @@ CLI_IMPORTERS = {os.path.join("runtime", "command_server.py"): "the service's wa
 def test_no_package_imports_the_command_line():
     files = module_files()
     cli = {m for m, rel in files.items() if rel.split(os.sep)[0] == "xmdata" and m != "xmdata"}
-    found = {rel: sorted(imports_of(m, rel) & cli) for m, rel in files.items()
+    found = {rel: sorted(imports_of(m, rel, by_name=True) & cli) for m, rel in files.items()
              if rel.split(os.sep)[0] != "xmdata" and rel not in CLI_IMPORTERS}
     assert {rel: names for rel, names in found.items() if names} == {}
     assert {rel for rel in CLI_IMPORTERS if imports_of(rel[:-3].replace(os.sep, "."), rel) & cli} == set(CLI_IMPORTERS)
+
+
+def test_imports_by_name_count_as_imports():
+    """A module named in a string that importlib imports is an import for the layer and CLI rules: the
+    runtime importing "xmdata.cli" by name imports the command line as much as `import xmdata.cli` does."""
+    planted = ('import importlib\nWARM = ("xmdata.cli", "xmdata.flows.release:release_flow")\n'
+               'CMD = ["python", "-m", "xmdata.runtime.service_main"]\nlog = getLogger("xmdata.runtime.x")\n'
+               'for name in WARM:\n    importlib.import_module(name)\n')
+    assert named_in_strings(ast.parse(planted)) == {"xmdata.cli", "xmdata.flows.release"}
+    assert named_in_strings(ast.parse(planted.replace("importlib.import_module(name)", "print(name)"))) == set()
 
 
 # Strings that read like a module's name and are not one: they need not resolve.
@@ -285,3 +318,138 @@ def test_what_users_read_names_its_sources_never_an_internal_issue():
              for n, line in enumerate(open(os.path.join(ROOT, rel), encoding="utf-8").read().splitlines(), 1)
              if re.search(r"\bissues? #?\d+", line, re.IGNORECASE)]
     assert not found, found
+
+
+# Other libraries' public names only: a private one (`_x`) of CPython, Dask, Prefect… breaks on their next
+# release. The project's own modules are ours to reach into; these underscore names are a library's
+# documented API.
+PROJECT_ROOTS = {"xmdata", "bench", "tests", "support"}
+PUBLIC_UNDERSCORE = {"_exit": "os._exit: documented, a forked child's exit without the parent's cleanup",
+                     "_replace": "a namedtuple's documented copy with fields changed"}
+ACCESSORS = ("getattr", "hasattr", "setattr", "delattr")
+
+
+def private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def checked_sources():
+    """Every Python file of the project: the packages, the tests, the benchmarks."""
+    for top in (*FOLDERS, "tests", "bench"):
+        for folder, dirs, names in os.walk(os.path.join(ROOT, top)):
+            dirs[:] = [d for d in dirs if d != "__pycache__"]
+            for name in sorted(n for n in names if n.endswith(".py")):
+                path = os.path.join(folder, name)
+                yield os.path.relpath(path, ROOT), ast.parse(open(path, encoding="utf-8").read())
+
+
+def defined_private_names(trees) -> set[str]:
+    """Every private name the project itself defines: functions, classes, assigned names and attributes."""
+    found = set()
+    for tree in trees:
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                found.add(node.name)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                found.add(node.id)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                found.add(node.attr)
+            elif isinstance(node, ast.arg):
+                found.add(node.arg)
+    return {name for name in found if private(name)}
+
+
+def _root(node: ast.AST) -> ast.AST:
+    while isinstance(node, (ast.Attribute, ast.Call, ast.Subscript)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node
+
+
+def bindings(tree: ast.Module):
+    """(target, value) of every assignment, `with … as`, `for … in` and `:=`."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            yield from ((target, node.value) for target in node.targets)
+        elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+            yield node.target, node.value
+        elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+            yield node.optional_vars, node.context_expr
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            yield node.target, node.iter
+
+
+def names_bound(target: ast.AST) -> set[str]:
+    """The plain names an assignment target binds (`a`, `a, *b`), not an attribute or item it sets."""
+    if isinstance(target, ast.Name):
+        return {target.id}
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return set().union(*(names_bound(t) for t in target.elts))
+    return names_bound(target.value) if isinstance(target, ast.Starred) else set()
+
+
+def private_uses(tree: ast.Module, ours: set[str]) -> list[int]:
+    """Lines that use another library's private name: `from X import _y` (or a private module),
+    `X._y` and getattr(X, "_y") where X is an imported outside module or an object made from one,
+    or an object of unknown origin (an argument) and `_y` is no name the project defines (`ours`)."""
+    outside, project, lines = set(), {"self", "cls"}, []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                bound = alias.asname or alias.name.split(".")[0]
+                (project if alias.name.split(".")[0] in PROJECT_ROOTS else outside).add(bound)
+                if any(private(part) for part in alias.name.split(".")):
+                    lines.append(node.lineno)
+        elif isinstance(node, ast.ImportFrom):
+            ours_too = node.level > 0 or (node.module or "").split(".")[0] in PROJECT_ROOTS
+            (project if ours_too else outside).update(alias.asname or alias.name for alias in node.names)
+            if not ours_too and (any(private(part) for part in node.module.split("."))
+                                 or any(private(alias.name) for alias in node.names)):
+                lines.append(node.lineno)
+    assignments = list(bindings(tree))
+    for _ in range(3):  # names made from what an outside module returned are outside objects too
+        for target, value in assignments:
+            root = _root(value)
+            if isinstance(root, ast.Name) and root.id in outside:
+                outside.update(names_bound(target))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and private(node.attr) and node.attr not in PUBLIC_UNDERSCORE:
+            name, accessed = _root(node.value), node.attr
+        elif (isinstance(node, ast.Call) and getattr(node.func, "id", None) in ACCESSORS and len(node.args) > 1
+              and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)
+              and private(node.args[1].value)):
+            name, accessed = _root(node.args[0]), node.args[1].value
+        else:
+            continue
+        known = getattr(name, "id", None)
+        if known in outside or (known not in project and accessed not in ours):
+            lines.append(node.lineno)
+    return sorted(set(lines))
+
+
+def test_no_private_name_of_another_library():
+    sources = dict(checked_sources())
+    ours = defined_private_names(sources.values())
+    found = {rel: lines for rel, tree in sources.items() if (lines := private_uses(tree, ours))}
+    assert found == {}, "another library's private name: find its public route (docs/explanation/architecture.md)"
+
+
+def test_the_private_name_check_finds_each_form():
+    planted = """
+import os
+import multiprocessing.forkserver
+import polars._utils
+from distributed.nanny import _get_env_variables
+from pyarrow._fs import FileSystem
+from distributed import LocalCluster
+from xmdata.runtime import worker_start
+from .settings import _flag
+pid = multiprocessing.forkserver._forkserver._forkserver_pid
+cluster = LocalCluster()
+cluster.sync(cluster._correct_state)
+getattr(cluster, "_correct_state")
+def scale(given):
+    given._correct_state()
+    given._ours()
+    self._ours, os._exit(0), cluster.__class__, worker_start._in_step, worker_start.__name__
+"""
+    assert private_uses(ast.parse(planted), {"_ours"}) == [4, 5, 6, 10, 12, 13, 15]

@@ -1,54 +1,15 @@
-"""The `xmdata` command: the parser assembled from every command's declaration (xmdata/commands/),
-and `main`, which checks what can be checked, runs the command and turns what it raises into one line
-and an exit status. Light on purpose: --help must not import torch, Prefect or Dask."""
+"""The `xmdata` command's run: `main` parses (xmdata/cli_parser.py), checks what can be checked, runs
+the command and turns what it raises into one line and an exit status (xmdata/exit_codes.py). Light on
+purpose: --help must not import torch, Prefect or Dask."""
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
-from xmdata.cli_command import Command, CommandParser
-from xmdata.cli_docs import docs_epilog
 from xmdata.cli_params import params_from_args
+from xmdata.cli_parser import build_parser
+from xmdata.exit_codes import BAD_INPUT, CLOSED_PIPE, FAILED, INTERRUPTED
 from xmdata.runtime import settings
-
-EXIT_BAD_INPUT = 2
-EXIT_SHARDS_FAILED = 1
-EXIT_INTERRUPTED = 130  # Ctrl-C: as a shell reports a command SIGINT ended
-EXIT_CLOSED_PIPE = 141  # stdout's reader left (`xmdata status | head -3`): as a shell reports SIGPIPE
-DESCRIPTION = "The `xmdata` command. Light on purpose: --help must not import torch, Prefect or Dask."
-MAP_HELP = "rename input columns before the contract check, e.g. ImageID=id,Latitude=latitude"
-
-
-def build_parser() -> CommandParser:
-    from xmdata.commands import COMMANDS
-
-    parser = CommandParser(prog="xmdata", description=DESCRIPTION,
-                           formatter_class=argparse.RawDescriptionHelpFormatter,
-                           epilog="environment (runtime/settings.py):\n  " + "\n  ".join(settings.describe())
-                                  + "\n\ndocs: docs/ (./run docs serves them), every command: docs/reference/commands.md")
-    parser.add_argument("-v", "--verbose", action="store_true", help="show Prefect's run logs")
-    _add_commands(parser, COMMANDS, "command", required=True)
-    return parser
-
-
-def _add_commands(parser: CommandParser, commands: tuple[Command, ...], dest: str, required: bool,
-                  path: tuple[str, ...] = ()) -> None:
-    sub = parser.add_subparsers(dest=dest, required=required)
-    for command in commands:
-        here = (*path, command.name)
-        child = sub.add_parser(command.name, help=command.help, description=command.description,
-                               epilog=docs_epilog(here), formatter_class=argparse.RawDescriptionHelpFormatter)
-        parser.commands[command.name] = (child, command.help)
-        if command.add_arguments:
-            command.add_arguments(child)
-        if command.subcommands:
-            _add_commands(child, command.subcommands, command.subcommand_dest, command.subcommand_required, here)
-        if command.reads_tables:  # schemas/column_map.py
-            child.add_argument("--map", default=None, metavar="OLD=NEW,…", help=MAP_HELP)
-        if command.run:  # a sub-command's own runner replaces its family's
-            child.set_defaults(runner=command.run)
-
 
 def check_output_folder(path: str, flag: str) -> None:
     """An output folder that could never be written is refused before anything starts."""
@@ -79,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # what is left in the buffer is written nowhere, quietly
         os.close(devnull)
-        return EXIT_CLOSED_PIPE
+        return CLOSED_PIPE
 
 
 def _stdout_reader_gone() -> bool:
@@ -101,7 +62,7 @@ def run(argv: list[str] | None) -> int:
         args.params = params_from_args(args)
     except ValueError as exc:
         print(f"xmdata: error: {exc}", file=sys.stderr)  # as every refused input: one line, exit 2
-        return EXIT_BAD_INPUT
+        return BAD_INPUT
     from xmdata.runtime.service_files import command_environment  # before Prefect and Dask read their config
 
     os.environ.update(command_environment(settings.child_env(), verbose=args.verbose))
@@ -133,13 +94,13 @@ def run(argv: list[str] | None) -> int:
                 code = args.runner(args) or 0  # heavy imports start here, after the checks above
     except (ContractError, ModelError) as exc:
         print(f"xmdata: error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return BAD_INPUT
     except (ShardsFailed, ServiceError) as exc:
         print(f"xmdata: error: {exc}", file=sys.stderr)
-        return EXIT_SHARDS_FAILED
+        return FAILED
     except KeyboardInterrupt:  # the stages stopped and said so (a Prefect run: Crashed); finished shards are kept
         print("xmdata: interrupted (finished shards are kept: the same command resumes from them)", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return INTERRUPTED
     if unused := mapping.unused():
         print(f"xmdata: warning: --map: no input had a column named {', '.join(unused)}", file=sys.stderr)
     return code

@@ -7,6 +7,8 @@ import sys
 from dataclasses import dataclass
 from typing import Callable
 
+from xmdata.exit_codes import BAD_INPUT
+
 
 @dataclass(frozen=True)
 class Command:
@@ -50,4 +52,4 @@ class CommandParser(argparse.ArgumentParser):
 
     def error(self, message: str):
         where = self.prog.removeprefix("xmdata").strip()
-        self.exit(2, f"xmdata: error: {where + ': ' if where else ''}{message}\n{self.format_usage()}")
+        self.exit(BAD_INPUT, f"xmdata: error: {where + ': ' if where else ''}{message}\n{self.format_usage()}")

@@ -3,11 +3,13 @@ command process (runtime/command_server.py), which has Prefect, Dask, polars and
 this process imports nothing heavy, hands over its arguments, folder, environment and stdin/stdout/
 stderr, forwards its signals and exits with the command's status.
 
-It runs the command in this process instead (`xmdata.cli.main`, as before) when there is no command
-process of this code for this environment and Prefect home, when the command process refuses (other
-values where the libraries read the environment at import), for `-v` (its logging is configured at
-import), for what manages or is the service (`up`, `down`, `status`, `worker`, `serve`), and with
-XMDATA_SERVICE=off. `--help` goes to the command process too when it is up (~0.1 s, not 0.35).
+It runs the command in this process instead ("cold": `xmdata.cli.main`, as before) when there is no
+command process of this code for this environment and Prefect home, when a variable read as Python or
+the libraries load differs from that process's (runtime/settings.COLD_WHEN_DIFFERENT, less the few that
+change nothing: WARM_WHEN_DIFFERENT), for `-v` (its logging is configured as the libraries load), for
+what manages or is the service (`up`, `down`, `status`, `worker`, `serve`), and with XMDATA_SERVICE=off.
+Warm or cold, the command writes, prints and returns the same; `-v` says which, and why (`decide`).
+`--help` goes to the command process too when it is up (~0.1 s, not 0.35).
 """
 from __future__ import annotations
 
@@ -17,25 +19,45 @@ import signal
 import socket
 import sys
 
+from xmdata.exit_codes import FAILED
 from xmdata.runtime import settings
-from xmdata.runtime.service_files import code_fingerprint, light_prefect_home, service_base
+from xmdata.runtime.service_files import (code_fingerprint, differing, import_time_hashes, light_prefect_home,
+                                          service_base)
 
 HERE = ("up", "down", "status", "worker", "serve")  # the service itself, or long-running: this process
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
 
-def runs_here(argv: list[str]) -> bool:
-    """-v (it configures logging before the libraries load), the service's own commands, bare `xmdata`."""
-    if not argv or argv[0] in ("-v", "--verbose") or argv[0] in HERE:
-        return True
+VERBOSE = ("-v", "--verbose")
+
+
+def decide(argv: list[str], env: dict[str, str], info: dict | None) -> tuple[str | None, str]:
+    """(the warm command process's socket, or None for this process; why), for ARGV whose environment
+    is ENV (compared with the one the command process published in INFO, commands.json; None: there is
+    none for this code). XMDATA_SERVICE is read as every setting is, from this process."""
+    if not argv or argv[0] in HERE:
+        return None, f"cold: `{argv[0] if argv else 'xmdata'}` manages or is the service: it runs in its own process"
     try:
-        return not settings.SERVICE.get()
+        if not settings.SERVICE.get():
+            return None, f"cold: {settings.SERVICE.name}=off"
     except ValueError:  # a bad XMDATA_SERVICE: the command here refuses it in one line, exit 2
-        return True
+        return None, f"cold: {settings.SERVICE.name} is not on or off"
+    if info is None:
+        return None, "cold: no warm command process for this code (the service is down, starting, or runs other code)"
+    differ = differing(import_time_hashes(env), info.get("import_time") or {})
+    why = [f"{name} differs from the warm command process's ({settings.cold_reason(name)})" for name in differ[:1]]
+    why += [f"{len(differ) - 1} more: {', '.join(differ[1:])}"] if len(differ) > 1 else []
+    if argv[0] in VERBOSE:  # its logging is configured as the libraries load: quiet in the warm process
+        verbose = "-v (Prefect's and Dask's log levels are set as they load; the warm command process has them quiet)"
+        return None, "cold: " + verbose + (f"; and {'; '.join(why)}" if why else "")
+    if why:
+        return None, "cold: " + "; ".join(why)
+    return info["socket"], "warm: the service's command process"
 
 
-def command_process() -> str | None:
-    """The socket of this service's command process when it runs this code, else None."""
+def command_process_info() -> dict | None:
+    """What this service's command process publishes (its socket, its import-time variables) when it
+    runs this code, else None."""
     home = light_prefect_home()
     if home is None:
         return None
@@ -47,7 +69,13 @@ def command_process() -> str | None:
         os.kill(info["pid"], 0)
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    return info["socket"] if info.get("fingerprint") == code_fingerprint() else None
+    return info if info.get("fingerprint") == code_fingerprint() else None
+
+
+def command_process() -> str | None:
+    """The socket of this service's command process when it runs this code, else None."""
+    info = command_process_info()
+    return info["socket"] if info else None
 
 
 def run_there(path: str, argv: list[str]) -> int | None:
@@ -73,7 +101,7 @@ def run_there(path: str, argv: list[str]) -> int | None:
         return int(done["exit"])
     except (OSError, ConnectionError, ValueError, KeyError):
         print("xmdata: error: the command's process ended without an exit status", file=sys.stderr)
-        return 1
+        return FAILED
     finally:
         conn.close()
 
@@ -87,10 +115,13 @@ def _forward(pid: int, signum: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if not runs_here(argv) and (path := command_process()):
-        code = run_there(path, argv)
+    where, why = decide(argv, settings.child_env(), None if argv and argv[0] in HERE else command_process_info())
+    if where is not None:
+        code = run_there(where, argv)
         if code is not None:
             return code
     from xmdata.cli import main as run_here
 
+    if argv and argv[0] in VERBOSE:  # -v: warm or cold, and why (a -v command is always cold)
+        print(f"xmdata: {why}", file=sys.stderr)
     return run_here(argv)

@@ -47,12 +47,15 @@ def _default(action: argparse.Action) -> str:
 
 
 def commands_page() -> str:
-    from xmdata.cli import build_parser
+    from xmdata.cli_parser import build_parser
+    from xmdata.exit_codes import markdown as exit_codes
 
     lines = ["# Commands", "", HEADER.strip(), "",
              "Every `xmdata` command and option, as `xmdata COMMAND --help` prints them. The flags of a "
              "stage come from its params model, so the same names, defaults and bounds hold in a "
-             "release config and in the Prefect UI's forms ([release config](release-config.md)).", ""]
+             "release config and in the Prefect UI's forms ([release config](release-config.md)).", "",
+             "## Exit status {#exit-status}", "", "Every command ends with one of these (`xmdata/exit_codes.py`):", "",
+             exit_codes()]
     for path, parser, help_text in walk(build_parser()):
         level = "#" * min(2 + max(len(path) - 1, 0), 4)
         lines += [f"{level} xmdata {' '.join(path)} {{#{anchor(path)}}}".replace("xmdata  ", "xmdata "), ""]

@@ -353,7 +353,7 @@ def test_refused_in_one_line_before_anything_is_written(case, build, command, ex
 
 
 def test_the_corpus_covers_every_command_and_sixty_kinds():
-    from xmdata.cli import build_parser
+    from xmdata.cli_parser import build_parser
 
     commands = {c[2].split()[0] for c in REFUSED}
     parser_commands = set(build_parser().commands)

@@ -12,7 +12,7 @@ XMDATA = os.path.join(os.path.dirname(sys.executable), "xmdata")
 
 def test_help_is_light():
     heavy = ("torch", "prefect", "dask", "transformers", "polars", "pyarrow", "numpy", "PIL")
-    code = "import sys; from xmdata.cli import build_parser; build_parser().format_help(); " \
+    code = "import sys; from xmdata.cli_parser import build_parser; build_parser().format_help(); " \
            f"print(sorted(m for m in {heavy!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

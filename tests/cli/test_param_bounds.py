@@ -255,7 +255,7 @@ def test_the_release_preflight_checks_the_qa_sections_own_source_language(tmp_pa
 
 
 def test_the_cli_shards_flag_is_the_flows_declaration(capsys):
-    from xmdata.cli import build_parser
+    from xmdata.cli_parser import build_parser
 
     parser = build_parser()
     assert parser.parse_args(["identify-language", "IN", "--out", "o", "--shards", "3"]).shards == 3

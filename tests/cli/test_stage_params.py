@@ -5,7 +5,8 @@ import typing
 
 import pytest
 
-from xmdata.cli import build_parser, main
+from xmdata.cli import main
+from xmdata.cli_parser import build_parser
 from xmdata.cli_params import ParamFlags, add_param_flags, flag_of, leaf_fields
 from xmdata.data import sample_path
 from xmdata.flows.release_config import ReleaseConfig

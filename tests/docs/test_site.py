@@ -34,7 +34,7 @@ def test_the_reference_pages_are_the_ones_the_code_generates():
 
 
 def test_every_command_and_option_has_an_entry_in_its_section():
-    from xmdata.cli import build_parser
+    from xmdata.cli_parser import build_parser
 
     found = sections(page("commands.md"))
     commands = list(walk(build_parser()))
@@ -82,7 +82,8 @@ def test_a_missing_entry_fails_the_completeness_check(monkeypatch):
 
 
 def test_help_names_the_command_reference_section_and_its_guide(capsys):
-    from xmdata.cli import build_parser, main
+    from xmdata.cli import main
+    from xmdata.cli_parser import build_parser
 
     found = sections(page("commands.md"))
     for path, parser, _ in walk(build_parser()):

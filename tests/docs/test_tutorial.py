@@ -42,7 +42,7 @@ def tutorial_commands(text: str) -> list[str]:
 
 
 def test_the_tutorial_takes_every_step_and_its_xmdata_commands_parse():
-    from xmdata.cli import build_parser
+    from xmdata.cli_parser import build_parser
 
     commands = tutorial_commands(open(PAGE, encoding="utf-8").read())
     xmdata = [shlex.split(c)[1:] for c in commands if c.startswith("xmdata ")]

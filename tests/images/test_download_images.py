@@ -256,7 +256,7 @@ def test_cli_refuses_bad_inputs_in_one_line(tmp_path, capsys):
 def test_flags_and_the_flows_form_are_one_params_model():
     import typing
 
-    from xmdata.cli import build_parser
+    from xmdata.cli_parser import build_parser
     from xmdata.cli_params import flag_of, leaf_fields
     from xmdata.flows.download_images import download_images_flow
 

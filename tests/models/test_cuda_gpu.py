@@ -203,6 +203,7 @@ def test_local_cuda_cluster_runs_a_cuda_stage_on_its_gpu_worker():
     pytest.importorskip("dask_cuda")
     from distributed import Client
 
+    from xmdata.runtime.cluster import apply_worker_spec
     from xmdata.runtime.cuda_cluster import local_cluster_plan, start_cuda_cluster
     from xmdata.runtime.placement import gpu_ids, needs_gpu, placement
     from xmdata.runtime.stage import Stage
@@ -211,6 +212,7 @@ def test_local_cuda_cluster_runs_a_cuda_stage_on_its_gpu_worker():
     plan = local_cluster_plan(gpus, 1)
     assert plan.cuda and plan.gpus == tuple(gpus)
     cluster = start_cuda_cluster(plan, "127.0.0.1", "tcp", None, ":0", "4GB", {}, {})
+    apply_worker_spec(cluster)  # its CPU workers
     try:
         with Client(cluster) as client:
             client.wait_for_workers(len(gpus) + 1, timeout=120)

@@ -157,7 +157,11 @@ def test_prefect_yaml_declares_every_flow_and_an_inactive_nightly_release():
     release = by_name["demo-release"]
     assert [(s.schedule.cron, s.active) for s in release.schedules] == [("0 3 * * *", False)]
     assert release.entrypoint == "xmdata.flows.release.release_flow"
-    properties = release._parameter_openapi_schema.properties
+    from prefect.utilities.callables import parameter_schema
+
+    from xmdata.flows.release import release_flow
+
+    properties = parameter_schema(release_flow).properties  # the UI's form of the flow that entrypoint names
     assert properties["shards"]["description"].startswith("override the config") and properties["config"]["default"] == "demo"
     active = {d.name: d for d in load_deployments(os.path.join(ROOT, "prefect.yaml"), activate_schedules=True)}
     assert [s.active for s in active["demo-release"].schedules] == [True]

@@ -21,7 +21,7 @@ def upper(table, params):
     return table.set_column(1, "text", pc.utf8_upper(table.column("text"))), no_rejects()
 
 
-def test_a_named_cluster_class_is_built_with_its_kwargs_adapts_and_runs_shards(tmp_path):
+def test_a_named_cluster_class_is_built_with_its_kwargs_adapts_and_runs_shards(tmp_path, monkeypatch):
     from distributed import LocalCluster
 
     from xmdata.runtime.dask_executor import DaskExecutor
@@ -34,13 +34,14 @@ def test_a_named_cluster_class_is_built_with_its_kwargs_adapts_and_runs_shards(t
                                      cluster_kwargs={"n_workers": 1, "threads_per_worker": 1, "processes": False,
                                                      "dashboard_address": "127.0.0.1:0"})
     shards = ingest(pa.table({"id": ["a", "b", "c"], "text": ["x", "y", "z"]}), "rows", 2, str(tmp_path)).data_paths
+    adapted, adapt = [], LocalCluster.adapt
+    monkeypatch.setattr(LocalCluster, "adapt", lambda cluster, **bounds: adapted.append(bounds) or adapt(cluster, **bounds))
     session = ExecutionSession("dask", cluster=options)
     try:
         executor = session.executor_for(Stage("upper", "1", upper), 3, 2)
         assert isinstance(executor, DaskExecutor) and isinstance(session._cluster, LocalCluster)
         assert session._cluster.scheduler_address.startswith("tls://")  # the TLS of every cluster xmdata starts
-        adaptive = session._cluster._adaptive
-        assert (adaptive.minimum, adaptive.maximum) == (1, 2)
+        assert adapted == [{"minimum": 1, "maximum": 2}]
         outcomes = list(executor.run(Stage("upper", "1", upper), list(enumerate(shards)), str(tmp_path)))
         assert sorted(o["record"]["rows_out"] for _, o, _ in outcomes) == sorted(
             pq.read_metadata(p).num_rows for p in shards)

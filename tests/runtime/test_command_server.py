@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from xmdata.client import command_process, run_there, runs_here
+from xmdata.client import command_process, decide, run_there
 from xmdata.runtime.service_files import INFO_NAME
 
 XMDATA = os.path.join(os.path.dirname(sys.executable), "xmdata")
@@ -79,13 +79,18 @@ def test_another_import_time_environment_is_refused_and_runs_here(command_socket
 
 
 def test_what_manages_the_service_runs_here():
-    assert all(runs_here(argv) for argv in (["up"], ["down"], ["status"], ["worker", "x"], ["-v", "score"], []))
-    assert not any(runs_here(argv) for argv in (["identify-language", "in.parquet", "--out", "o"],
-                                                ["score", "--help"], ["--help"]))
+    from xmdata.runtime.service_files import import_time_hashes
+
+    env = {}
+    info = {"socket": "s", "import_time": import_time_hashes(env)}
+    assert all(decide(argv, env, info)[0] is None
+               for argv in (["up"], ["down"], ["status"], ["worker", "x"], ["-v", "score"], []))
+    assert all(decide(argv, env, info)[0] == "s" for argv in (["identify-language", "in.parquet", "--out", "o"],
+                                                              ["score", "--help"], ["--help"]))
 
 
 def test_help_there_is_the_help_here(command_socket, capfd):
-    from xmdata.cli import build_parser
+    from xmdata.cli_parser import build_parser
 
     assert run_there(command_socket, ["score", "--help"]) == 0
     out, _ = capfd.readouterr()

@@ -6,7 +6,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from xmdata.runtime.cluster import close_local_cluster, start_local_cluster
+from xmdata.runtime.cluster import apply_worker_spec, close_local_cluster, start_local_cluster
 from xmdata.runtime.dask_executor import DaskExecutor
 from xmdata.runtime.placement import add_gpu_workers, needs_gpu, placement
 from xmdata.runtime.stage import Stage
@@ -49,6 +49,7 @@ def test_gpu_stages_run_only_on_gpu_workers_and_still_run_without_any(tmp_path, 
         # No worker has the resource: the GPU stage runs on CPU workers, nothing waits for a GPU.
         assert gpus_used(client, gpu_stage, jobs, tmp_path / "no-gpu") == {0.0}
         add_gpu_workers(cluster, ["0"])
+        apply_worker_spec(cluster)
         client.wait_for_workers(3, timeout=60)
         resources = [w["resources"] for w in client.scheduler_info(n_workers=-1)["workers"].values()]
         assert sorted(r.get("GPU", 0) for r in resources) == [0, 0, 1]

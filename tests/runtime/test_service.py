@@ -76,6 +76,15 @@ def forkservers(service):
     return found
 
 
+def running(processes):
+    left = []
+    for proc in processes:
+        with contextlib.suppress(psutil.Error):
+            if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
+                left.append(proc)
+    return left
+
+
 def wait_for(condition, timeout=60.0):
     deadline = time.monotonic() + timeout
     while not condition():
@@ -130,8 +139,7 @@ def test_up_reuse_idle_workers_retire_come_back_and_down_on_loopback(own_env, tm
     assert len(forkservers(root)) == 1 and len(workers(root)) == state["workers"]  # started again, with them
     down = xmdata(own_env, "down")
     assert down.returncode == 0 and "stopped" in down.stdout
-    gone, alive = psutil.wait_procs(tree, timeout=30)
-    assert not alive, alive
+    assert running(tree) == []  # gone when `down` returns, not a few seconds later
     assert xmdata(own_env, "status").returncode == 3
 
 
@@ -178,3 +186,25 @@ def test_down_stops_a_command_process_still_waiting_for_the_command_that_started
         command.kill()
         command.wait()
         xmdata(own_env, "down")
+
+
+def test_down_names_what_outlives_the_service(tmp_path):
+    """A process of the service's that ignores SIGTERM: `down` waits for it, then names it (exit 1)."""
+    from xmdata.runtime.service import ServiceError, stop_service
+
+    stubborn = ("import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+                "print('ready', flush=True); time.sleep(120)")
+    code = f"import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', {stubborn!r}]); time.sleep(120)"
+    service = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert service.stdout.readline().strip() == "ready"
+        parent = psutil.Process(service.pid)
+        (child,) = parent.children()
+        with pytest.raises(ServiceError) as refused:
+            stop_service({"pid": service.pid, "secrets": str(tmp_path)}, timeout=30, grace=1)
+        assert f"{child.pid} (" in str(refused.value) and "signal.SIG_IGN" in str(refused.value)
+        assert running([parent]) == []  # the service itself went
+    finally:
+        with contextlib.suppress(psutil.Error):
+            child.kill()
+        service.kill()

@@ -5,6 +5,7 @@ and runs no thread of its own but jemalloc's; a run's own cluster does not impor
 from __future__ import annotations
 
 import io
+import multiprocessing
 import multiprocessing.forkserver
 import os
 import subprocess
@@ -15,9 +16,8 @@ import pyarrow as pa
 import pytest
 
 from xmdata.runtime.cluster import close_local_cluster, start_local_cluster, worker_threads
-from xmdata.runtime.worker_start import preload
+from xmdata.runtime.worker_start import forkserver_of, nanny_environment, preload, stop_forkserver
 
-pytestmark = pytest.mark.slow  # clusters of their own, and the model libraries imported twice
 TEXTS = pa.table({"id": ["a", "b", "c"], "caption": ["The dog runs in the house.", "A red cat sees the water.",
                                                      "The child reads a book."]})
 
@@ -26,9 +26,47 @@ TEXTS = pa.table({"id": ["a", "b", "c"], "caption": ["The dog runs in the house.
 def fresh_forkserver():
     """This process's forkserver (one per process, its imports fixed when it starts) stopped before and
     after: the test's cluster starts its own, with the imports it asks for."""
-    multiprocessing.forkserver._forkserver._stop()
+    stop_forkserver()
     yield
-    multiprocessing.forkserver._forkserver._stop()
+    stop_forkserver()
+
+
+def test_a_forkserver_is_found_stopped_and_started_again_by_public_means():
+    """What stop_forkserver stands on, CPython's and not an API (a newer Python may change it): the
+    forkserver is this process's child running `from multiprocessing.forkserver import main`, one
+    stopped by SIGTERM exits at once, and multiprocessing starts another for the next process."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["json"])
+    stop_forkserver()
+    multiprocessing.forkserver.ensure_running()
+    first = forkserver_of()
+    assert first is not None and "json" in " ".join(first.cmdline())
+    stop_forkserver()
+    assert forkserver_of() is None
+    process = context.Process(target=os.getpid)
+    process.start()
+    process.join(60)
+    second = forkserver_of()
+    assert process.exitcode == 0 and second is not None and second.pid != first.pid
+    stop_forkserver()
+
+
+def test_the_nanny_environment_is_a_nannys_own(monkeypatch):
+    """Dask's rule for what a nanny sets before it starts a worker, written in worker_start.py (Dask's
+    function for it is private): the same as a Nanny's public `pre_spawn_env` — a user's value kept, a
+    None left out, the hash seed fixed unless the config gives one."""
+    import dask
+    from distributed import Nanny
+
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "12345")
+    monkeypatch.delenv("PYTHONHASHSEED", raising=False)  # set in this process by an earlier start_early: it would win
+    configured = dask.config.get("distributed.nanny.pre-spawn-environ")
+    for extra, seed in (({}, "6640"), ({"PYTHONHASHSEED": "17", "SOME_VARIABLE_UNSET": None}, "17")):
+        with dask.config.set({"distributed.nanny.pre-spawn-environ": {**configured, **extra}}):
+            nanny = Nanny("tcp://127.0.0.1:1")
+            assert nanny_environment() == nanny.pre_spawn_env
+        assert nanny.pre_spawn_env["MALLOC_TRIM_THRESHOLD_"] == "12345"
+        assert nanny.pre_spawn_env["PYTHONHASHSEED"] == seed and "SOME_VARIABLE_UNSET" not in nanny.pre_spawn_env
 
 
 def worker_state() -> dict:
@@ -76,6 +114,7 @@ def on_cluster(monkeypatch, forkserver: bool, models: bool, job=None):
         close_local_cluster(cluster, client)
 
 
+@pytest.mark.slow  # clusters of their own, or the model libraries imported
 def test_forked_workers_have_spawned_ones_threads_hash_and_bytes(tiny_models, fresh_forkserver, monkeypatch):
     from xmdata.tasks.translation.options import FilterOptions
 
@@ -95,6 +134,7 @@ def test_forked_workers_have_spawned_ones_threads_hash_and_bytes(tiny_models, fr
     assert forked_bytes == spawned_bytes and len(forked_bytes) > 1000
 
 
+@pytest.mark.slow  # clusters of their own, or the model libraries imported
 def test_a_run_cluster_forks_workers_without_torch(fresh_forkserver, monkeypatch):
     assert not any(m.split(".")[0] in ("torch", "transformers", "comet", "open_clip") for m in preload(False))
     forked, _ = on_cluster(monkeypatch, True, False)
@@ -102,6 +142,7 @@ def test_a_run_cluster_forks_workers_without_torch(fresh_forkserver, monkeypatch
     assert forked["torch_threads"] == int(forked["omp"]) == worker_threads(1)
 
 
+@pytest.mark.slow  # clusters of their own, or the model libraries imported
 def test_the_model_imports_touch_no_cuda():
     """The forkserver's imports, in a fresh process with torch's CUDA entry points watched: none is
     called (a forked worker then starts CUDA itself, on the device its environment names)."""
@@ -111,7 +152,7 @@ def test_the_model_imports_touch_no_cuda():
         for name in ("_cuda_getDeviceCount", "_cuda_init"):
             original = getattr(torch._C, name)
             setattr(torch._C, name, lambda *a, _n=name, _o=original: (called.append(_n), _o(*a))[1])
-        from xmdata.runtime.worker_start import preload
+        from xmdata.runtime.worker_start import forkserver_of, nanny_environment, preload, stop_forkserver
         for module in preload(True):
             try:
                 importlib.import_module(module)
@@ -125,6 +166,7 @@ def test_the_model_imports_touch_no_cuda():
     assert out.stdout.split("\n")[-2] == "[] False"
 
 
+@pytest.mark.slow  # clusters of their own, or the model libraries imported
 def test_a_library_that_breaks_at_import_leaves_the_forkserver_up(tmp_path):
     """Python's forkserver skips only an ImportError in its preload: a library raising anything else (a
     torch/torchvision mismatch raises RuntimeError) would stop it and every worker. model_imports.py
@@ -144,6 +186,7 @@ def test_a_library_that_breaks_at_import_leaves_the_forkserver_up(tmp_path):
                                   "True")
 
 
+@pytest.mark.slow  # clusters of their own, or the model libraries imported
 def test_a_later_cluster_sees_the_environment_as_it_is_then(fresh_forkserver, monkeypatch):
     """A forked worker has the forkserver's environment: a cluster started after a change (and after
     the last one closed) gets a forkserver of the new one, as spawned workers would."""

@@ -7,6 +7,7 @@ import sys
 
 from xmdata.cli_command import Command
 from xmdata.cli_options import add_run_options, seed_int
+from xmdata.exit_codes import FAILED, OK
 from xmdata.tasks.release.choices import MODEL_CHOICES
 from xmdata.tasks.release.compare import TOLERANCE
 
@@ -65,7 +66,7 @@ def verify(args: argparse.Namespace) -> int:
     for line in problems:
         print(f"{args.dir}: {line}", file=sys.stderr)
     print(f"{args.dir}: {'differs from its manifest' if problems else 'every file matches its manifest'}")
-    return 1 if problems else 0
+    return FAILED if problems else OK
 
 
 def add_compare_arguments(compare: argparse.ArgumentParser) -> None:
@@ -84,7 +85,7 @@ def compare(args: argparse.Namespace) -> int:
     if comparison.differences:
         print(f"{args.a} (A) and {args.b} (B) differ: {comparison.differences} difference(s), floats "
               f"within {comparison.tolerance:g} taken as equal")
-        return 1
+        return FAILED
     print("\n".join(comparison.summary()))
     return 0
 

@@ -34,7 +34,7 @@ def clipscore(args: argparse.Namespace) -> int:
     import sys
 
     from xmdata.flows.train_clipscore import train_clipscore_flow
-    from xmdata.tasks.train.clipscore import check_clipscore
+    from xmdata.tasks.train.clipscore_data import check_clipscore
 
     summary = train_on_release(args, check_clipscore, train_clipscore_flow)  # a release without its tables: refused
     figures = summary["figures"]

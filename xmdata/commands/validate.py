@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 
 from xmdata.cli_command import Command
+from xmdata.exit_codes import FAILED, OK
 
 
 def add_arguments(validate: argparse.ArgumentParser) -> None:
@@ -24,7 +25,7 @@ def validate(args: argparse.Namespace) -> int:
           f"{table.num_rows - rejects.num_rows} would be kept, {rejects.num_rows} refused")
     for line in describe_rejects(rejects):
         print(f"  {line}")
-    return 1 if rejects.num_rows else 0
+    return FAILED if rejects.num_rows else OK
 
 
 VALIDATE = Command("validate", "check a table against a contract in schemas/", add_arguments, validate,

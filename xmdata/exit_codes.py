@@ -1,0 +1,29 @@
+"""Every exit status of `xmdata`, declared once: what the commands return, and the table of the commands
+reference (docs/reference/commands.md, generated from EXIT_CODES). tests/cli/test_exit_codes.py fails
+on a status some code returns that is not declared here."""
+from __future__ import annotations
+
+OK = 0
+FAILED = 1
+BAD_INPUT = 2
+NOT_RUNNING = 3
+INTERRUPTED = 130  # as a shell reports a command SIGINT ended
+CLOSED_PIPE = 141  # as a shell reports a command SIGPIPE ended (`xmdata status | head -3`)
+
+EXIT_CODES = {
+    OK: "done; `validate`: no row refused; `release verify`: every file matches; `release compare`: the same",
+    FAILED: "some shards failed (each named with its reason; the same command reruns only those); the service "
+            "did not start or stop (`down` names what still runs); `validate` refused rows; `release verify` or "
+            "`release compare` found differences; an error xmdata did not foresee (its traceback)",
+    BAD_INPUT: "refused before anything was written, in one line `xmdata: error: …`: a usage error, an input "
+               "that breaks its contract, a model or output folder that cannot be used",
+    NOT_RUNNING: "`status`: the service is not running (or runs other code)",
+    INTERRUPTED: "Ctrl-C (SIGINT): the stages stopped; finished shards are kept and the same command resumes",
+    CLOSED_PIPE: "stdout's reader left (`xmdata status | head -3`): the command ended quietly",
+}
+
+
+def markdown() -> str:
+    """The reference's table of exit statuses."""
+    rows = [f"| {code} | {meaning} |" for code, meaning in sorted(EXIT_CODES.items())]
+    return "\n".join(["| status | meaning |", "|---|---|", *rows]) + "\n"
