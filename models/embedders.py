@@ -37,6 +37,16 @@ class OpenClipEmbedder:
         parts = [self.scorer.predict(self.scorer.prepare(images[i:i + BATCH], []))[0] for i in range(0, len(images), BATCH)]
         return _unit(np.concatenate(parts)) if parts else np.zeros((0, self.scorer.embed_dim), np.float32)
 
+    def decode_recipe(self):
+        """The PIL part of the model's preprocess, for the decoder processes (models/pil_steps.py)."""
+        return self.scorer.decode_recipe()
+
+    def embed_pixels(self, arrays: Sequence[np.ndarray]) -> np.ndarray:
+        """embed_images of images the decoders ran through decode_recipe: the same bits."""
+        parts = [self.scorer.predict((self.scorer.pixels_from_uint8(arrays[i:i + BATCH]), None))[0]
+                 for i in range(0, len(arrays), BATCH)]
+        return _unit(np.concatenate(parts)) if parts else np.zeros((0, self.scorer.embed_dim), np.float32)
+
 
 def _from_pretrained(spec: ModelSpec, backend: str, with_processor: bool) -> tuple[str, tuple]:
     """(name, (model, tokenizer, image processor or None)) of a transformers embedder, in eval mode on
@@ -179,14 +189,23 @@ class CopyDetectionEmbedder:
         raise ModelError("copy_detection: a copy-detection model embeds images, not texts")
 
     def embed_images(self, images: Sequence[Any]) -> np.ndarray:
+        recipe = self.decode_recipe()
+        return self.embed_pixels([recipe(image) for image in images])
+
+    def decode_recipe(self):
+        """RGB, resized to SIDE x SIDE (bilinear): the PIL part, which the decoder processes run."""
+        from .pil_steps import Convert, PilRecipe, Resize
+
+        return PilRecipe((Convert("RGB"), Resize((self.SIDE, self.SIDE), _bilinear())), self.SIDE)
+
+    def embed_pixels(self, arrays: Sequence[np.ndarray]) -> np.ndarray:
         import torch
 
         mean, std = torch.tensor(self.MEAN).view(3, 1, 1), torch.tensor(self.STD).view(3, 1, 1)
         parts = []
-        for i in range(0, len(images), BATCH):
-            pixels = torch.stack([
-                (torch.from_numpy(np.asarray(im.convert("RGB").resize((self.SIDE, self.SIDE), _bilinear()), np.float32)
-                                  / 255.0).permute(2, 0, 1) - mean) / std for im in images[i:i + BATCH]])
+        for i in range(0, len(arrays), BATCH):
+            pixels = torch.stack([(torch.from_numpy(np.asarray(a, np.float32) / 255.0).permute(2, 0, 1) - mean) / std
+                                  for a in arrays[i:i + BATCH]])
             with torch.inference_mode():
                 parts.append(self.model(pixels.to(self.spec.device)).float().cpu().numpy())
         return _unit(np.concatenate(parts)) if parts else np.zeros((0, 0), np.float32)

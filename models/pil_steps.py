@@ -53,6 +53,15 @@ class CenterCrop:
 
 
 @dataclass(frozen=True)
+class Crop:
+    """PIL's crop to a box (left, upper, right, lower): a region of the image (MMMEB's visual grounding)."""
+    box: tuple[int, int, int, int]
+
+    def __call__(self, image: Image.Image) -> Image.Image:
+        return image.crop(self.box)
+
+
+@dataclass(frozen=True)
 class Convert:
     mode: str
 

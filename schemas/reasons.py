@@ -96,7 +96,7 @@ _ALL = (
            "The image declares more pixels than the limit (`max_image_pixels`); it is never decoded.",
            "Raise the limit if the image is genuine, or resize it."),
     Reason("corrupt_image", IMAGE_STAGES, "The image could not be decoded.", "Download the image again."),
-    Reason("decoder_died", ("clip_score",), "The decoder process died twice while decoding the image (killed, "
+    Reason("decoder_died", IMAGE_STAGES, "The decoder process died twice while decoding the image (killed, "
            "or out of memory): once with other images, once with this one alone.",
            "Check the image (a decompression bomb under the pixel limit?) and the worker's memory; "
            "lower `--decoders` or `--max-image-pixels`."),

@@ -1,6 +1,8 @@
 """A loader that keeps the model busy: decoders prepare the next batches while the model runs this one.
 
 Where the decoding runs — this worker's decoder processes, or threads — is tasks/build/decoders.py's.
+Every image reader goes through `worker_loader` (scoring, the clean tiers' hashes and embeddings, MMMEB's
+embed step, `train clipscore`): each brings its own `load` (its decode recipe), the mechanism is one.
 """
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import time
 from collections import deque
 from typing import Callable, Iterator, Sequence, TypeVar
 
-from .decoders import ProcessDecoders, ThreadDecoders
+from .decoders import ProcessDecoders, ThreadDecoders, worker_decoders
 
 Item = TypeVar("Item")
 Loaded = TypeVar("Loaded")
@@ -63,3 +65,11 @@ class PrefetchingLoader:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def worker_loader(items: Sequence[Item], batch_size: int, load: Callable[[Item], Loaded], decoders: int | None = None,
+                  died: Callable[[Item, str], Loaded] = _refuse, depth: int = 2) -> PrefetchingLoader:
+    """Batches of load(item) from this worker's decoder processes (kept between shards; `decoders`: how
+    many, default the cores this shard may use), or threads where a process may not have children.
+    `load` must pickle (a module-level function, or a partial of one): it runs in a decoder process."""
+    return PrefetchingLoader(items, batch_size, load, worker_decoders(decoders), depth=depth, died=died)

@@ -2,6 +2,7 @@
 model's own preprocess. A bad image gives a reason and a message, never an exception."""
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import posixpath
@@ -11,6 +12,12 @@ from typing import Any, Callable
 from PIL import Image, UnidentifiedImageError
 
 from xmdata.runtime import storage
+
+
+# The image root of paths resolved already (the clean tiers' `resolved_path`, absolute): every absolute path
+# is under it, so the other checks (a file, not empty, the pixel limit) still run.
+RESOLVED_PATHS = os.sep
+DIGEST_CHUNK = 256  # images read and hashed at a time by image_digests
 
 
 @dataclass(frozen=True)
@@ -124,6 +131,11 @@ def open_image(ref: ImageRef, root: str | None, max_pixels: int) -> Image.Image 
     return image
 
 
+def decoder_died(ref: ImageRef, message: str) -> Decoded:
+    """What an image whose decoder process died on it twice becomes (batch_loader's `died`)."""
+    return Decoded(reason="decoder_died", message=f"{ref.describe()}: {message}")
+
+
 def decode_image(ref: ImageRef, root: str | None, max_pixels: int,
                  preprocess: Callable[[Image.Image], Any], draft: int | None = None) -> Decoded:
     """Open, check, convert to RGB and preprocess one image; thread-safe, never raises on bad data.
@@ -144,3 +156,28 @@ def decode_image(ref: ImageRef, root: str | None, max_pixels: int,
         return Decoded(reason="image_too_large", message=str(exc))
     except Exception as exc:  # truncated or malformed data surfaces at decode time, as many kinds
         return Decoded(reason="corrupt_image", message=f"{ref.describe()}: {type(exc).__name__}: {exc}")
+
+
+def image_sha256(ref: ImageRef, root: str | None) -> str | None:
+    """The sha256 of an image's bytes (the memo's key for what is computed from an image); None when
+    they cannot be read here (its decode says why)."""
+    if ref.data is not None:
+        return hashlib.sha256(ref.data).hexdigest() if ref.data else None
+    full = resolve_under_root(root, ref.path) if root else None
+    if full is None:
+        return None
+    try:
+        with storage.open_file(full, "rb") as f:
+            return hashlib.file_digest(f, "sha256").hexdigest()
+    except OSError:
+        return None
+
+
+def image_digests(refs: list[ImageRef], root: str | None) -> list[str | None]:
+    """image_sha256 of each, read and hashed in threads (both release the GIL), one a core."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    if not refs:
+        return []
+    with ThreadPoolExecutor(min(len(refs), len(os.sched_getaffinity(0))), thread_name_prefix="xmdata-digest") as pool:
+        return list(pool.map(lambda ref: image_sha256(ref, root), refs))

@@ -85,21 +85,45 @@ def _load(source: str | bytes, max_pixels: int):
             return f"unreadable_image: {type(exc).__name__}: {exc}"
 
 
-def hash_images(sources: Sequence[str | bytes], max_pixels: int) -> tuple[np.ndarray, list[str | None]]:
+HASH_BATCH = 64  # images a decoder batch holds: only their hashes come back (81 x 8 bytes each)
+
+
+def hash_one(source: str | bytes, max_pixels: int) -> tuple[np.ndarray | None, str | None]:
+    """(VIEWS hashes, None), or (None, why it failed); never raises on one image. Runs in a decoder."""
+    image = _load(source, max_pixels)
+    if isinstance(image, str):
+        return None, image
+    try:
+        return hash_image(image), None
+    except Exception as exc:  # a mode PIL cannot make grey
+        return None, f"unreadable_image: {type(exc).__name__}: {exc}"
+
+
+def _died(source: str | bytes, message: str) -> tuple[None, str]:
+    return None, f"decoder_died: {message}"
+
+
+def hash_images(sources: Sequence[str | bytes], max_pixels: int,
+                decoders: int | None = None) -> tuple[np.ndarray, list[str | None]]:
     """Per source (a path, or the encoded bytes): its VIEWS hashes, shape (n, VIEWS) uint64, zeros
-    where it failed; and None or why it failed, starting with `unreadable_image:` or
-    `image_too_large:` (more than MAX_PIXELS pixels: never decoded). Never raises on one image."""
+    where it failed; and None or why it failed, starting with `unreadable_image:`, `image_too_large:`
+    (more than MAX_PIXELS pixels: never decoded) or `decoder_died:`. Never raises on one image.
+    Decoded and hashed in this worker's decoder processes (tasks/build/batch_loader.worker_loader)."""
+    from functools import partial
+
+    from xmdata.tasks.build.batch_loader import worker_loader
+
     hashes = np.zeros((len(sources), VIEWS), np.uint64)
     errors: list[str | None] = [None] * len(sources)
-    for row, source in enumerate(sources):
-        image = _load(source, max_pixels)
-        if isinstance(image, str):
-            errors[row] = image
-            continue
-        try:
-            hashes[row] = hash_image(image)
-        except Exception as exc:  # a mode PIL cannot make grey
-            errors[row] = f"unreadable_image: {type(exc).__name__}: {exc}"
+    if not len(sources):
+        return hashes, errors
+    row = 0
+    for batch in worker_loader(list(sources), HASH_BATCH, partial(hash_one, max_pixels=max_pixels), decoders, _died):
+        for found, error in batch:
+            if error is None:
+                hashes[row] = found
+            errors[row] = error
+            row += 1
     return hashes, errors
 
 

@@ -88,11 +88,14 @@ def sign_rows(table: pa.Table, params: SignatureShard) -> tuple[pa.Table, pa.Tab
 
 
 def sign_images(table: pa.Table, params: SignatureShard) -> tuple[pa.Table, pa.Table]:
-    from .image_hash import hash_images
-
     kept, missing = split_by_mask(table, pc.is_null(table.column(RESOLVED)), STAGE, UNREADABLE, "path")
     paths = kept.column(RESOLVED).to_pylist()
-    hashes, errors = (hashes_in_memo if params.image_hash else hash_images)(paths, params.max_image_pixels)
+    errors: list[str | None] = [None] * len(paths)
+    if params.image_hash:
+        hashes, errors = hashes_in_memo(paths, params.max_image_pixels)
+    if params.model is not None:  # the images the hashes could read (all of them, without the hashes)
+        vectors, embed_errors = _embed_images(params.model, paths, params.max_image_pixels, errors)
+        errors = [e if e is not None else f for e, f in zip(errors, embed_errors)]
     bad = pa.array([e is not None for e in errors], pa.bool_())
     ids = kept.column("id").to_pylist()
     refused = concat_rejects([make_rejects(STAGE, reason, [i], [f"{p}: {why.strip()}"]) for i, p, e in zip(ids, paths, errors)
@@ -102,7 +105,8 @@ def sign_images(table: pa.Table, params: SignatureShard) -> tuple[pa.Table, pa.T
     if params.image_hash:
         kept = kept.append_column("image_hashes", pa.array(list(hashes[good]), pa.list_(pa.uint64())))
     if params.model is not None:
-        kept = kept.append_column("embedding", _embed(params.model, kept.column(RESOLVED).to_pylist(), "images"))
+        kept = kept.append_column("embedding", pa.array([vectors[row] for row in np.flatnonzero(good)],
+                                                        pa.list_(pa.float32())))
     return kept, concat_rejects([missing, refused])
 
 
@@ -112,6 +116,7 @@ def hashes_in_memo(paths: list[str], max_pixels: int) -> tuple[np.ndarray, list[
     is read and hashed by content, not decoded. The pixel limit is in the key (a params field), and
     an image that failed is never stored: it is tried again, and refused again, on every build."""
     from xmdata.runtime.memo import MISSING
+    from xmdata.tasks.build.image_decode import RESOLVED_PATHS, ImageRef, image_digests
     from xmdata.tasks.build.unit_memo import memo_for
 
     from .image_hash import VIEWS, hash_images
@@ -123,7 +128,8 @@ def hashes_in_memo(paths: list[str], max_pixels: int) -> tuple[np.ndarray, list[
     errors: list[str | None] = [None] * len(paths)
     for start in range(0, len(paths), HASH_MEMO_CHUNK):
         rows = range(start, min(start + HASH_MEMO_CHUNK, len(paths)))
-        digests = {row: digest for row in rows if (digest := file_sha256(paths[row])) is not None}
+        found_digests = image_digests([ImageRef(path=paths[row]) for row in rows], RESOLVED_PATHS)
+        digests = {row: digest for row, digest in zip(rows, found_digests) if digest is not None}
         held = dict(zip(digests, unit_memo.lookup([[d] for d in digests.values()])))
         first: dict[object, int] = {}  # one image under two paths: hashed once
         for row in rows:
@@ -131,7 +137,7 @@ def hashes_in_memo(paths: list[str], max_pixels: int) -> tuple[np.ndarray, list[
                 first.setdefault(digests.get(row, row), row)  # unreadable: its own, hash_images says why
         unique = list(first.values())
         # From the path, as without the memo: the same decoding and the same reasons for a refusal.
-        found = dict(zip(unique, zip(*hash_images([paths[row] for row in unique], max_pixels))))
+        found = dict(zip(unique, zip(*hash_images([paths[row] for row in unique], max_pixels)))) if unique else {}
         unit_memo.counts.computed += len(unique)
         stored = [row for row in unique if row in digests and found[row][1] is None]
         if stored:
@@ -142,16 +148,6 @@ def hashes_in_memo(paths: list[str], max_pixels: int) -> tuple[np.ndarray, list[
             else:
                 hashes[row], errors[row] = found[first[digests.get(row, row)]]
     return hashes, errors
-
-
-def file_sha256(path: str) -> str | None:
-    import hashlib
-
-    try:
-        with open(path, "rb") as f:
-            return hashlib.file_digest(f, "sha256").hexdigest()
-    except OSError:
-        return None
 
 
 def sign_captions(table: pa.Table, params: SignatureShard) -> tuple[pa.Table, pa.Table]:
@@ -165,18 +161,30 @@ def sign_captions(table: pa.Table, params: SignatureShard) -> tuple[pa.Table, pa
         signatures = minhash_signatures(normalised, params.num_perm)
         kept = kept.append_column("minhash", pa.array(list(signatures), pa.list_(pa.uint32())))
     if params.model is not None:
-        kept = kept.append_column("embedding", _embed(params.model, texts, "captions"))
+        kept = kept.append_column("embedding", _embed(params.model, texts))
     return kept, empty
 
 
-def _embed(spec: ModelSpec, items: list, kind: str) -> pa.Array:
+def _embed(spec: ModelSpec, texts: list) -> pa.Array:
     from xmdata.models.registry import get_model
 
-    embedder = get_model("embedder", spec)
-    if kind == "images":
-        from PIL import Image
-
-        vectors = embedder.embed_images([Image.open(p).convert("RGB") for p in items])
-    else:
-        vectors = embedder.embed_texts(items)
+    vectors = get_model("embedder", spec).embed_texts(texts)
     return pa.array(list(vectors.astype(np.float32)), pa.list_(pa.float32()))
+
+
+def _embed_images(spec: ModelSpec, paths: list[str], max_pixels: int,
+                  skip: list[str | None]) -> tuple[dict[int, np.ndarray], list[str | None]]:
+    """({row: embedding}, per row None or why its image was refused, "reason: message") for the rows
+    whose `skip` is None: decoded in this worker's decoder processes as every image reader is, at most
+    `max_pixels` pixels, by the model's own recipe (tasks/build/image_embed.py)."""
+    from xmdata.models.registry import get_model
+    from xmdata.tasks.build.image_decode import RESOLVED_PATHS, ImageRef
+    from xmdata.tasks.build.image_embed import embed_image_refs
+
+    rows = [row for row, why in enumerate(skip) if why is None]
+    vectors, failures = embed_image_refs(get_model("embedder", spec), [ImageRef(path=paths[row]) for row in rows],
+                                         RESOLVED_PATHS, max_pixels)
+    errors: list[str | None] = [None] * len(paths)
+    for k, (reason, message) in failures.items():
+        errors[rows[k]] = f"{reason}: {message}"
+    return {rows[k]: vector for k, vector in vectors.items()}, errors

@@ -60,9 +60,9 @@ def embeddings_reused(use: dict | None, pair: dict) -> str | None:
     """Whether the pair's image and text embeddings came from the memo in the build (score_memo.py),
     or None when the build did not say (made before the memo)."""
     from xmdata.runtime.memo import UnitMemo
-    from xmdata.tasks.build.image_decode import ImageRef
+    from xmdata.tasks.build.image_decode import ImageRef, image_sha256
     from xmdata.tasks.scoring.pairs import with_prefix
-    from xmdata.tasks.scoring.score_memo import IMAGE_KIND, TEXT_KIND, image_sha256
+    from xmdata.tasks.scoring.score_memo import IMAGE_KIND, TEXT_KIND
 
     if use is None or pair.get("text") is None:
         return None

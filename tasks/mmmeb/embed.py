@@ -27,26 +27,30 @@ def clip_text(row: dict, prefixes: dict) -> str:
     return f"{prefixes[row['language']]} {row['text']}" if row["task"] == "C" else row["text"]
 
 
-def open_image(row: dict, roots: dict[str, str]):
-    """The row's image, RGB, cropped to its box; or (reason, message) when it is refused. Opened as
-    every image reader opens one (image_decode.open_image): inside its source's root, and at most
-    DEFAULT_MAX_PIXELS, checked on the header before any decoding. A file that cannot be read or
-    decoded keeps this step's reason, unreadable_image."""
-    from xmdata.tasks.build.image_decode import Decoded, ImageRef, open_image as open_checked
-    from xmdata.tasks.stage_params import DEFAULT_MAX_PIXELS
+def image_region(row: dict, roots: dict[str, str]):
+    """Where the row's image is ("source/path": under its source's root) and its box, if any."""
+    from xmdata.tasks.build.image_decode import ImageRef
+    from xmdata.tasks.build.image_embed import Region
 
     source, _, path = row["image"].partition("/")
-    opened = open_checked(ImageRef(path=path), roots[source], DEFAULT_MAX_PIXELS)
-    if isinstance(opened, Decoded):
-        kept = opened.reason in ("image_too_large", "path_outside_root")
-        return (opened.reason if kept else "unreadable_image", f"{row['image']}: {opened.message}")
-    with opened:
-        image = opened.convert("RGB")
-    return image.crop(tuple(row["box"])) if row.get("box") else image
+    return Region(ImageRef(path=path), roots[source], tuple(row["box"]) if row.get("box") else None)
+
+
+def refusal(row: dict, reason: str, message: str) -> tuple[str, str]:
+    """A refused image keeps the reasons every reader gives for these (outside its source's root, over
+    DEFAULT_MAX_PIXELS checked on the header, its decoder died twice); any other failure to read or
+    decode it is this step's unreadable_image."""
+    kept = reason in ("image_too_large", "path_outside_root", "decoder_died")
+    return (reason if kept else "unreadable_image", f"{row['image']}: {message}")
 
 
 def embed_rows(embedder, rows: list[dict], roots: dict[str, str], stage: str, prefixes: dict):
-    """(ids kept, their embeddings, rejects): text-only rows as texts, image-only rows as images."""
+    """(ids kept, their embeddings, rejects): text-only rows as texts, image-only rows as images — decoded
+    (and cropped to their box) in this worker's decoder processes as every image reader is, at most
+    DEFAULT_MAX_PIXELS (tasks/build/image_embed.py)."""
+    from xmdata.tasks.build.image_embed import embed_regions
+    from xmdata.tasks.stage_params import DEFAULT_MAX_PIXELS
+
     texts, images, refused = [], [], []
     text_only = getattr(embedder, "modalities", ("text", "image")) == ("text",)
     for row in rows:
@@ -55,18 +59,16 @@ def embed_rows(embedder, rows: list[dict], roots: dict[str, str], stage: str, pr
         elif row["image"] and text_only:
             refused.append(make_rejects(stage, "text_only_model", [row["id"]], [row["task"]]))
         elif row["image"]:
-            try:
-                image = open_image(row, roots)
-            except (OSError, ValueError) as exc:
-                image = ("unreadable_image", f"{row['image']}: {exc}")
-            if isinstance(image, tuple):
-                refused.append(make_rejects(stage, image[0], [row["id"]], [image[1]]))
-            else:
-                images.append((row["id"], image))
+            images.append(row)
         else:
             texts.append((row["id"], clip_text(row, prefixes)))
-    vectors = [embedder.embed_texts([t for _, t in texts]), embedder.embed_images([i for _, i in images])]
-    ids = [i for i, _ in texts] + [i for i, _ in images]
+    found, failures = embed_regions(embedder, [image_region(row, roots) for row in images], DEFAULT_MAX_PIXELS)
+    for k, (reason, message) in sorted(failures.items()):
+        reason, message = refusal(images[k], reason, message)
+        refused.append(make_rejects(stage, reason, [images[k]["id"]], [message]))
+    kept = sorted(found)
+    vectors = [embedder.embed_texts([t for _, t in texts])] + ([np.stack([found[k] for k in kept])] if kept else [])
+    ids = [i for i, _ in texts] + [images[k]["id"] for k in kept]
     return ids, np.concatenate(vectors) if ids else np.zeros((0, 1), np.float32), concat_rejects(refused)
 
 

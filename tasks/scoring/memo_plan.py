@@ -5,16 +5,14 @@ never decoded), before any model loads. Counts are of distinct images (by conten
 pixel limit, unreadable) is counted here, so `to compute` is an upper bound."""
 from __future__ import annotations
 
-import os
-from concurrent.futures import ThreadPoolExecutor
-
 import pyarrow as pa
 
 from xmdata.runtime import memo
+from xmdata.tasks.build.image_decode import image_digests
 from xmdata.tasks.build.unit_memo import memo_for
 from xmdata.tasks.scoring.pairs import collect_pairs
 from xmdata.tasks.scoring.score import clip_score_stage
-from xmdata.tasks.scoring.score_memo import IMAGE_KIND, TEXT_KIND, image_sha256
+from xmdata.tasks.scoring.score_memo import IMAGE_KIND, TEXT_KIND
 from xmdata.tasks.stage_params import ScoringParams
 
 
@@ -22,8 +20,7 @@ def score_memo_plan(pairs: pa.Table, params: ScoringParams, image_root: str | No
                     options: memo.MemoOptions) -> dict:
     stage = clip_score_stage(params, params.spec(), image_root, references_column)
     collected = collect_pairs(pairs, references_column, params.prefix)
-    with ThreadPoolExecutor(len(os.sched_getaffinity(0))) as pool:
-        digests = sorted({d for d in pool.map(lambda ref: image_sha256(ref, image_root), collected.images) if d})
+    digests = sorted({d for d in image_digests(list(collected.images), image_root) if d})
     plan = {"location": options.location, "units": {}}
     with memo.shard_scope(options, stage.code_version, stage.memo_params):
         for kind, inputs in ((IMAGE_KIND, [[d] for d in digests]), (TEXT_KIND, [[t] for t in collected.texts])):

@@ -21,9 +21,9 @@ from xmdata.runtime.params import Params
 from xmdata.runtime.placement import needs_gpu
 from xmdata.runtime.stage import Stage
 
-from xmdata.tasks.build.batch_loader import PrefetchingLoader
-from xmdata.tasks.build.decoders import default_count, worker_decoders
-from xmdata.tasks.build.image_decode import Decoded, ImageRef, decode_image
+from xmdata.tasks.build.batch_loader import PrefetchingLoader, worker_loader
+from xmdata.tasks.build.decoders import default_count
+from xmdata.tasks.build.image_decode import Decoded, ImageRef, decode_image, decoder_died
 from xmdata.tasks.stage_params import ScoringParams
 from xmdata.tasks.scoring.output import scored_table
 from xmdata.tasks.scoring.pairs import collect_pairs
@@ -43,11 +43,7 @@ def image_loader(model, images: list[ImageRef], batch_size: int, shard: "ScoreSh
                    draft=recipe.keep if params.decode_mode == "fast" else None)
     # On CUDA the model's process needs little CPU: the decoders get every core it may use.
     count = params.decoders or (len(os.sched_getaffinity(0)) if model.device.startswith("cuda") else default_count())
-    return PrefetchingLoader(images, batch_size, load, worker_decoders(count), died=decoder_died)
-
-
-def decoder_died(ref: ImageRef, message: str) -> Decoded:
-    return Decoded(reason="decoder_died", message=f"{ref.describe()}: {message}")
+    return worker_loader(images, batch_size, load, count, died=decoder_died)
 
 
 def embed_with_backoff(items: list, embed, batch_size: int, sizes: BatchSizes) -> list:

@@ -12,17 +12,13 @@ of memory are never stored.
 from __future__ import annotations
 
 import base64
-import hashlib
-import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from xmdata.models.base import ModelSpec
-from xmdata.runtime import storage
 from xmdata.runtime.memo import MISSING, UnitMemo, served_and_computed
-from xmdata.tasks.build.image_decode import Decoded, ImageRef, open_image, resolve_under_root
+from xmdata.tasks.build.image_decode import DIGEST_CHUNK, Decoded, ImageRef, image_digests, open_image
 from xmdata.tasks.build.unit_memo import memo_for
 
 TEXT_KIND, IMAGE_KIND = "clip_text", "clip_image"
@@ -33,7 +29,6 @@ TEXT_KIND, IMAGE_KIND = "clip_text", "clip_image"
 MEMO_EXCLUDE = ("model.name_or_path", "image_root", "references_column", "embeddings", "weight", "prefix",
                 "max_pixels")
 CHUNK_BATCHES = 8  # texts: this many batches computed, then stored, at a time
-DIGEST_CHUNK = 256  # images: read and hashed this many at a time (what is held in memory at once)
 
 
 def packed(vector: np.ndarray) -> str:
@@ -100,12 +95,10 @@ def images_in_memo(spec: ModelSpec, images: list[ImageRef], root: str | None, ma
     if found.unit_memo is None:
         found.todo = list(range(len(images)))
         return found
-    # Reading and hashing release the GIL: one thread a core (the decoders have not started yet).
-    with ThreadPoolExecutor(len(os.sched_getaffinity(0)), thread_name_prefix="xmdata-digest") as pool:
-        for start in range(0, len(images), DIGEST_CHUNK):
-            rows = range(start, min(start + DIGEST_CHUNK, len(images)))
-            found_digests = pool.map(lambda i: image_sha256(images[i], root), rows)
-            _split(found, images, rows, dict(zip(rows, found_digests)), root, max_pixels)
+    # Read and hashed in threads (the decoders have not started yet), a chunk at a time.
+    for start in range(0, len(images), DIGEST_CHUNK):
+        rows = range(start, min(start + DIGEST_CHUNK, len(images)))
+        _split(found, images, rows, dict(zip(rows, image_digests([images[i] for i in rows], root))), root, max_pixels)
     return found
 
 
@@ -126,17 +119,3 @@ def _split(found: ImagesInMemo, images: list[ImageRef], rows: range, digests: di
         else:
             opened.close()
             found.held[i] = unpacked(value)
-
-
-def image_sha256(ref: ImageRef, root: str | None) -> str | None:
-    """The sha256 of an image's bytes; None when they cannot be read here (the decoder says why)."""
-    if ref.data is not None:
-        return hashlib.sha256(ref.data).hexdigest() if ref.data else None
-    full = resolve_under_root(root, ref.path) if root else None
-    if full is None:
-        return None
-    try:
-        with storage.open_file(full, "rb") as f:
-            return hashlib.file_digest(f, "sha256").hexdigest()
-    except OSError:
-        return None

@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import time
+from functools import partial
 
 from xmdata.schemas.contract import ContractError
 from xmdata.tasks.train.clipscore_data import ClipscoreData, check_clipscore
@@ -81,7 +82,8 @@ def train_clipscore(release: str, params: ClipscoreParams, out: str) -> dict:
 
     from xmdata.runtime.atomic import hash_params, write_parquet_atomic
     from xmdata.runtime.owner_only import private_folder
-    from xmdata.tasks.build.image_decode import ImageRef, decode_image
+    from xmdata.tasks.build.batch_loader import worker_loader
+    from xmdata.tasks.build.image_decode import ImageRef, decode_image, decoder_died
     from xmdata.tasks.stage_params import DEFAULT_MAX_PIXELS
     from xmdata.tasks.train.card import release_identity, write_model_card
     from xmdata.tasks.train.loop import TrainJob, run_training
@@ -96,12 +98,19 @@ def train_clipscore(release: str, params: ClipscoreParams, out: str) -> dict:
     rows = {"captions": data.captions.to_pydict(), "rated": data.train.to_pydict()}
     ratings = torch.tensor(rows["rated"]["rating"], dtype=torch.float32)
 
+    recipe = scorer.decode_recipe()
+
     def pixels(paths, root):
-        decoded = [decode_image(ImageRef(path=p), root, DEFAULT_MAX_PIXELS, scorer.preprocess) for p in paths]
+        """The batch's images, decoded side by side in this process's decoder processes (the loader of every
+        image reader) by the model's own recipe; ÷255 and normalised on the device (the same bits as its
+        transform)."""
+        load = partial(decode_image, root=root, max_pixels=DEFAULT_MAX_PIXELS, preprocess=recipe)
+        decoded = [d for batch in worker_loader([ImageRef(path=p) for p in paths], len(paths), load,
+                                                                  died=decoder_died) for d in batch]
         bad = next((p for p, d in zip(paths, decoded) if d.pixels is None), None)
         if bad is not None:
             raise ContractError(f"train clipscore: {bad}: {next(d.message for d in decoded if d.pixels is None)}")
-        return torch.stack([d.pixels for d in decoded]).to(device)
+        return scorer.pixels_from_uint8([d.pixels for d in decoded]).to(device)
 
     def embed(task, paths, texts):
         image = model.encode_image(pixels(paths, data.roots[task]), normalize=True)
