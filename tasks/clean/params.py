@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from xmdata.runtime.params import Params
-from xmdata.tasks.stage_params import DEFAULT_MAX_PIXELS
+from xmdata.tasks.stage_params import DEFAULT_MAX_PIXELS, MaxImagePixels, Pretrained
 
 # Images, model-free: a 64-bit DCT hash of 81 views (each side cut by 0, 2.5 or 5 %); a pair matches at
 # <= this many differing bits between one's whole view and the other's closest view. Measured by
@@ -56,7 +56,7 @@ class CleanParams(Params):
         "open_clip", description="embedding tier: open_clip (image and text towers), or copy_detection: an image "
         "copy-detection model saved as TorchScript, e.g. SSCD's *.torchscript.pt (images only; SSCD's README puts "
         "copies of sscd_disc_mixup at cosine > 0.75)")
-    pretrained: str | None = Field(None, description="embedding tier: the model's pretrained tag or checkpoint")
+    pretrained: Pretrained = None  # the embedding tier's model's
     reference_model: str | None = Field(None, description="the model that made a clip-retrieval embeddings "
                                         "reference (such a folder does not record it); the input is embedded "
                                         "with it to search that reference")
@@ -64,7 +64,7 @@ class CleanParams(Params):
                               description="embedding tier: a pair matches at this cosine similarity")
     max_matches: int = Field(DEFAULT_MAX_MATCHES, ge=1, le=1000,
                              description="at most this many matches a row, best first")
-    max_image_pixels: int = Field(DEFAULT_MAX_PIXELS, ge=1, description="refuse images with more pixels")
+    max_image_pixels: MaxImagePixels = DEFAULT_MAX_PIXELS
 
     @model_validator(mode="after")
     def _some_tier(self):

@@ -10,12 +10,11 @@ logit_scale, trained as open_clip trains it), how the two losses of a rated batc
 shorter cycled)."""
 from __future__ import annotations
 
-from typing import Literal
 
 from pydantic import Field, field_validator
 
 from xmdata.runtime.params import Params
-from xmdata.tasks.stage_params import ClipScoreWeight, ScoringParams
+from xmdata.tasks.stage_params import ClipModel, ClipScoreWeight, ModelDevice, Pretrained, ScoringParams
 from xmdata.tasks.train.loop_params import LoopParams, over_recipe_loop
 
 # One caption batch then one rated batch per optimizer step: the paper's two accumulated steps.
@@ -26,10 +25,8 @@ class ClipscoreParams(Params):
     """Fine-tune an open_clip model as the multilingual CLIPScore paper does: contrastive on captions,
     contrastive + Pearson against human ratings on rated pairs, the two tasks alternating."""
 
-    clip_model: str = Field(description="the open_clip model fine-tuned: a local model folder (one config JSON "
-                            "and its weights, as `xmdata models build-tiny DIR` writes DIR/open_clip) or an "
-                            "open_clip name with --pretrained")
-    pretrained: str | None = Field(None, description="pretrained tag or checkpoint (needed with a name)")
+    clip_model: ClipModel  # the model fine-tuned
+    pretrained: Pretrained = None
     captions_table: str = Field("clip_scores", min_length=1, description="release table of captions and their "
                                 "translations with images (data/<name>.parquet: image_path, text[, language, "
                                 "status]), the Crossmodal-3600-style task; rows whose status is not ok are left out")
@@ -46,7 +43,7 @@ class ClipscoreParams(Params):
     pearson_weight: float = Field(1.0, ge=0, description="a rated batch's loss is contrastive + pearson_weight x "
                                   "(1 - Pearson r of CLIPScore and rating); 0 trains the contrastive loss alone")
     weight: ClipScoreWeight = ScoringParams.model_fields["weight"].default  # the evaluation's w: scoring's own
-    device: Literal["cpu", "cuda"] = Field("cpu", description="where the model trains and scores")
+    device: ModelDevice = "cpu"  # where it trains, and scores the held-out pairs
     loop: LoopParams = CLIPSCORE_LOOP
 
     _over_the_recipe_loop = over_recipe_loop(CLIPSCORE_LOOP)  # `--batch-size 8` alone keeps the two accumulated steps

@@ -17,6 +17,27 @@ def _distinct(items: list[str]) -> list[str]:
     return items
 
 
+def qe_follows_the_translator(data, filters_on: bool):
+    """COMETKiwi runs where the translator was put unless it is placed itself: `translator.device`
+    given and `filters.qe_device` not moves both (the command line's --device, a config's and the UI
+    form's alike). `filters_on`: a build whose filters run whether given or not (translate); with
+    translate-qa they run only when `filters` is set."""
+    if not isinstance(data, dict):
+        return data
+    translator = data.get("translator")
+    given = (translator.get("device") if isinstance(translator, dict) else
+             translator.device if isinstance(translator, TranslatorOptions) and "device" in translator.model_fields_set
+             else None)
+    filters = data.get("filters")
+    if given is None or (filters is None and not filters_on):
+        return data
+    if filters is None or isinstance(filters, dict):
+        return {**data, "filters": {"qe_device": given, **(filters or {})}}
+    if isinstance(filters, FilterOptions) and "qe_device" not in filters.model_fields_set:
+        return {**data, "filters": filters.model_copy(update={"qe_device": given})}
+    return data
+
+
 Names = Annotated[list[str], Field(min_length=1), AfterValidator(_distinct)]  # targets, columns
 QA_TRANSLATOR = TranslatorOptions(backend="madlad", num_beams=1, num_candidates=1)  # the method: plain generation
 
@@ -29,6 +50,11 @@ class TranslateParams(Params):
                                           "candidates")
     filters: FilterOptions = Field(FilterOptions(), description="language ID and COMETKiwi models and thresholds")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _qe_where_the_translator_is(cls, data):
+        return qe_follows_the_translator(data, filters_on=True)
+
 
 class TranslateQaParams(Params):
     targets: Names = Field(description="target languages in the backend's codes")
@@ -40,6 +66,11 @@ class TranslateQaParams(Params):
     exclude_tasks: list[str] = Field(list(DEFAULT_EXCLUDED_TASKS), description="tasks left out (the method's "
                                      "six; empty keeps every task)")
     per_task: int | None = Field(DEFAULT_PER_TASK, ge=1, description="the first N instances of each task")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _qe_where_the_translator_is(cls, data):
+        return qe_follows_the_translator(data, filters_on=False)
 
     @field_validator("translator", mode="before")
     @classmethod

@@ -8,15 +8,16 @@ import typing
 from xmdata.cli_command import Command
 from xmdata.cli_options import add_run_options
 from xmdata.cli_params import ParamFlags, add_param_flags
-from xmdata.tasks.stage_params import ScoringParams
+from xmdata.tasks.stage_params import EMBEDDINGS_ON, ScoringParams
 
 EMBEDDING_DTYPES = [d for d in typing.get_args(ScoringParams.model_fields["embeddings"].annotation) if d != "none"]
 
 
 def _embeddings_flags(args: argparse.Namespace, data: dict) -> None:
-    """`--embeddings [--embedding-dtype float32]` is the command line's spelling of `embeddings`."""
+    """`--embeddings [--embedding-dtype float32]` is the command line's spelling of `embeddings` (true: its
+    default dtype, as in a config; ScoringParams decides which)."""
     if args.embeddings:
-        data["embeddings"] = getattr(args, "embedding_dtype", EMBEDDING_DTYPES[0])
+        data["embeddings"] = getattr(args, "embedding_dtype", True)
     elif hasattr(args, "embedding_dtype"):
         raise ValueError("--embedding-dtype: only with --embeddings")
 
@@ -28,7 +29,7 @@ def add_arguments(score: argparse.ArgumentParser) -> None:
     add_param_flags(score, ParamFlags(ScoringParams, skip=("embeddings",), aliases=_embeddings_flags))
     score.add_argument("--embeddings", action="store_true", help="also write image_embedding, text_embedding")
     score.add_argument("--embedding-dtype", choices=EMBEDDING_DTYPES, default=argparse.SUPPRESS,
-                       help=f"with --embeddings (default {EMBEDDING_DTYPES[0]})")
+                       help=f"with --embeddings (default {EMBEDDINGS_ON})")
     score.add_argument("--out", required=True)
     score.add_argument("--dry-run", action="store_true",
                        help="say how many image and text embeddings the build would compute and how many the "

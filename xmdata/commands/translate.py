@@ -12,24 +12,12 @@ from xmdata.tasks.translation.params import TranslateParams, TranslateQaParams  
 GUIDE = "how-to/translate.md"
 
 
-def _qe_follows_device(data: dict, create: bool) -> None:
-    """The command line's --device places the translator and COMETKiwi alike."""
-    device = data.get("translator", {}).get("device")
-    if device and (create or "filters" in data):
-        data.setdefault("filters", {}).setdefault("qe_device", device)
-
-
-def _translate_aliases(args: argparse.Namespace, data: dict) -> None:
-    _qe_follows_device(data, create=True)
-
-
 def _translate_qa_aliases(args: argparse.Namespace, data: dict) -> None:
     """--score-candidates turns the filters on; their options without it would be silently unused."""
     if "filters" in data and not args.score_candidates:
         raise ValueError(", ".join(flag_of(k) for k in data["filters"]) + ": only with --score-candidates")
     if args.score_candidates:
         data.setdefault("filters", {})
-    _qe_follows_device(data, create=False)
 
 
 def probability(text: str) -> float:
@@ -41,7 +29,7 @@ def probability(text: str) -> float:
 
 def add_translate_arguments(tr: argparse.ArgumentParser) -> None:
     tr.add_argument("input", help="Parquet/CSV/JSONL with an id column and the text columns")
-    add_param_flags(tr, ParamFlags(TranslateParams, skip=("qe_device",), aliases=_translate_aliases))
+    add_param_flags(tr, ParamFlags(TranslateParams, skip=("qe_device",)))
     tr.add_argument("--out", required=True)
     tr.add_argument("--dry-run", action="store_true",
                     help="say how many beam searches the build would run and how many the memo holds; "
