@@ -278,8 +278,7 @@ def stop_service(state: dict | None = None, timeout: float = 60.0, grace: float 
     alive `grace` seconds after the service itself."""
     state = state or read_state()
     if not state or not alive(state["pid"]):
-        if os.path.exists(paths()["state"]):
-            os.unlink(paths()["state"])
+        _forget(state)
         return False
     stopping = service_processes(state)
     os.kill(state["pid"], signal.SIGTERM)
@@ -288,8 +287,7 @@ def stop_service(state: dict | None = None, timeout: float = 60.0, grace: float 
         time.sleep(0.1)
     if alive(state["pid"]):
         os.killpg(state["pid"], signal.SIGKILL)
-    if os.path.exists(paths()["state"]):
-        os.unlink(paths()["state"])
+    _forget(state)
     deadline = time.monotonic() + grace
     while (left := still_running(stopping)) and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -297,6 +295,16 @@ def stop_service(state: dict | None = None, timeout: float = 60.0, grace: float 
         raise ServiceError(f"the service stopped, but {grace:g} s later these of its processes still run: "
                            + "; ".join(left))
     return True
+
+
+def _forget(stopped: dict | None) -> None:
+    """Remove the state file when it describes the service just stopped (or none): a state another
+    service wrote meanwhile, or one of a service other than the one stopped, is that one's."""
+    current = read_state()
+    if current is not None and stopped is not None and current.get("pid") != stopped.get("pid"):
+        return
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(paths()["state"])
 
 
 def service_processes(state: dict) -> list:

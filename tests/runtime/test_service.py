@@ -188,9 +188,10 @@ def test_down_stops_a_command_process_still_waiting_for_the_command_that_started
         xmdata(own_env, "down")
 
 
-def test_down_names_what_outlives_the_service(tmp_path):
-    """A process of the service's that ignores SIGTERM: `down` waits for it, then names it (exit 1)."""
-    from xmdata.runtime.service import ServiceError, stop_service
+def test_down_names_what_outlives_the_service(tmp_path, service):
+    """A process of the service's that ignores SIGTERM: `down` waits for it, then names it (exit 1). The
+    running service's state (this test run's) is left alone: it describes another service."""
+    from xmdata.runtime.service import ServiceError, read_state, stop_service
 
     stubborn = ("import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
                 "print('ready', flush=True); time.sleep(120)")
@@ -204,6 +205,7 @@ def test_down_names_what_outlives_the_service(tmp_path):
             stop_service({"pid": service.pid, "secrets": str(tmp_path)}, timeout=30, grace=1)
         assert f"{child.pid} (" in str(refused.value) and "signal.SIG_IGN" in str(refused.value)
         assert running([parent]) == []  # the service itself went
+        assert read_state()["pid"] == service["pid"]  # before, its state file was removed: the next command restarted it
     finally:
         with contextlib.suppress(psutil.Error):
             child.kill()
