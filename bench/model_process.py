@@ -6,8 +6,8 @@ CPU) and reports its own user+system CPU (resource.getrusage) from its start:
            `open_clip.create_model_and_transforms`, transformers' `from_pretrained`, `fasttext.load_model`;
   xmdata   the backend a Dask worker runs (`registry.get_model`: models/);
   forked   the same backend in a child forked from a process that has already imported what that
-           backend imports (what the service's workers pay: they are forked from a forkserver
-           preloaded with registry.BACKEND_IMPORTS, runtime/worker_start.py; bench/worker_start.py).
+           backend imports (what workers forked from a preloaded forkserver would pay: tried, and
+           removed for what it cost elsewhere; docs/explanation/light-models.md).
 and two floors no backend of that library can go under: `import torch`, and `import torch` +
 `transformers.modeling_utils` (every transformers model: it imports torch._dynamo, torchvision and
 scipy at module level; see docs/light-models.md). `python -m bench model_process`.

@@ -7,8 +7,9 @@ in one run, rounds alternating so that the machine's drift falls on both. `pytho
 - Prefect database template (runtime/prefect_db.py): a Prefect server's first start in a new home, its
   database copied from the template, and made by Prefect's own migrations (what the server does
   without it); wall to its API answering, CPU-s of the server.
-- worker forkserver (runtime/worker_start.py): the first `xmdata demo` on fresh caches (after
-  setup_caches, as ./run leaves them), XMDATA_WORKER_FORKSERVER on and off (bench.first_demo).
+- workers back: a 10-row command sent to the warm service's cluster after its idle workers were
+  retired (they come back for it). The worker forkserver was measured here, on and off, with this and
+  with the first demo (bench.first_demo), and removed: it did not earn its lines (architecture.md).
 - CA (runtime/owner_only.py, new_dask_credentials): what making one costs; owner-only needs it (every
   cluster xmdata starts speaks mutual TLS), whatever it saves.
 
@@ -45,18 +46,17 @@ def lines(path: str, names: tuple[str, ...] = ()) -> int:
 PIECES = {
     "command server": lines("runtime/command_server.py") + lines("xmdata/client.py"),
     "Prefect database template": lines("runtime/prefect_db.py"),
-    "worker forkserver": lines("runtime/worker_start.py", ("method", "prepare", "start_early", "_in_step",
-                                                           "forkserver_of", "stop_forkserver", "preload", "LIGHT")),
     "CA": lines("runtime/owner_only.py", ("new_dask_credentials", "DaskCredentials")),
 }
 
 
 def server_start(with_template: bool) -> tuple[float, float]:
-    """(wall s, CPU-s) of a Prefect server's first start in a new home, to its API answering."""
-    from xmdata.runtime import prefect_api, prefect_db
-
+    """(wall s, CPU-s) of a Prefect server's first start in a new home, to its API answering; in a
+    fresh process (Prefect reads PREFECT_HOME once)."""
     home = tempfile.mkdtemp(prefix="xmdata-bench-home-")
     os.environ["PREFECT_HOME"] = home
+    from xmdata.runtime import prefect_api, prefect_db
+
     try:
         started = time.perf_counter()
         if with_template:
@@ -75,19 +75,56 @@ def server_start(with_template: bool) -> tuple[float, float]:
 
 
 def template_figures() -> dict:
-    runs: dict[bool, list] = {True: [], False: []}
-    saved = os.environ.get("PREFECT_HOME")
+    """Each start in a process of its own (Prefect reads PREFECT_HOME once, when first imported)."""
+    import json
+
+    code = "import json; from bench.plumbing import server_start; import sys; print(json.dumps(server_start(sys.argv[1] == 'with')))"
+    runs: dict[str, list] = {"with": [], "without": []}
+    for _ in range(ROUNDS):
+        for how in runs:
+            done = subprocess.run([sys.executable, "-c", code, how], cwd=ROOT, capture_output=True, text=True, check=True)
+            runs[how].append(json.loads(done.stdout.strip().splitlines()[-1]))
+    return {how: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for how, v in runs.items()}
+
+
+def returning_workers(root: str) -> float:
+    """Wall seconds of a 10-row `identify-language --executor dask` through the warm service whose
+    idle workers were retired: what a command that needs the cluster waits for them to come back."""
+    xmdata = os.path.join(os.path.dirname(sys.executable), "xmdata")
+    env = {**os.environ, "XMDATA_CACHE": os.path.join(root, "cache"), "PREFECT_HOME": os.path.join(root, "prefect"),
+           "XMDATA_MODEL_IDLE_MINUTES": "0.1"}
+    for name in ("PREFECT_API_URL", "XMDATA_EXECUTOR", "XMDATA_DASK_ADDRESS"):
+        env.pop(name, None)
+    ten = os.path.join(root, "ten.parquet")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"id": [f"r{i}" for i in range(10)],
+                             "text": [f"This is the English sentence number {i}." for i in range(10)]}), ten)
+    command = [xmdata, "identify-language", ten, "--executor", "dask", "-q", "--out"]
     try:
-        for _ in range(ROUNDS):
-            for with_template in (True, False):
-                runs[with_template].append(server_start(with_template))
+        subprocess.run([*command, os.path.join(root, "first")], env=env, check=True, capture_output=True)
+        deadline = time.monotonic() + 120
+        while "retired (no task" not in subprocess.run([xmdata, "status"], env=env, capture_output=True, text=True).stdout:
+            if time.monotonic() > deadline:
+                raise SystemExit("bench.plumbing: the service's workers were not retired")
+            time.sleep(2)
+        started = time.perf_counter()
+        subprocess.run([*command, os.path.join(root, "second")], env=env, check=True, capture_output=True)
+        return time.perf_counter() - started
     finally:
-        if saved is None:
-            os.environ.pop("PREFECT_HOME", None)
-        else:
-            os.environ["PREFECT_HOME"] = saved
-    return {("with" if k else "without"): (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
-            for k, v in runs.items()}
+        subprocess.run([xmdata, "down"], env=env, capture_output=True)
+
+
+def returning_figures() -> float:
+    runs = []
+    for _ in range(2):
+        root = tempfile.mkdtemp(prefix="xmdata-bench-back-")
+        try:
+            runs.append(returning_workers(root))
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+    return statistics.median(runs)
 
 
 def ca_figures() -> float:
@@ -98,24 +135,6 @@ def ca_figures() -> float:
     for _ in range(20):
         new_dask_credentials()
     return (time.perf_counter() - started) / 20
-
-
-def forkserver_figures() -> dict:
-    """The first demo with the forkserver on and off, each in a fresh process and fresh caches."""
-    out = {}
-    for mode in ("on", "off"):
-        root = tempfile.mkdtemp(prefix=f"xmdata-bench-fs-{mode}-")
-        code = ("import json, sys; from bench.first_demo import first_demo; "
-                "print(json.dumps(first_demo(sys.argv[1], warm=True)))")
-        env = {**os.environ, "XMDATA_WORKER_FORKSERVER": mode}
-        done = subprocess.run([sys.executable, "-c", code, root], env=env, cwd=ROOT, capture_output=True, text=True)
-        shutil.rmtree(root, ignore_errors=True)
-        if done.returncode != 0:
-            raise SystemExit(f"bench.plumbing: the first demo (forkserver {mode}) failed:\n{done.stderr[-2000:]}")
-        import json
-
-        out[mode] = json.loads(done.stdout.strip().splitlines()[-1])
-    return out
 
 
 def command_server_figures() -> dict:
@@ -154,11 +173,9 @@ def main() -> None:
         print(f"command server, {name}: warm {w_wall:.2f} s ({w_cpu:.2f} CPU-s), own process {o_wall:.2f} s "
               f"({o_cpu:.2f} CPU-s): saves {o_wall - w_wall:.2f} s", flush=True)
     subprocess.run([os.path.join(os.path.dirname(sys.executable), "xmdata"), "down"], capture_output=True)
-    demo = forkserver_figures()
-    on, off = demo["on"], demo["off"]
-    print(f"worker forkserver, first demo on fresh caches: on {on['wall_s']:.1f} s ({on['cpu_s']:.1f} CPU-s), "
-          f"off {off['wall_s']:.1f} s ({off['cpu_s']:.1f} CPU-s): saves {off['wall_s'] - on['wall_s']:.1f} s; "
-          f"same release: {on['release_sha256'] == off['release_sha256']}", flush=True)
+    back = returning_figures()
+    print(f"workers back: a 10-row command on the warm service's retired workers (median of 2): {back:.1f} s",
+          flush=True)
     print(f"(machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f})")
 
 

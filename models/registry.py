@@ -27,20 +27,6 @@ BACKENDS: dict[str, dict[str, str]] = {
                  "last_token": "xmdata.models.embedders:LastTokenEmbedder"},
 }
 
-# What the backends import before their first batch: their libraries and model classes. The service's
-# workers are forked from a process that has imported these (runtime/worker_start.py), so a worker's
-# first shard pays its model's load, not torch's import. A library not installed is skipped.
-BACKEND_IMPORTS = (
-    "torch", "transformers.modeling_utils", "transformers.models.auto.modeling_auto",
-    "transformers.models.auto.tokenization_auto", "transformers.models.auto.image_processing_auto",
-    "transformers.models.m2m_100.modeling_m2m_100", "transformers.models.m2m_100.tokenization_m2m_100",
-    "transformers.models.t5.modeling_t5", "transformers.models.t5.tokenization_t5",
-    "transformers.models.xlm_roberta.modeling_xlm_roberta", "transformers.models.xlm_roberta.tokenization_xlm_roberta_fast",
-    "transformers.models.clip.modeling_clip", "transformers.models.clip.image_processing_clip",
-    "comet", "pytorch_lightning", "open_clip", "fasttext",
-    "xmdata.models.translators", "xmdata.models.cometkiwi", "xmdata.models.open_clip_scorer",
-    "xmdata.models.embedders", "xmdata.models.fasttext_lid")
-
 MODELS = ModelCache()  # this process's loaded models (model_cache.py); MEMORY_ENV bounds them
 MEMORY_ENV = settings.MODEL_MEMORY_GB.name
 

@@ -55,12 +55,11 @@ def default_workers() -> int:
 
 
 def start_local_cluster(n_workers: int | None = None, memory_limit: str = "auto",
-                        credentials: DaskCredentials | None = None, dashboard: bool = False, models: bool = False):
+                        credentials: DaskCredentials | None = None, dashboard: bool = False):
     """A LocalCluster of single-threaded worker processes, plus one per visible GPU that advertises
     GPU=1 (placement.py) — dask-cuda's LocalCUDACluster for those when installed (cuda_cluster.py);
     returns (cluster, client). `credentials`: the service's; a run's own cluster gets new ones, in
-    memory only. The workers are forked from a forkserver (worker_start.py); `models`: it has imported
-    the model backends' libraries too (the service's)."""
+    memory only. Its workers are spawned, not daemonic (worker_start.py)."""
     import dask
     from distributed import Client, LocalCluster
 
@@ -75,7 +74,7 @@ def start_local_cluster(n_workers: int | None = None, memory_limit: str = "auto"
     security = (credentials or new_dask_credentials()).security()
     common = {"host": host, "protocol": "tls://", "security": security, "memory_limit": memory_limit,
               "dashboard_address": f"{DASHBOARD_HOST}:0", "scheduler_kwargs": {"dashboard": dashboard},
-              "env": {settings.OMP_NUM_THREADS.name: threads, "MKL_NUM_THREADS": threads}, **prepare(models)}
+              "env": {settings.OMP_NUM_THREADS.name: threads, "MKL_NUM_THREADS": threads}, **prepare()}
     plan = local_cluster_plan(gpu_ids(), workers)
     with dask.config.set({**ONE_SHARD_A_WORKER, **({} if dashboard else HEALTH_ONLY)}):
         if plan.cuda:

@@ -309,7 +309,7 @@ def _forget(stopped: dict | None) -> None:
 
 def service_processes(state: dict) -> list:
     """psutil.Process of the service and everything it started (its Prefect server and that one's
-    children, the workers' forkserver and workers, multiprocessing's resource tracker), and of its
+    children, its workers, multiprocessing's resource tracker), and of its
     command process (a session of its own)."""
     import psutil
 

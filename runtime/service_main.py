@@ -23,7 +23,6 @@ from .owner_only import new_auth_string, new_dask_credentials, write_private
 from .prefect_api import start_prefect_server, stop_process_group
 from .service import (CLUSTER_START_S, WAKE_SIGNAL, idle_seconds, model_idle_seconds, paths, prefect_home,
                       stop_command_process, write_state)
-from .worker_start import start_early
 
 CHECK_EVERY_S = 1.0  # a signal wakes the loop at once; this is for the idle clock and the folders
 class Signals:
@@ -88,9 +87,6 @@ class Workers:
         apply_worker_spec(self.cluster)  # retire_workers, then each nanny closes
         from xmdata.models.model_cache import free_memory  # the scheduler's share of their memory
 
-        from .worker_start import stop_forkserver  # and the process that forked them (the model libraries)
-
-        stop_forkserver()
         free_memory()
 
     def restore(self) -> None:
@@ -113,7 +109,6 @@ def main() -> None:
     credentials = new_dask_credentials("xmdata-service").write(p["secrets"])
     auth = new_auth_string()
     write_private(os.path.join(p["secrets"], "prefect-auth"), auth + "\n")
-    start_early(models=True)  # the workers' forkserver imports the model libraries while Prefect starts
     server, api_url = start_prefect_server(host, log_path=p["log"], timeout=240, auth=auth)
     cluster = client = None
     try:
@@ -127,7 +122,7 @@ def main() -> None:
                  "idle_minutes": idle_s / 60, "model_idle_minutes": model_idle_s / 60, "log": p["log"],
                  "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
         write_state(state)
-        cluster, client = start_local_cluster(workers, credentials=credentials, dashboard=args.dashboard, models=True)
+        cluster, client = start_local_cluster(workers, credentials=credentials, dashboard=args.dashboard)
         own_clients = len(cluster.scheduler.clients)
         if not signals.stop:  # asked to stop while the cluster started: no command is sent to it
             state.update(dask_address=cluster.scheduler_address, workers=len(cluster.workers),

@@ -43,35 +43,21 @@ def tree_mb(pid: int | None) -> int:
     return total // 2**20
 
 
-def forkserver_mb(service: int) -> int:
-    """Resident memory of the process the service's workers are forked from (worker_start.py), in MB:
-    it holds the model libraries the workers share (0 when there is none: retired workers, spawn)."""
-    import psutil
-
-    from .worker_start import forkserver_of
-
-    with contextlib.suppress(psutil.Error):
-        if (server := forkserver_of(service)) is not None:
-            return server.memory_info().rss // 2**20
-    return 0
-
-
 def memory_mb(state: dict) -> dict[str, int]:
-    """What the service holds: itself (scheduler, nannies), its Prefect server, the process its workers
-    are forked from, its workers, all told (resident: pages the workers share with it count in each)."""
+    """What the service holds: itself (scheduler, nannies), its Prefect server, its workers, the warm
+    command process, all told (resident)."""
     import psutil
 
     with contextlib.suppress(psutil.Error):
         service = psutil.Process(state["pid"]).memory_info().rss // 2**20
         total, prefect = tree_mb(state["pid"]), tree_mb(state.get("prefect_pid"))
-        forkserver = forkserver_mb(state["pid"])
         commands = 0  # the warm command process (its own session, not the service's child); not the commands it runs
         with contextlib.suppress(OSError, ValueError, KeyError, psutil.Error):
             with open(os.path.join(state["secrets"], INFO_NAME), encoding="utf-8") as f:
                 commands = psutil.Process(json.load(f)["pid"]).memory_info().rss // 2**20
         return {"total": total + commands, "service": service, "prefect": prefect, "commands": commands,
-                "forkserver": forkserver, "workers": max(0, total - service - prefect - forkserver)}
-    return {"total": 0, "service": 0, "prefect": 0, "commands": 0, "forkserver": 0, "workers": 0}
+                "workers": max(0, total - service - prefect)}
+    return {"total": 0, "service": 0, "prefect": 0, "commands": 0, "workers": 0}
 
 
 def print_status(state: dict) -> None:
@@ -87,9 +73,8 @@ def print_status(state: dict) -> None:
           f"without a task, the service stops after {state['idle_minutes']:g} min unused")
     print(f"  log          {state['log']}")
     mb = memory_mb(state)
-    forkserver = f"worker forkserver {mb['forkserver']:,}, " if mb["forkserver"] else ""
     print(f"  memory       {mb['total']:,} MB all told: service (scheduler) {mb['service']:,}, "
-          f"Prefect server {mb['prefect']:,}, command process {mb['commands']:,}, {forkserver}"
+          f"Prefect server {mb['prefect']:,}, command process {mb['commands']:,}, "
           f"workers {mb['workers']:,}")
     if not state["dask_address"]:
         return

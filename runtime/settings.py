@@ -110,11 +110,6 @@ PROGRESS = Setting("XMDATA_PROGRESS", False, _flag,
 SHARD_ROWS = Setting("XMDATA_SHARD_ROWS", 50_000, _positive_int,
                      "the rows a shard is planned to hold (about: rows go to shards by a hash of their id); "
                      "an input gets more shards than --shards when it needs them", "a count (>= 1)")
-# A fresh worker pays ~1.5 CPU-s of imports, 6-8 more for a model's (runtime/worker_start.py).
-WORKER_FORKSERVER = Setting("XMDATA_WORKER_FORKSERVER", True, _flag,
-                            "on: the workers of a cluster xmdata starts are forked from one process that has "
-                            "imported their libraries (the service's: the model libraries too); off: each "
-                            "starts as a fresh python (spawn)", "on or off")
 # The memo of model work (runtime/memo.py): shared by every output, release and recipe of the user.
 MEMO = Setting("XMDATA_MEMO", None, str,
                "the memo of model results per unit (beam candidates, COMETKiwi scores) every build reuses: "
@@ -126,7 +121,7 @@ LOCK_LEASE_S = Setting("XMDATA_LOCK_LEASE_S", 300.0, _at_least_zero(float),
                        "a folder's lock whose holder runs on another host is taken over once it has not been "
                        "renewed for this long (the holder renews it every quarter of it)", "seconds (>= 0)")
 USER = (CACHE, MEMO, EXECUTOR, DASK_ADDRESS, SERVICE, IDLE_MINUTES, MODEL_IDLE_MINUTES, MODEL_MEMORY_GB, BIND,
-        GPU_WORKERS, NO_WORKER_SECONDS, PROGRESS, SHARD_ROWS, WORKER_FORKSERVER, LOCK_LEASE_S)
+        GPU_WORKERS, NO_WORKER_SECONDS, PROGRESS, SHARD_ROWS, LOCK_LEASE_S)
 
 # xmdata's own, for its tests, benchmarks and scripts only.
 TEST_RUN = Setting("XMDATA_TEST_RUN", None, str, "the folder one test run shares with its subprocesses")
@@ -206,20 +201,6 @@ def child_env(drop: tuple[str, ...] = (), **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in drop}
     env.update(extra)
     return env
-
-
-def process_environment(pid: int) -> dict[str, str]:
-    """The environment another process of this user started with (Linux): whether a forkserver's is
-    still this process's (runtime/worker_start.py)."""
-    with open(f"/proc/{pid}/environ", "rb") as f:
-        pairs = [os.fsdecode(item).split("=", 1) for item in f.read().split(b"\0") if b"=" in item]
-    return dict(pairs)
-
-
-def as_set_here(defaults: dict[str, object]) -> dict[str, str]:
-    """`defaults` with this process's value of each variable it has, one whose default is None left out
-    (how a Dask nanny reads its `pre-spawn-environ`: runtime/worker_start.py)."""
-    return {k: os.environ.get(k, str(v)) for k, v in defaults.items() if v is not None}
 
 
 def variables(prefixes: tuple[str, ...]) -> list[tuple[str, str]]:

@@ -54,24 +54,11 @@ def state_of(env):
 
 
 def workers(service):
-    """The service's worker processes: forked by its forkserver for its nannies (which live in the
-    service's process), or spawned by them (XMDATA_WORKER_FORKSERVER=off)."""
+    """The service's worker processes, spawned by its nannies (which live in the service's process)."""
     found = []
     for proc in service.children():
         with contextlib.suppress(psutil.Error):  # one that exits meanwhile, or a zombie not yet reaped: gone
-            command = " ".join(proc.cmdline())
-            if "multiprocessing.forkserver" in command:
-                found += [p for p in proc.children() if p.status() != psutil.STATUS_ZOMBIE]
-            elif proc.status() != psutil.STATUS_ZOMBIE and "spawn_main" in command:
-                found.append(proc)
-    return found
-
-
-def forkservers(service):
-    found = []
-    for proc in service.children():
-        with contextlib.suppress(psutil.Error):
-            if proc.status() != psutil.STATUS_ZOMBIE and "multiprocessing.forkserver" in " ".join(proc.cmdline()):
+            if proc.status() != psutil.STATUS_ZOMBIE and "spawn_main" in " ".join(proc.cmdline()):
                 found.append(proc)
     return found
 
@@ -113,30 +100,24 @@ def test_up_reuse_idle_workers_retire_come_back_and_down_on_loopback(own_env, tm
     assert "UI password  in " in up.stdout and "mutual TLS" in up.stdout
     tree = service_tree(state)
     assert len(tree) >= 4  # the service (scheduler), its Prefect server, a nanny'd worker per core
-    # the workers' forkserver started before Prefect (its preload beside Prefect's start) and was kept
-    # by the cluster (in step with its environment): one, older than the Prefect server
-    (early,) = forkservers(psutil.Process(state["pid"]))
-    assert early.create_time() <= psutil.Process(state["prefect_pid"]).create_time()
     ports = [c.laddr for p in tree for c in p.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN]
     assert ports and all(addr.ip == "127.0.0.1" for addr in ports), ports
 
     first = lid(tmp_path / "first")
     status = xmdata(own_env, "status")
     assert status.returncode == 0 and "language_identifier:lid.176" in status.stdout  # kept warm on a worker
-    assert re.search(r"worker forkserver [\d,]+, workers [\d,]+", status.stdout), status.stdout  # counted apart
+    assert re.search(r"command process [\d,]+, workers [\d,]+", status.stdout), status.stdout  # counted apart
 
     root = psutil.Process(state["pid"])
     wait_for(lambda: state_of(own_env)["retired"] and not workers(root))
-    wait_for(lambda: not forkservers(root), timeout=30)  # gone with them: the model libraries' memory back
     status = xmdata(own_env, "status")
     assert status.returncode == 0 and "retired" in status.stdout and "Prefect server" in status.stdout, status.stdout
-    assert "worker forkserver" not in status.stdout  # none left to count
     assert lid(tmp_path / "second") == first  # the workers called back: same shards, same bytes
     log = open(state["log"]).read()
     assert "workers retired" in log and "workers back in" in log
 
     tree = service_tree(state)  # with the workers called back
-    assert len(forkservers(root)) == 1 and len(workers(root)) == state["workers"]  # started again, with them
+    assert len(workers(root)) == state["workers"]  # started again
     down = xmdata(own_env, "down")
     assert down.returncode == 0 and "stopped" in down.stdout
     assert running(tree) == []  # gone when `down` returns, not a few seconds later
@@ -196,17 +177,17 @@ def test_down_names_what_outlives_the_service(tmp_path, service):
     stubborn = ("import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
                 "print('ready', flush=True); time.sleep(120)")
     code = f"import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', {stubborn!r}]); time.sleep(120)"
-    service = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    stand_in = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        assert service.stdout.readline().strip() == "ready"
-        parent = psutil.Process(service.pid)
+        assert stand_in.stdout.readline().strip() == "ready"
+        parent = psutil.Process(stand_in.pid)
         (child,) = parent.children()
         with pytest.raises(ServiceError) as refused:
-            stop_service({"pid": service.pid, "secrets": str(tmp_path)}, timeout=30, grace=1)
+            stop_service({"pid": stand_in.pid, "secrets": str(tmp_path)}, timeout=30, grace=1)
         assert f"{child.pid} (" in str(refused.value) and "signal.SIG_IGN" in str(refused.value)
         assert running([parent]) == []  # the service itself went
         assert read_state()["pid"] == service["pid"]  # before, its state file was removed: the next command restarted it
     finally:
         with contextlib.suppress(psutil.Error):
             child.kill()
-        service.kill()
+        stand_in.kill()
