@@ -14,7 +14,7 @@ from xmdata.runtime.process import StageReport
 from xmdata.runtime.folder_lock import one_writer
 from xmdata.tasks.build.ingest import ingest
 from xmdata.tasks.scoring.score import clip_score_stage
-from xmdata.tasks.scoring.input import check_some_pair_scorable, read_score_input
+from xmdata.tasks.scoring.input import check_score_run, read_score_input
 from xmdata.tasks.stage_params import DEFAULT_SHARDS, ScoringParams, ShardCount
 from xmdata.tasks.build.summary import frame_label_counts
 
@@ -22,11 +22,13 @@ from .finish import finish_build
 
 
 def score_pairs(source: str | pa.Table, out: str, shards: int, image_root: str | None, params: ScoringParams,
-                references_column: str | None = None) -> tuple[list[StageReport], dict]:
-    """Ingest the pairs (a file or a table) into `pairs` shards and score each on the flow's runner."""
-    pairs = read_score_input(source, references_column)  # refuses a broken input before writing anything
-    if image_root:  # a UI or Python run checks as the CLI does: no pair could score is a wrong input
-        check_some_pair_scorable(pairs, image_root, source if isinstance(source, str) else "the pairs to score")
+                references_column: str | None = None, checked: bool = False) -> tuple[list[StageReport], dict]:
+    """Ingest the pairs (a file or a table) into `pairs` shards and score each on the flow's runner; the
+    run's checks first (check_score_run) unless the caller made them (`checked`)."""
+    if checked or not image_root:
+        pairs = read_score_input(source, references_column)
+    else:
+        pairs = check_score_run(source, params, image_root, references_column)
     ingested = ingest(pairs, "pairs", shards, out)
     stage = clip_score_stage(params, params.spec(), storage.absolute(image_root) if image_root else None,
                              references_column)
@@ -61,7 +63,7 @@ def scoring_run_markdown(run: dict) -> str:
 
 @flow(name="score")
 def score_flow(input_path: str, out: str, params: ScoringParams, image_root: str | None = None,
-               references_column: str | None = None, shards: ShardCount = DEFAULT_SHARDS) -> dict:
+               references_column: str | None = None, shards: ShardCount = DEFAULT_SHARDS, checked: bool = False) -> dict:
     """Score every image–text pair of INPUT_PATH with open_clip; image paths are relative to IMAGE_ROOT
     (default: the input file's folder).
 
@@ -73,13 +75,15 @@ def score_flow(input_path: str, out: str, params: ScoringParams, image_root: str
         references_column: list-of-strings column of references: adds RefCLIPScore
         shards: the fewest shards the input is split into (by a hash of each row's id); more when it has
             more rows than XMDATA_SHARD_ROWS a shard
+        checked: the caller made the run's checks already (the command line does, before any server
+            starts), so they are not made twice
 
     Docs: docs/how-to/score.md; every option: docs/reference/commands.md#score.
     """
     with one_writer(out):  # one writer; a killed run's temp files swept (runtime/folder_lock.py)
         started = time.perf_counter()
         reports, distributions = score_pairs(input_path, out, shards, image_root or posixpath.dirname(
-            storage.absolute(input_path)), params, references_column)
+            storage.absolute(input_path)), params, references_column, checked)
         run = scoring_run(reports[-1], time.perf_counter() - started)
         result = finish_build(out, reports, distributions, f"Scoring of {input_path}", scoring_run_markdown(run))
         result["scoring_run"] = run

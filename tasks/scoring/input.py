@@ -23,6 +23,24 @@ def read_score_input(source: str | pa.Table, references_column: str | None = Non
     return conform(raw, contract, source=name)
 
 
+def check_score_run(source: str | pa.Table, params, image_root: str,
+                    references_column: str | None = None) -> pa.Table:
+    """Everything a scoring run refuses before a file is written, in one place for every door (the
+    command line, before any server starts; the flow, for a UI form or a Python caller, unless the
+    command line did): the pairs against the contract, the image root, the model, and that some pair
+    could score. Returns the pairs."""
+    pairs = read_score_input(source, references_column)
+    if storage.is_url(image_root):
+        from xmdata.runtime.storage_check import check_location
+
+        check_location(image_root, "--image-root")
+    elif not os.path.isdir(image_root):
+        raise ContractError(f"--image-root {image_root}: not a folder")
+    check_clip_model(params.clip_model, params.pretrained)
+    check_some_pair_scorable(pairs, image_root, source if isinstance(source, str) else "the pairs to score")
+    return pairs
+
+
 def check_some_pair_scorable(pairs: pa.Table, image_root: str, where: str) -> None:
     """A whole input that no row of could score is refused in one line before anything is written:
     every row without a text or an image, or no image path reaching a readable file under the image

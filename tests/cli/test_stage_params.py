@@ -69,8 +69,9 @@ def test_cli_flags_flow_parameter_and_release_section_are_one_declaration(comman
     _check_flags_match(parser, flags)
     options = {s for a in parser.options for s in a.option_strings}
     flow_flags = {flag_of(name) for name in typing.get_type_hints(flow.fn) if name not in ("params", "return")}
-    # --models-checked: how the command line tells the flow it checked the models before any server started.
-    assert flow_flags - {"--input-path", "--models-checked"} <= options, f"{command}: flow parameters with no flag"
+    # --models-checked, --checked: how the command line tells the flow it made the run's checks before any
+    # server started, so that they run once.
+    assert flow_flags - {"--input-path", "--models-checked", "--checked"} <= options, f"{command}: flow parameters with no flag"
     # …and a flag that is neither a param, a flow parameter nor a run option is a declaration of its own.
     params_flags = {flag_of(path[-1]) for path, _, _ in leaf_fields(flags.model)}
     params_flags |= {"--no-" + f[2:] for f in params_flags}  # a boolean that defaults to true: BooleanOptionalAction

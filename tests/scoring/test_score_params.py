@@ -101,3 +101,21 @@ def test_local_model_paths_are_made_absolute_for_workers_elsewhere(tmp_path, mon
     spec = ScoringParams(clip_model="./clip", pretrained="./clip/weights.safetensors").spec()
     assert spec.name_or_path == str(tmp_path / "clip")
     assert spec.option("pretrained") == str(tmp_path / "clip" / "weights.safetensors")
+
+
+def test_a_python_or_ui_run_makes_the_checks_the_command_line_makes(tmp_path):
+    """The run's checks live in one place (check_score_run): the flow makes them for a UI form or a
+    Python caller, before anything is written; the command line makes them before any server starts
+    and tells the flow (`checked`), so that they run once."""
+    import pyarrow as pa
+
+    from xmdata.flows.score import score_pairs
+    from xmdata.schemas import ContractError
+
+    pairs = pa.table({"id": ["a"], "text": ["a red square"], "image_path": ["red.png"]})
+    out = tmp_path / "out"
+    with pytest.raises(ModelError, match="needs --pretrained"):
+        score_pairs(pairs, str(out), 1, str(tmp_path), ScoringParams(clip_model="ViT-B-32"))
+    with pytest.raises(ContractError, match="not a folder"):
+        score_pairs(pairs, str(out), 1, str(tmp_path / "nowhere"), ScoringParams(clip_model="ViT-B-32"))
+    assert not out.exists()

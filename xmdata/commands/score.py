@@ -42,20 +42,11 @@ def score(args: argparse.Namespace) -> int:
     from xmdata.flows.score import score_flow
     from xmdata.models.base import ModelError
     from xmdata.runtime import storage
-    from xmdata.schemas import ContractError
-    from xmdata.tasks.scoring.input import check_clip_model, check_some_pair_scorable, read_score_input
+    from xmdata.tasks.scoring.input import check_score_run
 
-    pairs = read_score_input(args.input, args.references_column)  # fail in a second, before any server starts
-    if args.image_root and storage.is_url(args.image_root):
-        from xmdata.runtime.storage_check import check_location
-
-        check_location(args.image_root, "--image-root")
-    elif args.image_root and not os.path.isdir(args.image_root):
-        raise ContractError(f"--image-root {args.image_root}: not a folder")
     params = args.params
-    check_clip_model(params.clip_model, params.pretrained)
     root = storage.absolute(args.image_root or os.path.dirname(storage.absolute(args.input)))
-    check_some_pair_scorable(pairs, root, args.input)  # every row refused for one reason: a wrong input
+    pairs = check_score_run(args.input, params, root, args.references_column)  # in a second, before any server
     if args.dry_run:
         from xmdata.runtime import memo
         from xmdata.tasks.scoring.memo_plan import plan_text, score_memo_plan
@@ -72,7 +63,7 @@ def score(args: argparse.Namespace) -> int:
             args.workers = torch.cuda.device_count()  # one worker, one model copy, per GPU
     summary = run_flow(score_flow, args, input_path=storage.absolute(args.input), params=params,
                        image_root=args.image_root and storage.absolute(args.image_root),
-                       references_column=args.references_column)
+                       references_column=args.references_column, checked=True)
     run = summary["scoring_run"]
     rate = f", {run['pairs_per_second']} pairs/s" if run["pairs_per_second"] else ""
     print(f"scoring: {run['scored']} of {run['pairs']} pairs scored in {run['seconds']} s{rate}")
