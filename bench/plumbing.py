@@ -1,5 +1,6 @@
 """Does each piece of the plumbing earn its lines (issue 55, item 2)? Each measured with and without it,
-in one run, rounds alternating so that the machine's drift falls on both. `python -m bench plumbing`.
+in one run (the template's rounds alternate; the command server's are bench.light's, five with then
+five without). `python -m bench plumbing`; it starts and stops the service of the calling environment.
 
 - command server (runtime/command_server.py, xmdata/client.py): a 10-row `identify-language` and a
   finished demo re-checked, through the service's warm command process and in a process of their own
@@ -8,8 +9,9 @@ in one run, rounds alternating so that the machine's drift falls on both. `pytho
   database copied from the template, and made by Prefect's own migrations (what the server does
   without it); wall to its API answering, CPU-s of the server.
 - workers back: a 10-row command sent to the warm service's cluster after its idle workers were
-  retired (they come back for it). The worker forkserver was measured here, on and off, with this and
-  with the first demo (bench.first_demo), and removed: it did not earn its lines (architecture.md).
+  retired (they come back for it), in a service of its own. The worker forkserver was measured with
+  this (its setting on and off, two rounds alternating) and with the first demo (bench.first_demo,
+  one run each) before it was removed: it did not earn its lines (architecture.md).
 - CA (runtime/owner_only.py, new_dask_credentials): what making one costs; owner-only needs it (every
   cluster xmdata starts speaks mutual TLS), whatever it saves.
 

@@ -84,7 +84,7 @@ def build_release_data(config: ReleaseConfig, work: str) -> Build:
     image_roots = {}
     if c := config.scoring:
         pairs, image_roots["clip_scores"] = scoring_pairs(config, work, folders, roots)
-        build.add(*score_pairs(pairs, work, shards, image_roots["clip_scores"], c, checked=True))  # release_preflight checked
+        build.add(*score_pairs(pairs, work, shards, image_roots["clip_scores"], c))
     if c := config.benchmarks:
         formats = {name: entry.format for name, entry in config.imports.items()}
         reports, stats, markdown, rated_roots = build_benchmarks(c, folders, formats, work, shards)

@@ -273,12 +273,12 @@ def cluster_starting_too_long(state: dict) -> bool:
 
 def stop_service(state: dict | None = None, timeout: float = 60.0, grace: float = 30.0) -> bool:
     """SIGTERM, then wait for a clean stop (workers, scheduler, server); SIGKILL if it hangs past
-    `timeout`. Returns once every process it ran is gone too (its Prefect server, its workers and the
-    process they are forked from, its command process), or raises ServiceError naming those still
+    `timeout`. Returns once every process it ran is gone too (its Prefect server, its workers, its
+    command process), or raises ServiceError naming those still
     alive `grace` seconds after the service itself."""
     state = state or read_state()
     if not state or not alive(state["pid"]):
-        _forget(state)
+        forget_state(state and state.get("pid"))
         return False
     stopping = service_processes(state)
     os.kill(state["pid"], signal.SIGTERM)
@@ -287,7 +287,7 @@ def stop_service(state: dict | None = None, timeout: float = 60.0, grace: float 
         time.sleep(0.1)
     if alive(state["pid"]):
         os.killpg(state["pid"], signal.SIGKILL)
-    _forget(state)
+    forget_state(state and state.get("pid"))
     deadline = time.monotonic() + grace
     while (left := still_running(stopping)) and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -297,11 +297,11 @@ def stop_service(state: dict | None = None, timeout: float = 60.0, grace: float 
     return True
 
 
-def _forget(stopped: dict | None) -> None:
-    """Remove the state file when it describes the service just stopped (or none): a state another
-    service wrote meanwhile, or one of a service other than the one stopped, is that one's."""
+def forget_state(pid: int | None) -> None:
+    """Remove the state file when it describes service PID (or no service, or PID is None): a state
+    another service wrote meanwhile is that one's (stop_service, and a service's own end)."""
     current = read_state()
-    if current is not None and stopped is not None and current.get("pid") != stopped.get("pid"):
+    if current is not None and pid is not None and current.get("pid") != pid:
         return
     with contextlib.suppress(FileNotFoundError):
         os.unlink(paths()["state"])

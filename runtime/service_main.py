@@ -21,8 +21,8 @@ import time
 from .cluster import apply_worker_spec, bind_host, close_local_cluster, default_workers, start_local_cluster
 from .owner_only import new_auth_string, new_dask_credentials, write_private
 from .prefect_api import start_prefect_server, stop_process_group
-from .service import (CLUSTER_START_S, WAKE_SIGNAL, idle_seconds, model_idle_seconds, paths, prefect_home,
-                      stop_command_process, write_state)
+from .service import (CLUSTER_START_S, WAKE_SIGNAL, forget_state, idle_seconds, model_idle_seconds, paths,
+                      prefect_home, stop_command_process, write_state)
 
 CHECK_EVERY_S = 1.0  # a signal wakes the loop at once; this is for the idle clock and the folders
 class Signals:
@@ -153,8 +153,7 @@ def main() -> None:
             _wait(signals.wakeup, CHECK_EVERY_S)
         print(f"service stopping: {why}", flush=True)
     finally:
-        if os.path.exists(p["state"]):
-            os.unlink(p["state"])
+        forget_state(os.getpid())  # this service's state only: a newer service's is that one's
         if cluster is not None:
             close_local_cluster(cluster, client)
         stop_process_group(server)

@@ -99,7 +99,8 @@ _ALL = (
     Reason("decoder_died", IMAGE_STAGES, "The decoder process died twice while decoding the image (killed, "
            "or out of memory): once with other images, once with this one alone.",
            "Check the image (a decompression bomb under the pixel limit?) and the worker's memory; "
-           "lower `--decoders` or `--max-image-pixels`."),
+           "lower the pixel limit (`--max-image-pixels` of score, dedup and contamination) or, when "
+           "scoring, `--decoders`."),
     Reason("image_file_missing", ("import_*", "train_clipscore"),
            "The publisher's captions name an image the given image folder lacks (an import's --images; the "
            "image root `train clipscore` reads a release's tables under).",

@@ -24,7 +24,7 @@ ClipScoreWeight = Annotated[float, Field(gt=0, description="w of CLIPScore = w *
 DEFAULT_MAX_PIXELS = 64_000_000  # 8000 x 8000; below PIL's own bomb threshold (~89 M), so ours decides
 # What an open_clip model choice is made of, each declared once with its bound and meaning: scoring,
 # `train clipscore`, the clean tiers' embedding tier and MMMEB's embedding systems take them from here
-# (tests/test_params_hashes.py: the params hashes they were recorded with are unchanged).
+# (tests/cli/test_params_hashes.py: the params hashes they were recorded with are unchanged).
 ClipModel = Annotated[str, Field(description="open_clip model name, or a local model folder (one config JSON "
                                  "and its weights, as `xmdata models build-tiny DIR` writes DIR/open_clip)")]
 Pretrained = Annotated[str | None, Field(description="open_clip pretrained tag or checkpoint (needed with a name)")]

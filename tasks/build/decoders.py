@@ -3,8 +3,9 @@ are loaded once), or threads where a process may not have children.
 
 Decoding a photo and resizing it is CPU work that threads share badly (docs/explanation/performance.md:
 16 threads gave 1.8x one); processes scale with the cores. They are started by `spawn` — never
-`fork` from a worker that holds threads or CUDA — and import PIL and numpy only (models/
-pil_steps.py). A worker process of a Dask cluster xmdata starts is not daemonic
+`fork` from a worker that holds threads or CUDA — and import what the reader's `load` needs: PIL
+and numpy for scoring's and the embedders' PIL steps (models/pil_steps.py), the perceptual hash's
+module for the clean tiers; torch only for a transform step with no PIL twin (`Opaque`). A worker process of a Dask cluster xmdata starts is not daemonic
 (`distributed.worker.daemon`, runtime/worker_start.py) so it may have them; each decoder exits when
 its parent goes, `xmdata down` or a kill -9 alike. A daemonic process (a worker of a cluster xmdata did
 not start) cannot: it decodes in threads, and says so once.

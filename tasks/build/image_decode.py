@@ -17,7 +17,7 @@ from xmdata.runtime import storage
 # The image root of paths resolved already (the clean tiers' `resolved_path`, absolute): every absolute path
 # is under it, so the other checks (a file, not empty, the pixel limit) still run.
 RESOLVED_PATHS = os.sep
-DIGEST_CHUNK = 256  # images read and hashed at a time by image_digests
+DIGEST_CHUNK = 256  # images a caller reads and hashes at a time (image_digests of a chunk): what it holds at once
 
 
 @dataclass(frozen=True)

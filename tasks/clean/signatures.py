@@ -28,6 +28,9 @@ HASH_MEMO_KIND = "image_hashes"
 # What a shard's params hold that does not decide one image's perceptual hashes (the memo's key leaves
 # them out; tests/clean/test_hash_memo.py proves each): the captions' options and the embedding model.
 HASH_MEMO_EXCLUDE = ("kind", "text_signatures", "num_perm", "model")
+# A refused image's reason: this step's own (UNREADABLE), as its hashes give it, but for these, which every
+# image reader gives alike (the pixel limit; a decoder process that died on it twice).
+KEPT_REASONS = ("image_too_large", "decoder_died")
 HASH_MEMO_CHUNK = 256  # images read, looked up and hashed at a time: what a shard holds in memory at once
 
 
@@ -186,5 +189,5 @@ def _embed_images(spec: ModelSpec, paths: list[str], max_pixels: int,
                                          RESOLVED_PATHS, max_pixels)
     errors: list[str | None] = [None] * len(paths)
     for k, (reason, message) in failures.items():
-        errors[rows[k]] = f"{reason}: {message}"
+        errors[rows[k]] = f"{reason if reason in KEPT_REASONS else UNREADABLE}: {message}"
     return {rows[k]: vector for k, vector in vectors.items()}, errors

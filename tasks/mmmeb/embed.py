@@ -51,25 +51,27 @@ def embed_rows(embedder, rows: list[dict], roots: dict[str, str], stage: str, pr
     from xmdata.tasks.build.image_embed import embed_regions
     from xmdata.tasks.stage_params import DEFAULT_MAX_PIXELS
 
-    texts, images, refused = [], [], []
+    texts, images, refused = [], [], []  # refused: (row position, rejects), put back in row order below
     text_only = getattr(embedder, "modalities", ("text", "image")) == ("text",)
-    for row in rows:
+    for position, row in enumerate(rows):
         if row["image"] and row["text"]:
-            refused.append(make_rejects(stage, "needs_image_and_text", [row["id"]], [row["task"]]))
+            refused.append((position, make_rejects(stage, "needs_image_and_text", [row["id"]], [row["task"]])))
         elif row["image"] and text_only:
-            refused.append(make_rejects(stage, "text_only_model", [row["id"]], [row["task"]]))
+            refused.append((position, make_rejects(stage, "text_only_model", [row["id"]], [row["task"]])))
         elif row["image"]:
-            images.append(row)
+            images.append((position, row))
         else:
             texts.append((row["id"], clip_text(row, prefixes)))
-    found, failures = embed_regions(embedder, [image_region(row, roots) for row in images], DEFAULT_MAX_PIXELS)
-    for k, (reason, message) in sorted(failures.items()):
-        reason, message = refusal(images[k], reason, message)
-        refused.append(make_rejects(stage, reason, [images[k]["id"]], [message]))
+    found, failures = embed_regions(embedder, [image_region(row, roots) for _, row in images], DEFAULT_MAX_PIXELS)
+    for k, (reason, message) in failures.items():
+        position, row = images[k]
+        reason, message = refusal(row, reason, message)
+        refused.append((position, make_rejects(stage, reason, [row["id"]], [message])))
     kept = sorted(found)
     vectors = [embedder.embed_texts([t for _, t in texts])] + ([np.stack([found[k] for k in kept])] if kept else [])
-    ids = [i for i, _ in texts] + [images[k]["id"] for k in kept]
-    return ids, np.concatenate(vectors) if ids else np.zeros((0, 1), np.float32), concat_rejects(refused)
+    ids = [i for i, _ in texts] + [images[k][1]["id"] for k in kept]
+    return (ids, np.concatenate(vectors) if ids else np.zeros((0, 1), np.float32),
+            concat_rejects([rejects for _, rejects in sorted(refused, key=lambda item: item[0])]))
 
 
 def embed_benchmark(embedder, queries: pa.Table, candidates: pa.Table, roots: dict[str, str], system: str):

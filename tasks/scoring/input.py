@@ -33,9 +33,9 @@ def check_score_run(source: str | pa.Table, params, image_root: str,
     if storage.is_url(image_root):
         from xmdata.runtime.storage_check import check_location
 
-        check_location(image_root, "--image-root")
+        check_location(image_root, "the image root (--image-root)")
     elif not os.path.isdir(image_root):
-        raise ContractError(f"--image-root {image_root}: not a folder")
+        raise ContractError(f"the image root (--image-root) {image_root}: not a folder")
     check_clip_model(params.clip_model, params.pretrained)
     check_some_pair_scorable(pairs, image_root, source if isinstance(source, str) else "the pairs to score")
     return pairs

@@ -64,8 +64,9 @@ def test_an_embedder_fed_by_the_decoders_gives_the_same_bits(backend, tiny_model
 
 
 def test_the_clean_embedding_tier_refuses_what_it_cannot_read_without_the_hashes(tiny_models, tmp_path):
-    """Before, with the hashes off, the embedding tier opened a shard's images whole and unchecked: a
-    truncated file was a traceback, a decompression bomb under PIL's own limit was decoded."""
+    """With the hashes off the embedding tier reads the images itself, through the decoders, a batch at
+    a time (before, the hashes were computed all the same, only to refuse these, and the tier then
+    opened the shard's images whole): the same reasons the hashes gave."""
     truncated = tmp_path / "truncated.jpg"
     with Image.open(PHOTOS[2]) as rocket:
         rocket.resize((200, 300)).save(truncated, quality=90)
@@ -77,7 +78,7 @@ def test_the_clean_embedding_tier_refuses_what_it_cannot_read_without_the_hashes
     kept, rejects = sign_images(table, params)
     assert kept.column("id").to_pylist() == ["a"] and len(kept.column("embedding")[0]) > 0
     reasons = dict(zip(rejects.column("row_id").to_pylist(), rejects.column("reason").to_pylist()))
-    assert reasons == {"b": "corrupt_image", "c": "image_too_large", "d": "missing_image"}  # 600x400 kept, 512x512 not
+    assert reasons == {"b": "unreadable_image", "c": "image_too_large", "d": "unreadable_image"}  # 600x400 kept, 512x512 not
     embedder = get_model("embedder", tiny_models["open_clip"])
     assert np.array_equal(np.array(kept.column("embedding")[0].as_py(), np.float32),
                           embedder.embed_images([whole_rgb(PHOTOS[1])])[0])
