@@ -214,12 +214,12 @@ def move_files_atomic(folder: str, dest: str, *, private: bool = False, last: tu
                            digest=False)
 
 
-def write_json_atomic(obj, path: str) -> None:
-    write_text_atomic(json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n", path)
+def write_json_atomic(obj, path: str, *, private: bool = False) -> None:
+    write_text_atomic(json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n", path, private=private)
 
 
-def write_text_atomic(text: str, path: str) -> None:
-    write_bytes_atomic(text.encode("utf-8"), path)
+def write_text_atomic(text: str, path: str, *, private: bool = False) -> None:
+    write_bytes_atomic(text.encode("utf-8"), path, private=private)
 
 
 def _put_whole(url: str, data: bytes) -> str:
