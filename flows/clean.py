@@ -24,6 +24,7 @@ from xmdata.tasks.build.rejects import concat_rejects
 from xmdata.tasks.clean.decide import contamination_decisions, dedup_decisions
 from xmdata.tasks.clean.inputs import RESOLVED, read_clean_input
 from xmdata.tasks.clean.match import find_matches, thresholds
+from xmdata.tasks.clean.match_record import MATCHES, matching_key, record_matches, recorded_matches
 from xmdata.tasks.clean.params import CleanParams
 from xmdata.tasks.clean.references import Reference, open_reference
 from xmdata.tasks.clean.report import clean_report, report_markdown
@@ -86,18 +87,24 @@ def clean_rows(mode: str, input_path: str, against: list[str], out: str, shards:
     ingested = ingest(table, kind, shards, out)
     signed = run_stage(signature_stage(kind, params, model), ingested.data_paths, out)
     reports = [ingested, signed]
-    signed_refs = []
+    signed_refs, recorded_refs = [], []
     for n, ref in enumerate(references):
         if ref.kind == "embeddings":
             signed_refs.append((ref, None))
+            recorded_refs.append((ref.source, ref.folder))
             continue
         root = os.path.join(out, "references", f"{n:02d}")
         ref_in = ingest(ref.table, f"reference_{ref.kind}", shards, root)
         ref_signed = run_stage(signature_stage(kind, params, model), ref_in.data_paths, root)
         signed_refs.append((ref, gathered(ref_signed)))
+        recorded_refs.append((ref.source, ref_signed))
         reports += [_renamed(ref_in, f"reference_{n:02d}_ingest"), _renamed(ref_signed, f"reference_{n:02d}_signatures")]
     query = gathered(signed)
-    matches = with_shown(find_matches(kind, query, signed_refs, params), kind, query, signed_refs)
+    key = matching_key(mode, kind, params, signed, recorded_refs)
+    matches = recorded_matches(out, key)  # the search again only when what it searched changed
+    if matches is None:
+        matches = with_shown(find_matches(kind, query, signed_refs, params), kind, query, signed_refs)
+        record_matches(out, key, write_parquet_atomic(matches, storage.join(out, MATCHES)))
     stage = f"{mode}_decision"
     groups = None
     if mode == "dedup":
@@ -107,7 +114,6 @@ def clean_rows(mode: str, input_path: str, against: list[str], out: str, shards:
     reports.append(step_report(stage, query.num_rows, kept.num_rows, refused, out))
     kept = kept.select([c for c in table.column_names if c != RESOLVED])  # the input's columns, as written
     all_rejects = concat_rejects([_stage_rejects(out, r.stage) for r in (ingested, signed)] + [refused])
-    write_parquet_atomic(matches, storage.join(out, "matches.parquet"))
     write_parquet_atomic(kept, storage.join(out, "kept.parquet"))
     write_parquet_atomic(all_rejects, storage.join(out, "rejects.parquet"))
     report = clean_report(mode, kind, input_path, against, table.num_rows, kept.num_rows, matches, all_rejects,

@@ -4,8 +4,6 @@ CUDA), evaluate the held-out rated pairs before and after, then publish the figu
 the model card as artifacts."""
 from __future__ import annotations
 
-import os
-
 from prefect import flow
 
 from xmdata.runtime import storage
@@ -14,6 +12,7 @@ from xmdata.tasks.train.clipscore import train_clipscore
 from xmdata.tasks.train.clipscore_data import check_clipscore
 from xmdata.tasks.train.clipscore_params import ClipscoreParams
 from xmdata.tasks.train.placement import run_placed
+from xmdata.tasks.train.run_folder import train_in_run_folder
 
 from .train_report import report_training
 
@@ -33,6 +32,6 @@ def train_clipscore_flow(release: str, out: str, params: ClipscoreParams) -> dic
     release, out = storage.absolute(release), storage.absolute(out)
     check_clipscore(release, params)  # before anything is written: a missing table, no pairs, no model
     with one_writer(out):  # one writer; a killed run's temp files swept (runtime/folder_lock.py)
-        result, where = run_placed(train_clipscore, params.device, release, params, out)
+        result, where = run_placed(train_in_run_folder, params.device, train_clipscore, release, params, out)
         return report_training("train-clipscore", f"CLIPScore fine-tuning of {params.clip_model} on {release}", out,
-                               result, where, extra=f"; evaluation: `{os.path.join(out, 'eval')}`")
+                               result, where, extra=f"; evaluation: `{storage.join(out, 'eval')}`")

@@ -10,6 +10,7 @@ from xmdata.runtime.folder_lock import one_writer
 from xmdata.tasks.train.distill import check_distill, train_distill
 from xmdata.tasks.train.params import DistillParams
 from xmdata.tasks.train.placement import run_placed
+from xmdata.tasks.train.run_folder import train_in_run_folder
 
 from .train_report import report_training
 
@@ -29,5 +30,5 @@ def train_distill_flow(release: str, out: str, params: DistillParams) -> dict:
     release, out = storage.absolute(release), storage.absolute(out)
     check_distill(release, params)  # before anything is written: a missing table, no pairs, no model
     with one_writer(out):  # one writer; a killed run's temp files swept (runtime/folder_lock.py)
-        result, where = run_placed(train_distill, params.device, release, params, out)
+        result, where = run_placed(train_in_run_folder, params.device, train_distill, release, params, out)
         return report_training("train-distill", f"Distillation of {params.model} on {release}", out, result, where)

@@ -3,11 +3,10 @@ Prefect artifact, a log line, and the run's record in the shape every command re
 trained, or skipped when the checkpoint already held every step)."""
 from __future__ import annotations
 
-import os
-
 from prefect import get_run_logger
 from prefect.artifacts import create_markdown_artifact
 
+from xmdata.runtime import storage
 from xmdata.runtime.owner_only import write_private
 
 
@@ -19,7 +18,7 @@ def report_training(kind: str, title: str, out: str, result: dict, where: str, e
              f"Model: `{result['model']}`; loss log: `{result['artifacts']['losses']}`; "
              f"curve: `{result['artifacts']['loss_curve']}`{extra}.", ""]
     markdown = "\n".join(lines)
-    write_private(os.path.join(out, "summary.md"), markdown)
+    write_private(storage.join(out, "summary.md"), markdown)
     create_markdown_artifact(markdown, key=kind, description=title)
     get_run_logger().info("%s: %s steps, model %s", kind, result["steps"], result["model"])
     trained = result["steps"] > result["resumed_from"]

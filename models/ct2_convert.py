@@ -10,10 +10,10 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 from pathlib import Path
 
 from xmdata.runtime import storage
+from xmdata.runtime.atomic import publish_folder
 
 from .base import ModelError, ModelSpec, hub_error, resolve_local_path
 
@@ -103,20 +103,17 @@ def ensure_converted(spec: ModelSpec, compute_type: str) -> str:
     if (target / CONVERTED_MARK).is_file():
         return str(target)
     shutil.rmtree(target, ignore_errors=True)  # what a killed conversion left, if anything
-    target.parent.mkdir(parents=True, exist_ok=True)
-    scratch = tempfile.mkdtemp(prefix=".converting-", dir=target.parent)  # renamed when whole
-    try:
-        converter = ctranslate2.converters.TransformersConverter(checkpoint)
-        converter.convert(scratch, quantization=compute_type, force=True)
+
+    def convert(scratch: str) -> None:
+        try:
+            converter = ctranslate2.converters.TransformersConverter(checkpoint)
+            converter.convert(scratch, quantization=compute_type, force=True)
+        except Exception as exc:
+            first = str(exc).splitlines()[0] if str(exc) else ""
+            raise ModelError(f"{spec.backend}: CTranslate2 cannot convert {checkpoint} ({compute_type}): "
+                             f"{type(exc).__name__}: {first}. Use --engine transformers for this model.") from exc
         (Path(scratch) / CONVERTED_MARK).write_text(json.dumps(
             {"checkpoint": checkpoint, "compute_type": compute_type, "ctranslate2": ctranslate2.__version__}))
-    except Exception as exc:
-        shutil.rmtree(scratch, ignore_errors=True)
-        first = str(exc).splitlines()[0] if str(exc) else ""
-        raise ModelError(f"{spec.backend}: CTranslate2 cannot convert {checkpoint} ({compute_type}): "
-                         f"{type(exc).__name__}: {first}. Use --engine transformers for this model.") from exc
-    try:
-        os.rename(scratch, target)
-    except OSError:  # another process finished the same conversion first: keep its copy
-        shutil.rmtree(scratch, ignore_errors=True)
+
+    publish_folder(str(target), convert)  # whole when it appears; another process's same conversion may come first
     return str(target)

@@ -12,10 +12,9 @@ import hashlib
 import json
 import os
 import posixpath
-import shutil
-import tempfile
 
 from xmdata.runtime import storage
+from xmdata.runtime.atomic import publish_folder
 from xmdata.schemas.contract import ContractError
 
 COMPLETE = ".xmdata-complete"  # in every finished copy: a folder holding it is a whole model
@@ -29,24 +28,20 @@ def fetch_model(url: str, backend: str) -> str:
     local = os.path.join(folder, posixpath.basename(url.rstrip("/")) or "model")
     if os.path.exists(os.path.join(folder, COMPLETE)):
         return local
-    os.makedirs(os.path.dirname(folder), exist_ok=True)
-    partial = tempfile.mkdtemp(prefix=f".{key}-", dir=os.path.dirname(folder))
-    try:
+
+    def download(partial: str) -> None:
         fs, root = storage.filesystem(url)
         for name in objects:
             target = os.path.join(partial, os.path.basename(local), *([name] if name else []))
             os.makedirs(os.path.dirname(target), exist_ok=True)
             fs.get_file(posixpath.join(root, name) if name else root, target)
         open(os.path.join(partial, COMPLETE), "w").close()
-        try:
-            os.rename(partial, folder)  # the copy appears whole; an interrupted one stays a hidden .partial
-        except OSError:  # another process of this machine finished the same copy first: use that one
-            if not os.path.exists(os.path.join(folder, COMPLETE)):
-                raise
-            shutil.rmtree(partial)
-    except BaseException:
-        shutil.rmtree(partial, ignore_errors=True)
-        raise
+
+    # The copy appears whole (an interrupted one stays a hidden temp folder); when another process of
+    # this machine finished the same copy first, that one is used.
+    publish_folder(folder, download)
+    if not os.path.exists(os.path.join(folder, COMPLETE)):
+        raise ContractError(f"{folder}: a folder without {COMPLETE} is in the way of the model's copy; delete it")
     return local
 
 

@@ -13,23 +13,48 @@ import pyarrow.parquet as pq
 from . import storage
 
 
-def replace_atomically(path: str, write) -> str:
+PUBLIC_FILE = 0o644  # the default: workers running as another user must read it
+PRIVATE_FILE = 0o600  # owner_only.write_private's files (a service's state, a training run's)
+
+
+def replace_atomically(path: str, write, *, private: bool = False) -> str:
     """Write through `write(tmp)`, then make it `path` at once; returns the sha256 of the bytes, taken
-    from the temp file (an uploaded object is not fetched back to be hashed)."""
+    from the temp file (an uploaded object is not fetched back to be hashed). `private`: 0600 (mkstemp
+    makes the temp file so, from its first byte), else 0644."""
     if storage.is_url(path):
         return _upload_whole(path, write)
-    path = storage.local(path)
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".tmp-", suffix=".part")
+    return _replace_local(storage.local(path), write, private=private, sync=True, digest=True)
+
+
+def write_bytes_atomic(data: bytes, path: str, *, private: bool = False, sync: bool = True) -> None:
+    """Bytes in memory, whole or absent: one PUT on a store, a temp file renamed here. `sync=False`:
+    no fsync, for many small files (a shard's images) whose journal vouches for them and is not synced
+    either: a killed process loses nothing the OS has."""
+    if storage.is_url(path):
+        storage.write_bytes(path, data)
+        return
+
+    def write(tmp):
+        with open(tmp, "wb") as f:
+            f.write(data)
+
+    _replace_local(storage.local(path), write, private=private, sync=sync, digest=False)
+
+
+def _replace_local(path: str, write, *, private: bool, sync: bool, digest: bool) -> str | None:
+    folder = os.path.dirname(path) or "."
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".part")
     os.close(fd)
     try:
         write(tmp)
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600; workers running as another user must read it
-        with open(tmp, "rb") as f:
-            os.fsync(f.fileno())
-        digest = sha256_file(tmp)
+        os.chmod(tmp, PRIVATE_FILE if private else PUBLIC_FILE)
+        if sync:
+            with open(tmp, "rb") as f:
+                os.fsync(f.fileno())
+        sha256 = sha256_file(tmp) if digest else None
         os.replace(tmp, path)
-        return digest
+        return sha256
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -131,7 +156,7 @@ class ParquetStream:
         if storage.is_url(self.path):
             storage.upload(self._tmp, self.path)
         else:
-            os.chmod(self._tmp, 0o644)  # as replace_atomically: other users' workers read it
+            os.chmod(self._tmp, PUBLIC_FILE)  # as replace_atomically: other users' workers read it
             with open(self._tmp, "rb") as f:
                 os.fsync(f.fileno())
             os.replace(self._tmp, storage.local(self.path))
@@ -150,15 +175,51 @@ def local_temp_folder(out: str) -> tempfile.TemporaryDirectory:
     return tempfile.TemporaryDirectory(dir=folder, prefix=TEMP_FOLDER_PREFIX)
 
 
-def write_json_atomic(obj, path: str) -> None:
-    write_text_atomic(json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n", path)
+def publish_folder(target: str, fill) -> bool:
+    """A local folder that appears whole: `fill(tmp)` fills a temp folder beside TARGET, then one rename
+    makes it TARGET (a killed run leaves only the temp folder). False when TARGET was already there
+    (another process finished the same first): this copy is dropped and that one stands."""
+    parent = os.path.dirname(os.path.abspath(target))
+    os.makedirs(parent, exist_ok=True)
+    scratch = tempfile.mkdtemp(dir=parent, prefix=TEMP_FOLDER_PREFIX)
+    try:
+        fill(scratch)
+        try:
+            os.rename(scratch, target)
+            return True
+        except OSError:
+            if not os.path.isdir(target):
+                raise
+            shutil.rmtree(scratch)
+            return False
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
 
 
-def write_text_atomic(text: str, path: str) -> None:
-    if storage.is_url(path):
-        _put_whole(path, text.encode("utf-8"))
-        return
-    replace_atomically(path, lambda tmp: open(tmp, "w", encoding="utf-8").write(text))
+def move_files_atomic(folder: str, dest: str, *, private: bool = False, last: tuple[str, ...] = ()) -> None:
+    """Every file under the local FOLDER moved to its relative path under DEST, each whole or absent: a
+    folder (renamed in: on the same disk, as local_temp_folder's) or a store URL (one PUT each, then
+    deleted here). The folder is not made at once: what a reader trusts goes in after the rest (`last`:
+    relative paths, with `/`, moved after every other file; a model's card)."""
+    files = sorted(os.path.relpath(os.path.join(root, name), folder).replace(os.sep, "/")
+                   for root, _, names in os.walk(folder) for name in names)
+    for relative in sorted(files, key=lambda name: name in last):  # stable: the order above, `last` at the end
+        source, target = os.path.join(folder, *relative.split("/")), storage.join(dest, *relative.split("/"))
+        if storage.is_url(target):
+            storage.upload(source, target)
+            os.unlink(source)
+        else:
+            _replace_local(target, lambda tmp, s=source: shutil.move(s, tmp), private=private, sync=True,
+                           digest=False)
+
+
+def write_json_atomic(obj, path: str, *, private: bool = False) -> None:
+    write_text_atomic(json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n", path, private=private)
+
+
+def write_text_atomic(text: str, path: str, *, private: bool = False) -> None:
+    write_bytes_atomic(text.encode("utf-8"), path, private=private)
 
 
 def _put_whole(url: str, data: bytes) -> str:

@@ -107,7 +107,7 @@ class DaskExecutor:
         """The pending shards' new units computed together first, in one task on a worker that can
         run the stage (process.gather_new_units)."""
         future = self.client.submit(gather_new_units, stage, paths, storage_options() or None, pure=False,
-                                    key=f"{stage.name}-gather-{uuid.uuid4().hex[:8]}", **placement(self.client, stage))
+                                    key=f"{stage.name}-gather-{uuid.uuid4().hex[:8]}", **placement(self.client, stage.gpu))
         try:
             return future.result()
         finally:  # Ctrl-C: nothing of it keeps running on the cluster
@@ -179,7 +179,7 @@ class _Tasks:
     def __init__(self, client, stage: Stage, root: str):
         self.client, self.stage, self.root = client, stage, root
         self.options = storage_options() or None  # a worker elsewhere shares only the store with us
-        self.where = placement(client, stage)  # GPU stages on GPU workers, when there are any
+        self.where = placement(client, stage.gpu)  # GPU stages on GPU workers, when there are any
         self.token = uuid.uuid4().hex[:8]
         self.groups: dict = {}
         self.rounds = 0

@@ -1,7 +1,7 @@
-"""PNG figures drawn once per input. The key of what a figure shows (its data, title and the
-matplotlib version) is written into the PNG itself, as a tEXt chunk: a re-run on the same data
-finds it and keeps the file, without importing matplotlib or drawing (seconds each). The same data
-gives the same bytes, so a kept file is the file a new drawing would have made."""
+"""PNG figures, every one written by `save_png`: the same figure, the same bytes (no date or version
+in the metadata). Where a figure is given a key of what it shows (its data, title and the matplotlib
+version), the key is written into the PNG itself, as a tEXt chunk: a re-run on the same data finds it
+and keeps the file, without importing matplotlib or drawing (seconds each)."""
 from __future__ import annotations
 
 import contextlib
@@ -64,10 +64,16 @@ def pyplot():
         yield plt
 
 
-def save_png(fig, path: str, key: str, **savefig) -> None:
-    """Atomically; no date or version in the metadata, the key instead."""
-    metadata_ = {"Software": None, KEYWORD: key}
-    replace_atomically(path, lambda tmp: fig.savefig(tmp, format="png", metadata=metadata_, **savefig))
+def save_png(fig, path: str, key: str | None = None, *, private: bool = False, **savefig) -> None:
+    """The one way a figure is written: atomically (`private`: 0600), then closed. No date or version in
+    the metadata, so the same figure gives the same bytes; `key` (figure_key), when given, is kept in a
+    tEXt chunk so that a re-run on the same data keeps the file undrawn."""
+    import matplotlib.pyplot as plt
+
+    metadata_ = {"Software": None, **({KEYWORD: key} if key is not None else {})}
+    replace_atomically(path, lambda tmp: fig.savefig(tmp, format="png", metadata=metadata_, **savefig),
+                       private=private)
+    plt.close(fig)
 
 
 def without_key(data: bytes) -> bytes:

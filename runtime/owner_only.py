@@ -13,14 +13,12 @@ On a shared machine the loopback interface is everybody's, so a port on 127.0.0.
 """
 from __future__ import annotations
 
-import contextlib
 import datetime
 import ipaddress
 import os
 import secrets
 import stat
 import sys
-import tempfile
 import urllib.parse
 from dataclasses import dataclass
 
@@ -53,17 +51,14 @@ def private_folder(path: str) -> str:
 
 
 def write_private(path: str, data: str | bytes) -> None:
-    """Atomic, 0600 from the first byte (mkstemp), in a private folder."""
-    folder = private_folder(os.path.dirname(os.path.abspath(path)))
-    fd, part = tempfile.mkstemp(dir=folder, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data.encode() if isinstance(data, str) else data)
-        os.replace(part, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(part)
-        raise
+    """Atomic (runtime/atomic.py), 0600 from the first byte, in a private folder; on a store, one PUT
+    (who reads it there is the bucket's policy)."""
+    from . import storage
+    from .atomic import write_bytes_atomic  # here: atomic imports pyarrow.parquet; the service imports this
+
+    if not storage.is_url(path):
+        private_folder(os.path.dirname(os.path.abspath(path)))
+    write_bytes_atomic(data.encode() if isinstance(data, str) else data, path, private=True)
 
 
 def open_private(path: str, mode: str = "ab"):

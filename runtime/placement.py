@@ -25,15 +25,16 @@ def needs_gpu(device: str | None) -> bool:
     return str(device or "cpu").startswith("cuda")
 
 
-def placement(client, stage) -> dict:
-    """Keyword arguments for `client.submit` of one of `stage`'s shards, decided at submit time."""
+def placement(client, gpu: bool) -> dict:
+    """Keyword arguments for `client.submit` of work that needs a GPU worker or not (a stage's shards:
+    `Stage.gpu`; a training run: `needs_gpu` of its device), decided at submit time."""
     workers = client.scheduler_info(n_workers=-1)["workers"]
-    gpu = [address for address, info in workers.items() if (info.get("resources") or {}).get(GPU)]
-    if not gpu:
+    with_gpu = [address for address, info in workers.items() if (info.get("resources") or {}).get(GPU)]
+    if not with_gpu:
         return {}  # nobody has the resource: every stage runs where it can, GPU stages on CPU
-    if stage.gpu:
+    if gpu:
         return {"resources": {GPU: 1}}
-    cpu = [address for address in workers if address not in gpu]
+    cpu = [address for address in workers if address not in with_gpu]
     # A preference, not a hard restriction: a worker restarted after a killed shard, or retired by
     # adapt, comes back at a new address, and tasks bound to the old ones would wait forever.
     return {"workers": cpu, "allow_other_workers": True} if cpu else {}

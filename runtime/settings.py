@@ -71,7 +71,8 @@ def _positive_int(raw: str) -> int:
 
 # xmdata's own: what a user sets.
 CACHE = Setting("XMDATA_CACHE", os.path.join("~", ".cache", "xmdata"), _path,
-                "models, tiny models, staged releases, converted checkpoints, geocoding tables, the service's state",
+                "models, tiny models, staged releases, converted checkpoints, geocoding tables, the service's state, "
+                "training runs bound for a store URL",
                 "a folder")
 EXECUTOR = Setting("XMDATA_EXECUTOR", "auto", str,
                    "where shards run when --executor is not given: auto, inprocess or dask",

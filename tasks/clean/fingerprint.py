@@ -46,6 +46,5 @@ def reference_fingerprint(path: str) -> dict:
         lines.append(f"{os.path.relpath(file, path) if file != path else os.path.basename(file)}\0{digest}\n")
     if fresh != known:
         os.makedirs(os.path.dirname(cache_file), mode=0o700, exist_ok=True)
-        write_json_atomic(fresh, cache_file)
-        os.chmod(cache_file, 0o600)
+        write_json_atomic(fresh, cache_file, private=True)
     return {"files": len(files), "bytes": total, "sha256": hashlib.sha256("".join(lines).encode()).hexdigest()}

@@ -8,7 +8,7 @@ from typing import Callable
 import numpy as np
 
 from xmdata.runtime import storage
-from xmdata.runtime.atomic import replace_atomically, write_json_atomic, write_text_atomic
+from xmdata.runtime.atomic import write_json_atomic, write_text_atomic
 
 SIGNIFICANT_DIGITS = 10  # drops last-bit noise of BLAS sums; far beyond any reported precision
 
@@ -73,20 +73,3 @@ def md_table(rows: list[dict], columns: list[str], percent: tuple[str, ...] = ()
     for row in rows:
         lines.append("| " + " | ".join(fmt(row.get(c), c in percent) for c in columns) + " |")
     return "\n".join(lines) + "\n"
-
-
-def save_figure(fig, path: str) -> None:
-    """A PNG without date or version metadata (same figure, same bytes), written atomically."""
-    import matplotlib.pyplot as plt
-
-    replace_atomically(path, lambda tmp: fig.savefig(tmp, format="png", metadata={"Software": None}))
-    plt.close(fig)
-
-
-def pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt

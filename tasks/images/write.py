@@ -10,11 +10,11 @@ import json
 import os
 import re
 import tarfile
-import threading
 
 import pyarrow as pa
 
 from xmdata.runtime import storage
+from xmdata.runtime.atomic import write_bytes_atomic
 from xmdata.schemas.images import FIELD_NAMES, IMAGE_BYTES
 
 from .decode import EXTENSIONS
@@ -33,18 +33,9 @@ def partial_folder(root: str, index: int) -> str:
 
 
 def put(path: str, data: bytes) -> None:
-    """Whole or absent: a temp file renamed locally (named as runtime/atomic.py's, so a killed run's are
-    swept at the next start), one PUT on a store. No fsync per image: a killed process loses nothing
-    the OS has, and the journal that vouches for the file is not synced either."""
-    if storage.is_url(path):
-        storage.write_bytes(path, data)
-        return
-    folder, name = os.path.split(storage.local(path))
-    os.makedirs(folder, exist_ok=True)
-    tmp = os.path.join(folder, f".tmp-{name}-{threading.get_ident()}.part")
-    with open(tmp, "wb") as f:
-        f.write(data)
-    os.replace(tmp, os.path.join(folder, name))
+    """Whole or absent (runtime/atomic.py). No fsync per image: a killed process loses nothing the OS
+    has, and the journal that vouches for the file is not synced either."""
+    write_bytes_atomic(data, path, sync=False)
 
 
 class ImageStore:

@@ -26,4 +26,3 @@ def write_selection_map(selection: pa.Table, path: str, title: str) -> None:
         ax.legend(ncol=2, fontsize=6, loc="center left", bbox_to_anchor=(1.0, 0.5), markerscale=2)
         fig.tight_layout()
         save_png(fig, path, key)  # no date or version in it: the same selection gives the same bytes
-        plt.close(fig)

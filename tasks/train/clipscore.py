@@ -167,12 +167,14 @@ def train_clipscore(release: str, params: ClipscoreParams, out: str) -> dict:
 
 def save_model(model, params: ClipscoreParams, model_dir: str) -> str:
     """MODEL_DIR as `xmdata score --clip-model` loads a local folder: the start model's config JSON (its
-    local text tower copied in beside it, the config pointing there) and open_clip_model.safetensors."""
+    local text tower copied in beside it, the config pointing there) and open_clip_model.safetensors;
+    written in a temp folder beside it, then each file moved in whole (runtime/atomic.py)."""
     import open_clip
     from safetensors.torch import save_file
 
     from xmdata.models.base import looks_like_path
     from xmdata.models.open_clip_scorer import WEIGHT_FILES, local_model_config
+    from xmdata.runtime.atomic import local_temp_folder, move_files_atomic
     from xmdata.runtime.owner_only import private_folder
     from pathlib import Path
 
@@ -183,17 +185,19 @@ def save_model(model, params: ClipscoreParams, model_dir: str) -> str:
         config = json.loads((Path(start) / f"{name}.json").read_text(encoding="utf-8"))
     else:
         name, config = params.clip_model, open_clip.get_model_config(params.clip_model)
-    text_cfg = config.get("text_cfg", {})
-    for key in ("hf_model_name", "hf_tokenizer_name"):
-        if text_cfg.get(key) and os.path.isdir(text_cfg[key]):
-            tower = os.path.join(model_dir, "text_tower")
-            if not os.path.isdir(tower):
-                shutil.copytree(text_cfg[key], tower)
-            text_cfg[key] = os.path.abspath(tower)
-    with open(os.path.join(model_dir, f"{name}.json"), "w", encoding="utf-8") as handle:
-        json.dump(config, handle, indent=2)
-    state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
-    save_file(state, os.path.join(model_dir, WEIGHT_FILES[0]))
+    with local_temp_folder(os.path.dirname(os.path.abspath(model_dir))) as staging:
+        text_cfg = config.get("text_cfg", {})
+        for key in ("hf_model_name", "hf_tokenizer_name"):
+            if text_cfg.get(key) and os.path.isdir(text_cfg[key]):
+                tower = os.path.join(staging, "text_tower")
+                if not os.path.isdir(tower):
+                    shutil.copytree(text_cfg[key], tower)
+                text_cfg[key] = os.path.abspath(os.path.join(model_dir, "text_tower"))
+        with open(os.path.join(staging, f"{name}.json"), "w", encoding="utf-8") as handle:
+            json.dump(config, handle, indent=2)
+        state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+        save_file(state, os.path.join(staging, WEIGHT_FILES[0]))
+        move_files_atomic(staging, model_dir, private=True)
     return model_dir
 
 

@@ -71,7 +71,7 @@ def train_distill(release: str, params: DistillParams, out: str) -> dict:
     from transformers import AutoModel, AutoTokenizer
 
     from xmdata.models.embedders import last_token_states
-    from xmdata.runtime.atomic import hash_params
+    from xmdata.runtime.atomic import hash_params, local_temp_folder, move_files_atomic
     from xmdata.runtime.owner_only import private_folder
     from xmdata.tasks.train.card import release_identity, write_model_card
     from xmdata.tasks.train.loop import TrainJob, run_training, shuffled_batches
@@ -108,8 +108,10 @@ def train_distill(release: str, params: DistillParams, out: str) -> dict:
     result = run_training(job, params.loop, out)
     seconds = time.perf_counter() - started
     model_dir = private_folder(os.path.join(out, "model"))
-    student.save_pretrained(model_dir, safe_serialization=True)
-    tokenizer.save_pretrained(model_dir)
+    with local_temp_folder(out) as staging:  # saved there, then each file moved in whole
+        student.save_pretrained(staging, safe_serialization=True)
+        tokenizer.save_pretrained(staging)
+        move_files_atomic(staging, model_dir, private=True)
     evaluation = evaluate_held_out(data.held_out, params, out, model_dir)
     trained = result.steps - result.resumed_from
     figures = {"optimizer_steps": result.steps, "training_pairs": data.train.num_rows,

@@ -25,7 +25,8 @@ API (a recipe builds a TrainJob, then calls run_training):
     # then the recipe saves job.model under run_dir/model and calls write_model_card (card.py).
 
 Optimizer steps consume `accumulation` micro-batches each (the last group of an epoch may be shorter;
-its losses are averaged over the micro-batches it has). Files under run_dir (private, 0700/0600):
+its losses are averaged over the micro-batches it has). Files under run_dir (private, 0700/0600; each
+replaced whole through runtime/atomic.py, but for the log's per-step lines, appended):
   checkpoint.pt            model, optimizer, scheduler, RNG states (torch, numpy, python), data position
   artifacts/losses.jsonl   one line per optimizer step: step, epoch, loss, lr (rewritten to the
                            checkpoint's step on resume, so a resumed log equals an uninterrupted one)
@@ -196,25 +197,22 @@ def _resume(job: TrainJob, scheduler, params: LoopParams, run_dir: str, total: i
 
 def _write_curve(losses: list[dict], artifacts: str) -> dict[str, str]:
     """losses.parquet and loss_curve.png beside losses.jsonl."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import pyarrow as pa
     import pyarrow.parquet as pq
+
+    from xmdata.runtime.figures import pyplot, save_png
 
     parquet, png = os.path.join(artifacts, "losses.parquet"), os.path.join(artifacts, "loss_curve.png")
     buffer = io.BytesIO()
     pq.write_table(pa.Table.from_pylist(losses), buffer)
     write_private(parquet, buffer.getvalue())
-    figure, axes = plt.subplots(figsize=(6, 3.5))
-    axes.plot([row["step"] for row in losses], [row["loss"] for row in losses], marker="." if len(losses) < 50 else None)
-    axes.set_xlabel("optimizer step")
-    axes.set_ylabel("training loss")
-    axes.grid(alpha=0.3)
-    figure.tight_layout()
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=100)
-    plt.close(figure)
-    write_private(png, buffer.getvalue())
+    with pyplot() as plt:
+        figure, axes = plt.subplots(figsize=(6, 3.5))
+        axes.plot([row["step"] for row in losses], [row["loss"] for row in losses],
+                  marker="." if len(losses) < 50 else None)
+        axes.set_xlabel("optimizer step")
+        axes.set_ylabel("training loss")
+        axes.grid(alpha=0.3)
+        figure.tight_layout()
+        save_png(figure, png, private=True, dpi=100)
     return {"losses": os.path.join(artifacts, LOSSES), "losses_parquet": parquet, "loss_curve": png}

@@ -125,4 +125,3 @@ def write_qe_histogram(scores: dict[str, np.ndarray], path: str) -> None:
         axes[0][0].set_ylabel("translations", fontsize=8)
         fig.tight_layout()
         save_png(fig, path, key, dpi=90)
-        plt.close(fig)

@@ -94,6 +94,29 @@ def test_contamination_of_captions_against_a_table_names_each_rows_best_match(en
     assert {m["match_source"] for m in matches} == {str(training)}
 
 
+def test_a_rerun_reuses_its_matches_and_another_reference_searches_again(env, tmp_path, monkeypatch):
+    """The matching step's record (tasks/clean/match_record.py): the same signatures, references and
+    params find the matches.parquet they made, untouched; a reference given by another name is searched."""
+    import shutil
+
+    import xmdata.flows.clean as clean_flow
+
+    training = write_captions(tmp_path / "train.jsonl", [
+        ("t1", "Two children PLAY football in a park, at sunset!", "en", None)])
+    evaluated, out = write_captions(tmp_path / "eval.jsonl"), tmp_path / "out"
+    run(env, "contamination", evaluated, "--against", training, "--out", out)
+    names = ("matches.parquet", "kept.parquet", "rejects.parquet", "report.json")
+    first = {name: (out / name).read_bytes() for name in names}
+    searched, search = [], clean_flow.find_matches
+    monkeypatch.setattr(clean_flow, "find_matches", lambda *args: searched.append(args[0]) or search(*args))
+    run(env, "contamination", evaluated, "--against", training, "--out", out)
+    assert searched == [] and {name: (out / name).read_bytes() for name in names} == first
+    moved = shutil.copy(training, tmp_path / "moved.jsonl")
+    run(env, "contamination", evaluated, "--against", moved, "--out", out)
+    assert searched == ["captions"]
+    assert set(pq.read_table(out / "matches.parquet").column("match_source").to_pylist()) == {str(moved)}
+
+
 @pytest.mark.parametrize("args, expected", [
     (["contamination", "{captions}", "--against", "{missing}"], "not found"),
     (["contamination", "{captions}", "--against", "{images_dir}"], "holds images, the input holds captions"),

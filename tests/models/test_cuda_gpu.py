@@ -206,7 +206,6 @@ def test_local_cuda_cluster_runs_a_cuda_stage_on_its_gpu_worker():
     from xmdata.runtime.cluster import apply_worker_spec
     from xmdata.runtime.cuda_cluster import local_cluster_plan, start_cuda_cluster
     from xmdata.runtime.placement import gpu_ids, needs_gpu, placement
-    from xmdata.runtime.stage import Stage
 
     gpus = gpu_ids()
     plan = local_cluster_plan(gpus, 1)
@@ -216,10 +215,8 @@ def test_local_cuda_cluster_runs_a_cuda_stage_on_its_gpu_worker():
     try:
         with Client(cluster) as client:
             client.wait_for_workers(len(gpus) + 1, timeout=120)
-            gpu_stage = Stage("wants_gpu", "1", on_gpu, gpu=needs_gpu("cuda"))
-            cpu_stage = Stage("cpu_only", "1", on_gpu, gpu=needs_gpu("cpu"))
-            ran_gpu = client.submit(on_gpu, pure=False, **placement(client, gpu_stage)).result(timeout=120)
-            ran_cpu = client.submit(on_gpu, pure=False, **placement(client, cpu_stage)).result(timeout=120)
+            ran_gpu = client.submit(on_gpu, pure=False, **placement(client, needs_gpu("cuda"))).result(timeout=120)
+            ran_cpu = client.submit(on_gpu, pure=False, **placement(client, needs_gpu("cpu"))).result(timeout=120)
             print(f"LocalCUDACluster: GPU stage ran with {ran_gpu}; CPU stage with {ran_cpu}")
             assert ran_gpu["cuda"] and ran_gpu["visible"] is not None
             assert not ran_cpu["cuda"]

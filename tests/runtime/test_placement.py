@@ -95,7 +95,7 @@ class SchedulerWith:
 
 
 def test_placement_sends_cuda_stages_to_gpu_workers_and_cpu_models_off_them():
-    cuda, cpu = Stage("qe", "1", ran_where, gpu=needs_gpu("cuda")), Stage("qe", "1", ran_where, gpu=needs_gpu("cpu"))
+    cuda, cpu = needs_gpu("cuda"), needs_gpu("cpu")
     mixed = SchedulerWith({"GPU": 1}, {}, {})
     assert placement(mixed, cuda) == {"resources": {"GPU": 1}}
     assert placement(mixed, cpu) == {"workers": ["tcp://127.0.0.1:9001", "tcp://127.0.0.1:9002"],

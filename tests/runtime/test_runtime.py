@@ -45,6 +45,38 @@ def test_atomic_write_leaves_only_the_file_or_nothing(tmp_path):
     assert os.listdir(tmp_path / "e") == []
 
 
+def test_the_one_writer_makes_private_files_folders_that_appear_whole_and_moves_files_in(tmp_path, monkeypatch):
+    from xmdata.runtime import atomic
+    from xmdata.runtime.owner_only import write_private
+
+    atomic.write_bytes_atomic(b"shared", str(tmp_path / "a" / "shared.bin"), sync=False)
+    write_private(str(tmp_path / "a" / "secret.txt"), "mine")
+    modes = [oct(os.stat(tmp_path / "a" / n).st_mode & 0o777) for n in ("shared.bin", "secret.txt")]
+    assert modes == ["0o644", "0o600"] and sorted(os.listdir(tmp_path / "a")) == ["secret.txt", "shared.bin"]
+
+    def fill(folder, text):
+        with open(os.path.join(folder, "part"), "w") as f:
+            f.write(text)
+
+    assert atomic.publish_folder(str(tmp_path / "model"), lambda folder: fill(folder, "first"))
+    assert not atomic.publish_folder(str(tmp_path / "model"), lambda folder: fill(folder, "second"))  # first stands
+    assert (tmp_path / "model" / "part").read_text() == "first" and sorted(os.listdir(tmp_path)) == ["a", "model"]
+    with pytest.raises(ZeroDivisionError):
+        atomic.publish_folder(str(tmp_path / "broken"), lambda folder: 1 / 0)
+    assert sorted(os.listdir(tmp_path)) == ["a", "model"]  # nothing half-made is left
+
+    staged, order, replace = tmp_path / "staged", [], atomic._replace_local
+    for name in ("card.json", "w/weights.bin", "config.json"):
+        atomic.write_bytes_atomic(name.encode(), str(staged / name))
+    monkeypatch.setattr(atomic, "_replace_local", lambda path, *a, **k: order.append(path) or replace(path, *a, **k))
+    atomic.move_files_atomic(str(staged), str(tmp_path / "model"), private=True, last=("card.json",))
+    assert [os.path.relpath(p, tmp_path / "model") for p in order] == ["config.json", "w/weights.bin", "card.json"]
+    for name in ("card.json", "w/weights.bin", "config.json"):
+        assert (tmp_path / "model" / name).read_bytes() == name.encode()
+        assert oct(os.stat(tmp_path / "model" / name).st_mode & 0o777) == "0o600"
+    assert not [files for _, _, files in os.walk(staged) if files]  # moved, not copied
+
+
 def test_process_shard_writes_record_last_and_detects_changes(tmp_path):
     src = tmp_path / "in" / "shard-00003.parquet"
     write_parquet_atomic(sample(5), str(src))

@@ -64,3 +64,31 @@ def test_a_diverging_run_stops_in_one_line_naming_the_step_and_batch(qa_release,
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-3000:]
     assert len(lines) == 1 and lines[0].startswith("xmdata: error: training: loss is nan at optimizer step 2")
     assert "batch 1 of epoch 0 (pairs inst" in lines[0]
+
+
+@pytest.mark.slow  # the flow through the test run's service, three short runs
+def test_a_distillation_to_a_store_url_ends_with_a_local_runs_bytes_and_resumes_from_the_store(
+        qa_release, tiny_decoder, tmp_path, s3_env, s3):
+    """Trained in a local folder keyed by the URL, every file moved up when the run ends
+    (tasks/train/run_folder.py); a second run finds the finished checkpoint on the store."""
+    six = [*ARGS[:ARGS.index("--max-steps") + 1], "6", *ARGS[ARGS.index("--max-steps") + 2:]]
+
+    def argv(out):
+        return ["train", "distill", str(qa_release), "--model", str(tiny_decoder), "--out", str(out), *six]
+
+    local = run_xmdata(argv(tmp_path / "local"), s3_env)
+    assert local.returncode == 0, local.stderr
+    stored = run_xmdata(argv("s3://xmdata/distill"), s3_env)
+    assert stored.returncode == 0, stored.stderr
+    assert "6 optimizer steps (0 resumed)" in stored.stdout and "model -> s3://xmdata/distill/model" in stored.stdout
+    fs = s3.filesystem()
+    for name in ("model/model.safetensors", "artifacts/losses.jsonl", "artifacts/losses.parquet",
+                 "artifacts/loss_curve.png", "eval/after.parquet"):
+        assert fs.cat_file(f"xmdata/distill/{name}") == (tmp_path / "local" / name).read_bytes(), name
+    assert fs.exists("xmdata/distill/model/model_card.json") and fs.exists("xmdata/distill/summary.md")
+    here = os.path.join(s3_env.get("XMDATA_CACHE", os.environ["XMDATA_CACHE"]), "train-runs",
+                        hashlib.sha256(b"s3://xmdata/distill").hexdigest()[:16])
+    assert not os.path.exists(here)  # every file moved up, nothing left on this machine
+    again = run_xmdata(argv("s3://xmdata/distill"), s3_env)
+    assert again.returncode == 0, again.stderr
+    assert "6 optimizer steps (6 resumed)" in again.stdout

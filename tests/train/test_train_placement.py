@@ -24,12 +24,12 @@ def gpu_cluster():
 
 
 def test_a_cuda_run_asks_for_a_gpu_worker_and_a_cpu_run_does_not(gpu_cluster):
-    from xmdata.tasks.train.placement import placement_for
+    from xmdata.runtime.placement import needs_gpu, placement
 
-    _, client = gpu_cluster
-    assert placement_for(client, "cuda") == {"resources": {"GPU": 1}}
-    assert placement_for(client, "cuda:1") == {"resources": {"GPU": 1}}
-    assert "resources" not in placement_for(client, "cpu")
+    _, client = gpu_cluster  # the stages' rule, asked with a run's device: no stand-in Stage
+    assert placement(client, needs_gpu("cuda")) == {"resources": {"GPU": 1}}
+    assert placement(client, needs_gpu("cuda:1")) == {"resources": {"GPU": 1}}
+    assert "resources" not in placement(client, needs_gpu("cpu"))
 
 
 def test_a_run_goes_to_the_cluster_only_when_it_should(gpu_cluster):

@@ -15,7 +15,8 @@ from xmdata.tasks.train.params import DistillParams  # pydantic only
 
 def add_distill_arguments(distill: argparse.ArgumentParser) -> None:
     distill.add_argument("release", help="a release folder (manifest.json) with QA translations")
-    distill.add_argument("--out", required=True, help="run folder: checkpoint, artifacts/ (loss log, curve), model/")
+    distill.add_argument("--out", required=True, help="run folder: checkpoint, artifacts/ (loss log, curve), "
+                         "model/; a store URL: trained in a local folder, every file moved up when the run ends")
     add_param_flags(distill, ParamFlags(DistillParams))
     add_run_options(distill)
 

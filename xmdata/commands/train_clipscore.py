@@ -25,7 +25,8 @@ def add_arguments(clipscore: argparse.ArgumentParser) -> None:
     clipscore.add_argument("release", help="a release folder (manifest.json) with a captions table and a rated-pairs "
                            "table")
     clipscore.add_argument("--out", required=True, help="run folder: checkpoint, artifacts/ (loss log, curve), eval/ "
-                           "(before and after), model/ (loads with `xmdata score --clip-model`)")
+                           "(before and after), model/ (loads with `xmdata score --clip-model`); a store URL: "
+                           "trained in a local folder, every file moved up when the run ends")
     add_param_flags(clipscore, ParamFlags(ClipscoreParams))
     add_run_options(clipscore)
 
