@@ -13,7 +13,6 @@ import shutil
 from pathlib import Path
 
 from xmdata.runtime import storage
-from xmdata.runtime.atomic import publish_folder
 
 from .base import ModelError, ModelSpec, hub_error, resolve_local_path
 
@@ -114,6 +113,8 @@ def ensure_converted(spec: ModelSpec, compute_type: str) -> str:
                              f"{type(exc).__name__}: {first}. Use --engine transformers for this model.") from exc
         (Path(scratch) / CONVERTED_MARK).write_text(json.dumps(
             {"checkpoint": checkpoint, "compute_type": compute_type, "ctranslate2": ctranslate2.__version__}))
+
+    from xmdata.runtime.atomic import publish_folder  # pyarrow: not at the import of the flags' modules
 
     publish_folder(str(target), convert)  # whole when it appears; another process's same conversion may come first
     return str(target)

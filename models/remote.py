@@ -14,7 +14,6 @@ import os
 import posixpath
 
 from xmdata.runtime import storage
-from xmdata.runtime.atomic import publish_folder
 from xmdata.schemas.contract import ContractError
 
 COMPLETE = ".xmdata-complete"  # in every finished copy: a folder holding it is a whole model
@@ -39,6 +38,8 @@ def fetch_model(url: str, backend: str) -> str:
 
     # The copy appears whole (an interrupted one stays a hidden temp folder); when another process of
     # this machine finished the same copy first, that one is used.
+    from xmdata.runtime.atomic import publish_folder  # pyarrow: not at the import of the flags' modules
+
     publish_folder(folder, download)
     if not os.path.exists(os.path.join(folder, COMPLETE)):
         raise ContractError(f"{folder}: a folder without {COMPLETE} is in the way of the model's copy; delete it")
