@@ -59,19 +59,31 @@ def _wait_for_command_process() -> None:
         time.sleep(0.5)
 
 
-def main() -> None:
-    root = tempfile.mkdtemp(prefix="xmdata-bench-light-")
-    ten = os.path.join(root, "ten.parquet")
+def ten_rows(folder: str) -> str:
+    """A 10-row English input for `identify-language`, written in FOLDER."""
+    ten = os.path.join(folder, "ten.parquet")
     pq.write_table(pa.table({"id": [f"r{i}" for i in range(10)],
                              "text": [f"This is the English sentence number {i}." for i in range(10)]}), ten)
+    return ten
+
+
+def warm_cases(root: str) -> tuple[list[str], list[str], dict[str, list[str]]]:
+    """(the entry point, a process of its own, {case: arguments}) with the service up and its command
+    process ready, and a finished demo release in ROOT to re-check."""
+    ten = ten_rows(root)
     ensure_service(quiet=True)
     _wait_for_command_process()
     client, own = [os.path.join(BIN, "xmdata")], [sys.executable, "-m", "xmdata.cli"]
     demo = os.path.join(root, "demo")
     subprocess.run([*client, "demo", "--out", demo, "-q"], check=True, stdout=subprocess.DEVNULL)
-    cases = [("--help", ["--help"]),
-             ("identify-language, 10 rows", ["identify-language", ten, "--out", os.path.join(root, "lid"), "-q"]),
-             ("demo, finished release re-checked", ["demo", "--out", demo, "-q"])]
+    return client, own, {"identify-language, 10 rows": ["identify-language", ten, "--out", os.path.join(root, "lid"), "-q"],
+                         "demo, finished release re-checked": ["demo", "--out", demo, "-q"]}
+
+
+def main() -> None:
+    root = tempfile.mkdtemp(prefix="xmdata-bench-light-")
+    client, own, found = warm_cases(root)
+    cases = [("--help", ["--help"]), *found.items()]
     print(f"median of {REPEATS}; CPU-s over every process (command, service, workers, command process)")
     print(f"{'command':36} {'warm process':>20} {'own process':>20} {'wall ratio':>10}")
     for name, args in cases:

@@ -97,12 +97,9 @@ def returning_workers(root: str) -> float:
            "XMDATA_MODEL_IDLE_MINUTES": "0.1"}
     for name in ("PREFECT_API_URL", "XMDATA_EXECUTOR", "XMDATA_DASK_ADDRESS"):
         env.pop(name, None)
-    ten = os.path.join(root, "ten.parquet")
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    from bench.light import ten_rows
 
-    pq.write_table(pa.table({"id": [f"r{i}" for i in range(10)],
-                             "text": [f"This is the English sentence number {i}." for i in range(10)]}), ten)
+    ten = ten_rows(root)
     command = [xmdata, "identify-language", ten, "--executor", "dask", "-q", "--out"]
     try:
         subprocess.run([*command, os.path.join(root, "first")], env=env, check=True, capture_output=True)
@@ -140,25 +137,15 @@ def ca_figures() -> float:
 
 
 def command_server_figures() -> dict:
-    from bench.light import _measure, _wait_for_command_process
-    from xmdata.runtime.service import ensure_service
-
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    from bench.light import _measure, warm_cases
 
     root = tempfile.mkdtemp(prefix="xmdata-bench-plumbing-")
-    ten = os.path.join(root, "ten.parquet")
-    pq.write_table(pa.table({"id": [f"r{i}" for i in range(10)],
-                             "text": [f"This is the English sentence number {i}." for i in range(10)]}), ten)
-    ensure_service(quiet=True)
-    _wait_for_command_process()
-    client, own = [os.path.join(os.path.dirname(sys.executable), "xmdata")], [sys.executable, "-m", "xmdata.cli"]
-    demo = os.path.join(root, "demo")
-    subprocess.run([*client, "demo", "--out", demo, "-q"], check=True, stdout=subprocess.DEVNULL)
-    cases = {"identify-language, 10 rows": ["identify-language", ten, "--out", os.path.join(root, "lid"), "-q"],
-             "demo, finished release re-checked": ["demo", "--out", demo, "-q"]}
-    return {name: {"with": _measure([*client, *args], root), "without": _measure([*own, *args], root)}
-            for name, args in cases.items()}
+    try:
+        client, own, cases = warm_cases(root)
+        return {name: {"with": _measure([*client, *args], root), "without": _measure([*own, *args], root)}
+                for name, args in cases.items()}
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def main() -> None:
