@@ -75,7 +75,7 @@ def load_model(clip_model: str, pretrained: str | None, device: str):
     return scorer
 
 
-def train_clipscore(release: str, params: ClipscoreParams, out: str) -> dict:
+def train_clipscore(release: str, params: ClipscoreParams, out: str, data: ClipscoreData | None = None) -> dict:
     """Train (or resume) under OUT, write OUT/model (loads with `xmdata score --clip-model`) with its card,
     evaluate the held-out pairs before and after; a summary."""
     import torch
@@ -88,7 +88,7 @@ def train_clipscore(release: str, params: ClipscoreParams, out: str) -> dict:
     from xmdata.tasks.train.card import release_identity, write_model_card
     from xmdata.tasks.train.loop import TrainJob, run_training
 
-    data = check_clipscore(release, params)
+    data = data if data is not None else check_clipscore(release, params)  # the flow's, when it checked
     identity = release_identity(release)
     private_folder(out)
     write_parquet_atomic(data.rejects, os.path.join(out, "rejects.parquet"))

@@ -65,8 +65,9 @@ def _held_out(instance_id: str, fraction: float) -> bool:
     return int.from_bytes(hashlib.sha256(instance_id.encode()).digest()[:8], "big") < fraction * 2**64
 
 
-def train_distill(release: str, params: DistillParams, out: str) -> dict:
-    """Train (or resume) under OUT, write OUT/model with its card, evaluate before and after; a summary."""
+def train_distill(release: str, params: DistillParams, out: str, data=None) -> dict:
+    """Train (or resume) under OUT, write OUT/model with its card, evaluate before and after; a summary.
+    `data`: check_distill's, when the flow made the check (it is not made twice)."""
     import torch
     from transformers import AutoModel, AutoTokenizer
 
@@ -76,7 +77,7 @@ def train_distill(release: str, params: DistillParams, out: str) -> dict:
     from xmdata.tasks.train.card import release_identity, write_model_card
     from xmdata.tasks.train.loop import TrainJob, run_training, shuffled_batches
 
-    data = check_distill(release, params)
+    data = data if data is not None else check_distill(release, params)
     identity = release_identity(release)
     device = torch.device(params.device)
     tokenizer = AutoTokenizer.from_pretrained(params.model)

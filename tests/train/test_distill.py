@@ -116,3 +116,27 @@ def test_the_cli_refuses_before_writing(tmp_path, tiny_decoder):
     done = run_xmdata(["train", "distill", tmp_path / "bare", "--model", tiny_decoder, "--learning-rate", "nan",
                        "--out", tmp_path / "out"], env={})
     assert done.returncode == 2 and "--learning-rate" in done.stderr and not (tmp_path / "out").exists()
+
+
+def test_the_flow_checks_the_release_once_and_the_training_takes_what_it_read(qa_release, tiny_decoder, tmp_path,
+                                                                               monkeypatch, prefect_server):
+    """Before, a run checked its release three times: the command line, the flow, the training. Now the
+    flow's check hands its tables to the training; after the command line's (`checked`), the flow makes
+    none and the training reads the release where it runs."""
+    import xmdata.flows.train_distill as flow_module
+    import xmdata.tasks.train.distill as task_module
+
+    calls = []
+    real = task_module.check_distill
+
+    def counted(*args):
+        calls.append(args[0])
+        return real(*args)
+
+    monkeypatch.setattr(flow_module, "check_distill", counted)
+    monkeypatch.setattr(task_module, "check_distill", counted)
+    params = _params(tiny_decoder, batch_size=1000, accumulation=1, max_steps=1)
+    flow_module.train_distill_flow(str(qa_release), str(tmp_path / "a"), params)
+    assert len(calls) == 1
+    flow_module.train_distill_flow(str(qa_release), str(tmp_path / "b"), params, checked=True)
+    assert len(calls) == 2  # the training's own read

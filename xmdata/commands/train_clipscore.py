@@ -18,7 +18,8 @@ def train_on_release(args: argparse.Namespace, check, flow) -> dict:
 
     release = storage.absolute(args.release)
     check(release, args.params)
-    return run_flow(lambda out, shards, **kw: flow(out=out, **kw), args, release=release, params=args.params)
+    return run_flow(lambda out, shards, **kw: flow(out=out, **kw), args, release=release, params=args.params,
+                    checked=True)
 
 
 def add_arguments(clipscore: argparse.ArgumentParser) -> None:
