@@ -131,6 +131,16 @@ def open_image(ref: ImageRef, root: str | None, max_pixels: int) -> Image.Image 
     return image
 
 
+# What every image reader refuses alike, by these reasons: outside the image root, over the pixel limit
+# (read from the header), its decoder process dead twice. A reader with a reason of its own for the rest
+# (the clean tiers', MMMEB's `unreadable_image`) gives that one to any other failure to read or decode.
+READER_REASONS = ("image_too_large", "path_outside_root", "decoder_died")
+
+
+def reader_reason(reason: str, own: str) -> str:
+    return reason if reason in READER_REASONS else own
+
+
 def decoder_died(ref: ImageRef, message: str) -> Decoded:
     """What an image whose decoder process died on it twice becomes (batch_loader's `died`)."""
     return Decoded(reason="decoder_died", message=f"{ref.describe()}: {message}")

@@ -28,9 +28,6 @@ HASH_MEMO_KIND = "image_hashes"
 # What a shard's params hold that does not decide one image's perceptual hashes (the memo's key leaves
 # them out; tests/clean/test_hash_memo.py proves each): the captions' options and the embedding model.
 HASH_MEMO_EXCLUDE = ("kind", "text_signatures", "num_perm", "model")
-# A refused image's reason: this step's own (UNREADABLE), as its hashes give it, but for these, which every
-# image reader gives alike (the pixel limit; a decoder process that died on it twice).
-KEPT_REASONS = ("image_too_large", "decoder_died")
 HASH_MEMO_CHUNK = 256  # images read, looked up and hashed at a time: what a shard holds in memory at once
 
 
@@ -181,7 +178,7 @@ def _embed_images(spec: ModelSpec, paths: list[str], max_pixels: int,
     whose `skip` is None: decoded in this worker's decoder processes as every image reader is, at most
     `max_pixels` pixels, by the model's own recipe (tasks/build/image_embed.py)."""
     from xmdata.models.registry import get_model
-    from xmdata.tasks.build.image_decode import RESOLVED_PATHS, ImageRef
+    from xmdata.tasks.build.image_decode import RESOLVED_PATHS, ImageRef, reader_reason
     from xmdata.tasks.build.image_embed import embed_image_refs
 
     rows = [row for row, why in enumerate(skip) if why is None]
@@ -189,5 +186,5 @@ def _embed_images(spec: ModelSpec, paths: list[str], max_pixels: int,
                                          RESOLVED_PATHS, max_pixels)
     errors: list[str | None] = [None] * len(paths)
     for k, (reason, message) in failures.items():
-        errors[rows[k]] = f"{reason if reason in KEPT_REASONS else UNREADABLE}: {message}"
+        errors[rows[k]] = f"{reader_reason(reason, UNREADABLE)}: {message}"  # the hashes' reasons
     return {rows[k]: vector for k, vector in vectors.items()}, errors

@@ -37,11 +37,11 @@ def image_region(row: dict, roots: dict[str, str]):
 
 
 def refusal(row: dict, reason: str, message: str) -> tuple[str, str]:
-    """A refused image keeps the reasons every reader gives for these (outside its source's root, over
-    DEFAULT_MAX_PIXELS checked on the header, its decoder died twice); any other failure to read or
-    decode it is this step's unreadable_image."""
-    kept = reason in ("image_too_large", "path_outside_root", "decoder_died")
-    return (reason if kept else "unreadable_image", f"{row['image']}: {message}")
+    """A refused image: the reasons every reader gives alike (image_decode.READER_REASONS), else this
+    step's unreadable_image."""
+    from xmdata.tasks.build.image_decode import reader_reason
+
+    return reader_reason(reason, "unreadable_image"), f"{row['image']}: {message}"
 
 
 def embed_rows(embedder, rows: list[dict], roots: dict[str, str], stage: str, prefixes: dict):
