@@ -94,3 +94,43 @@ class PilRecipe:
         for step in self.steps:
             image = step(image)
         return np.asarray(image, dtype=np.uint8)
+
+
+# The steps a recipe record may hold (models/loader_facts.py): plain data, no code.
+RECORDABLE = {cls.__name__: cls for cls in (Resize, CenterCrop, Crop, Convert)}
+
+
+def recipe_to_data(recipe: PilRecipe) -> dict | None:
+    """The recipe as JSON-able data; None when a step is the model's own (`Opaque`): not recordable."""
+    steps = []
+    for step in recipe.steps:
+        if type(step).__name__ not in RECORDABLE or type(step) is not RECORDABLE[type(step).__name__]:
+            return None
+        steps.append({"step": type(step).__name__, **{k: list(v) if isinstance(v, tuple) else v
+                                                      for k, v in step.__dict__.items()}})
+    return {"steps": steps, "keep": recipe.keep}
+
+
+def recipe_from_data(data: dict) -> PilRecipe:
+    """recipe_to_data's inverse; a KeyError, TypeError or ValueError on data it did not write."""
+    steps = []
+    for raw in data["steps"]:
+        fields = dict(raw)
+        cls = RECORDABLE[fields.pop("step")]
+        steps.append(cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()}))
+    keep = data["keep"]
+    if keep is not None and not isinstance(keep, int):
+        raise TypeError(f"keep: {keep!r}")
+    return PilRecipe(tuple(steps), keep)
+
+
+def output_bytes(recipe: PilRecipe) -> int | None:
+    """An upper bound on one image's bytes after the recipe (RGB, uint8) when its last sizing step fixes
+    both sides (a centre crop, a resize to (h, w)); None when the image's own shape decides."""
+    for step in reversed(recipe.steps):
+        if isinstance(step, CenterCrop) or (isinstance(step, Resize) and len(step.size) == 2):
+            h, w = step.size
+            return h * w * 3
+        if isinstance(step, (Resize, Crop)):
+            return None
+    return None

@@ -45,6 +45,38 @@ def shard_cores() -> int:
     return SHARD_CORES.get() or settings.OMP_NUM_THREADS.get() or len(os.sched_getaffinity(0))
 
 
+def gpu_worker_cores() -> int | None:
+    """On a Dask worker: the cores of this machine left after the other workers' running tasks, shared
+    among this machine's GPU workers running one (this worker counted); None outside a worker. Read
+    from the scheduler when a shard starts (`Client.scheduler_info`, `Client.processing`): a scoring
+    run alone on a GPU machine decodes with every core, one beside a build's CPU stages with what they
+    leave."""
+    try:
+        from distributed import get_client, get_worker
+
+        worker = get_worker()
+    except (ImportError, ValueError):  # not in a worker's task
+        return None
+    client = get_client()
+    return cores_left(client.scheduler_info(n_workers=-1)["workers"], client.processing(), worker.address,
+                      len(os.sched_getaffinity(0)))
+
+
+def cores_left(workers: dict[str, dict], processing: dict[str, list], me: str, cores: int) -> int:
+    """gpu_worker_cores' rule over the scheduler's view: `workers` as `scheduler_info()["workers"]`
+    (host, nthreads, resources), `processing` as `Client.processing()`. A CPU worker running a task holds
+    its threads; the rest of the machine's `cores` go to its GPU workers running one, in equal parts;
+    at least 1."""
+    from .placement import GPU
+
+    host = (workers.get(me) or {}).get("host")
+    running = {address: info for address, info in workers.items()
+               if info.get("host") == host and (processing.get(address) or address == me)}
+    gpu = [address for address, info in running.items() if (info.get("resources") or {}).get(GPU)]
+    held = sum(int(info.get("nthreads") or 1) for address, info in running.items() if address not in gpu)
+    return max(1, (cores - held) // max(1, len(gpu)))
+
+
 def worker_threads(n_workers: int) -> int:
     """The BLAS/torch threads one worker gets: its share of the cores."""
     return max(1, (os.cpu_count() or 1) // max(1, n_workers))

@@ -120,6 +120,9 @@ def _become_the_command(conn: socket.socket, message: dict, fds: list[int]) -> N
 
         traceback.print_exc()
         code = FAILED
+    from .process_end import PROCESS_ENDS
+
+    PROCESS_ENDS.run()  # what the command started (decoder processes): its end skips exit handlers
     finished.set()  # from here the client may go: its status is on its way
     sys.stdout.flush()
     sys.stderr.flush()

@@ -13,6 +13,9 @@ from typing import Callable, Iterator, Sequence, TypeVar
 from .decoders import ProcessDecoders, ThreadDecoders, worker_decoders
 
 Item = TypeVar("Item")
+# The most a loader holds decoded ahead of its consumer, in bytes of pixels: enough batches in flight to
+# keep the decoders busy while a model loads (tasks/build/early_loader.py) or stalls, and no more.
+PREFETCH_BYTES = 256 << 20
 Loaded = TypeVar("Loaded")
 
 
@@ -65,6 +68,14 @@ class PrefetchingLoader:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def prefetch_depth(batch_size: int, image_bytes: int | None) -> int:
+    """Batches in flight: as many as PREFETCH_BYTES holds of images of `image_bytes` each (at least 2); 2
+    when an image's size after decoding is not known ahead (a recipe that keeps the aspect ratio)."""
+    if not image_bytes:
+        return 2
+    return max(2, PREFETCH_BYTES // (max(1, batch_size) * image_bytes))
 
 
 def worker_loader(items: Sequence[Item], batch_size: int, load: Callable[[Item], Loaded], decoders: int | None = None,

@@ -13,7 +13,8 @@ not start) cannot: it decodes in threads, and says so once.
 A decoder that dies (killed, out of memory) breaks the pool: every image it held is decoded again
 alone, in a decoder of its own, and an image that kills that one too is refused (`died`), so a
 stage never hangs and never loses a row. Memory: `count` decoders x one image at the pixel limit,
-plus what the loader holds (its prefetch depth x a batch of decoded arrays).
+plus what the loader holds (its prefetch depth x a batch of decoded arrays, at most
+batch_loader.PREFETCH_BYTES of pixels where the recipe fixes the images' size).
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable
 
 from xmdata.runtime import storage
+from xmdata.runtime.process_end import PROCESS_ENDS
 
 log = logging.getLogger(__name__)
 START_METHOD = "spawn"
@@ -164,12 +166,19 @@ def can_have_children() -> bool:
     return not multiprocessing.current_process().daemon
 
 
-def default_count() -> int:
-    """The cores this shard may use (runtime/cluster.shard_cores): every core of this process when it
-    runs the shard alone (in-process), a worker's share (OMP_NUM_THREADS, as a LocalCluster sets it per
-    worker), else its CPU affinity."""
-    from xmdata.runtime.cluster import shard_cores
+def default_count(gpu: bool = False) -> int:
+    """The decoders a shard gets unless its params say: the cores it may use (runtime/cluster.shard_cores):
+    every core of this process when it runs the shard alone (in-process), a worker's share
+    (OMP_NUM_THREADS, as a LocalCluster sets it per worker), else its CPU affinity. A shard whose model
+    runs on CUDA (`gpu`) needs little CPU of its own beside its decoders: on a Dask worker it gets the
+    cores of its machine left after the other workers' running tasks (cluster.gpu_worker_cores), not
+    its OMP share."""
+    from xmdata.runtime.cluster import gpu_worker_cores, shard_cores
 
+    if gpu:
+        left = gpu_worker_cores()
+        if left is not None:
+            return left
     return shard_cores()
 
 
@@ -192,6 +201,7 @@ class WorkerDecoders:
             self.shutdown()
             try:
                 self.processes = ProcessDecoders(count)
+                PROCESS_ENDS.add(self.shutdown)  # a command forked by the service ends without exit handlers
             except DecodersUnavailable as exc:
                 log.warning("decoder processes did not start (%s): decoding in %d threads", exc, count)
                 return ThreadDecoders(count)

@@ -3,7 +3,6 @@ on request, its embeddings. A bad row stays in the table, status=rejected, and g
 from __future__ import annotations
 
 import logging
-import os
 import time
 from contextlib import contextmanager
 from dataclasses import replace
@@ -15,14 +14,16 @@ from pydantic import model_serializer
 
 from xmdata.models.base import ModelSpec
 from xmdata.models.oom_backoff import FAILED, OUT_OF_MEMORY, BatchSizes, report, run_with_backoff
-from xmdata.models.registry import get_model
+from xmdata.models.loader_facts import LoaderFacts
+from xmdata.models.pil_steps import output_bytes
 from xmdata.runtime import memo
 from xmdata.runtime.params import Params
 from xmdata.runtime.placement import needs_gpu
 from xmdata.runtime.stage import Stage
 
-from xmdata.tasks.build.batch_loader import PrefetchingLoader, worker_loader
+from xmdata.tasks.build.batch_loader import PrefetchingLoader, prefetch_depth, worker_loader
 from xmdata.tasks.build.decoders import default_count
+from xmdata.tasks.build.early_loader import model_and_loader
 from xmdata.tasks.build.image_decode import Decoded, ImageRef, decode_image, decoder_died
 from xmdata.tasks.stage_params import ScoringParams
 from xmdata.tasks.scoring.output import scored_table
@@ -33,17 +34,18 @@ STAGE = "clip_score"
 log = logging.getLogger(__name__)
 
 
-def image_loader(model, images: list[ImageRef], batch_size: int, shard: "ScoreShard") -> PrefetchingLoader:
+def image_loader(images: list[ImageRef], shard: "ScoreShard", facts: LoaderFacts) -> PrefetchingLoader:
     """The shard's images, decoded by this worker's decoders (tasks/build/decoders.py) into the uint8
-    pixels the model's own transform makes before its float part (model.decode_recipe); `fast` mode
-    decodes a JPEG only as large as the transform keeps."""
+    pixels the model's own transform makes before its float part (the model's decode_recipe, or the
+    record of it: models/loader_facts.py); `fast` mode decodes a JPEG only as large as the transform
+    keeps. Up to PREFETCH_BYTES of pixels decoded ahead (batch_loader.prefetch_depth)."""
     params = shard.params
-    recipe = model.decode_recipe()
+    recipe, batch_size = facts.recipe, params.batch_size or facts.batch_size
     load = partial(decode_image, root=shard.image_root, max_pixels=params.max_image_pixels, preprocess=recipe,
                    draft=recipe.keep if params.decode_mode == "fast" else None)
-    # On CUDA the model's process needs little CPU: the decoders get every core it may use.
-    count = params.decoders or (len(os.sched_getaffinity(0)) if model.device.startswith("cuda") else default_count())
-    return worker_loader(images, batch_size, load, count, died=decoder_died)
+    count = params.decoders or default_count(gpu=needs_gpu(shard.model.device))
+    return worker_loader(images, batch_size, load, count, died=decoder_died,
+                         depth=prefetch_depth(batch_size, output_bytes(recipe)))
 
 
 def embed_with_backoff(items: list, embed, batch_size: int, sizes: BatchSizes) -> list:
@@ -167,15 +169,17 @@ class ScoreShard(Params):
 
 def score_table(table: pa.Table, shard: ScoreShard) -> tuple[pa.Table, pa.Table]:
     """The stage function: (one scores row per input row, rejects)."""
-    model, params = get_model("clip_scorer", shard.model), shard.params
-    batch_size = params.batch_size or model.default_batch_size()
+    params = shard.params
     pairs = collect_pairs(table, shard.references_column, params.prefix)
     # The images and texts the memo of model work holds are not decoded or embedded (score_memo.py).
     memo.note_keying(prefix=params.prefix, image_root=shard.image_root)  # for `explain ROW`
     images = images_in_memo(shard.model, pairs.images, shard.image_root, params.max_image_pixels)
-    # Decoding starts now; encoding the texts meanwhile keeps the model busy from the start.
+    # Decoding starts now, before the model has loaded where its recipe is on record (early_loader.py);
+    # encoding the texts meanwhile keeps the model busy from the start.
     sizes = BatchSizes()
-    with image_loader(model, [pairs.images[i] for i in images.todo], batch_size, shard) as loader:
+    todo = [pairs.images[i] for i in images.todo]
+    with model_and_loader("clip_scorer", shard.model, partial(image_loader, todo, shard)) as (model, loader, facts):
+        batch_size = params.batch_size or facts.batch_size
         text_emb, failed_texts = texts_with_memo(shard.model, pairs.texts, batch_size, model.embed_dim,
                                                  lambda texts: whole(sizes, encode_texts, model, texts, batch_size))
         ran_out = len(sizes.out_of_memory)

@@ -109,3 +109,36 @@ def test_a_command_behaves_the_same_with_the_service_up_or_off(service, tmp_path
         assert warm == cold, argv
     assert [runs[tuple(argv)][0][0] for argv in commands] == [0, 2, 2, 0, 1]
     assert runs[("files",)][0] and "summary.json" in runs[("files",)][0]
+
+
+@pytest.mark.slow
+def test_a_warm_command_stops_the_decoders_it_started(service, tmp_path):
+    """A command forked by the warm command process ends with os._exit, which runs no exit handler: the
+    decoder processes its scoring started are stopped before it reports (runtime/process_end.py), so
+    nothing is left for the multiprocessing resource tracker to clean up and warn about on the user's
+    stderr ("leaked semaphore objects"). stderr is read to its end: the tracker and the decoders hold it too."""
+    from PIL import Image
+
+    from xmdata.client import command_process
+    from xmdata.models.tiny import cached_tiny_models
+
+    deadline = time.monotonic() + 180
+    while command_process() is None:
+        assert time.monotonic() < deadline, "no warm command process"
+        time.sleep(0.5)
+    for i in range(3):
+        Image.new("RGB", (64, 48), (40 * i, 90, 200)).save(tmp_path / f"{i}.jpg")
+    (tmp_path / "pairs.jsonl").write_text("".join(f'{{"id": "p{i}", "text": "a photo {i}", "image_path": "{i}.jpg"}}\n'
+                                                  for i in range(3)))
+    xmdata = os.path.join(os.path.dirname(sys.executable), "xmdata")
+    env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", "XMDATA_EXECUTOR")}
+    from xmdata.client import command_process_info
+
+    assert decide(["score"], env, command_process_info())[1].startswith("warm"), "the command would not run warm"
+    for run in range(2):
+        done = subprocess.run([xmdata, "score", "pairs.jsonl", "--out", f"out{run}", "--shards", "1",
+                               "--clip-model", cached_tiny_models()["open_clip"].name_or_path, "--decoders", "2"],
+                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert "3 of 3 pairs scored" in done.stdout
+        assert "leaked" not in done.stderr and "resource_tracker" not in done.stderr, done.stderr[-2000:]

@@ -132,3 +132,50 @@ def test_the_local_cluster_of_a_gpu_machine_is_dask_cuda_when_installed(gpus, da
     assert (plan.cuda, plan.gpus, plan.cpu_workers) == (cuda, tuple(gpus), 3)
     local_cluster_plan(["0"], 1)  # looks for dask_cuda without importing it
     assert "dask_cuda" not in sys.modules
+
+
+def test_a_gpu_worker_decodes_with_the_cores_the_other_workers_running_tasks_leave():
+    """cluster.cores_left over the scheduler's view: a CPU worker running a task holds its threads, the
+    rest of its machine goes to the GPU workers running one, in equal parts, at least one each."""
+    from xmdata.runtime.cluster import cores_left
+
+    workers = {"c1": {"host": "a", "nthreads": 1}, "c2": {"host": "a", "nthreads": 2},
+               "g1": {"host": "a", "nthreads": 1, "resources": {"GPU": 1}},
+               "g2": {"host": "a", "nthreads": 1, "resources": {"GPU": 1}},
+               "far": {"host": "b", "nthreads": 8}}
+    assert cores_left(workers, {}, "g1", 16) == 16  # a scoring run alone: every core
+    assert cores_left(workers, {"c2": ["x"], "far": ["y"]}, "g1", 16) == 14  # another machine's task holds none here
+    assert cores_left(workers, {"c1": ["x"], "c2": ["y"], "g2": ["z"]}, "g1", 16) == 6  # (16 - 3) // 2
+    assert cores_left(workers, {"c1": ["x"], "c2": ["y"]}, "g1", 2) == 1  # never none
+
+
+@pytest.mark.slow  # a LocalCluster of 3 worker processes: ~10 s
+def test_a_gpu_worker_reads_the_cores_left_from_the_scheduler_when_its_shard_starts(monkeypatch):
+    import os
+
+    from xmdata.runtime.cluster import gpu_worker_cores
+
+    monkeypatch.setenv("XMDATA_GPU_WORKERS", "0")
+    cores = len(os.sched_getaffinity(0))
+    cluster, client = start_local_cluster(2)
+    try:
+        assert gpu_worker_cores() is None  # not in a worker's task
+        add_gpu_workers(cluster, ["0"])
+        apply_worker_spec(cluster)
+        client.wait_for_workers(3, timeout=60)
+        infos = client.scheduler_info(n_workers=-1)["workers"]
+        cpu = [a for a, w in infos.items() if not (w.get("resources") or {}).get("GPU")]
+        alone = client.submit(gpu_worker_cores, resources={"GPU": 1}, pure=False).result(timeout=60)
+        assert alone == cores
+        import time
+
+        busy = client.submit(time.sleep, 5, workers=[cpu[0]], pure=False)
+        deadline = time.monotonic() + 30
+        while not client.processing().get(cpu[0]):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        beside = client.submit(gpu_worker_cores, resources={"GPU": 1}, pure=False).result(timeout=60)
+        assert beside == max(1, cores - 1)
+        busy.result(timeout=60)
+    finally:
+        close_local_cluster(cluster, client)
