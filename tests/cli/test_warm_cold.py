@@ -134,6 +134,11 @@ def test_a_warm_command_stops_the_decoders_it_started(service, tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", "XMDATA_EXECUTOR")}
     from xmdata.client import command_process_info
 
+    # Under xdist each test worker has its own DASK_TEMPORARY_DIRECTORY (conftest.py), and the service is the
+    # one whichever worker started it: take that worker's, so that the command runs warm.
+    run = os.environ["XMDATA_TEST_RUN"]
+    candidates = [env] + [{**env, "DASK_TEMPORARY_DIRECTORY": os.path.join(run, name, "dask")} for name in os.listdir(run)]
+    env = next((e for e in candidates if decide(["score"], e, command_process_info())[1].startswith("warm")), env)
     assert decide(["score"], env, command_process_info())[1].startswith("warm"), "the command would not run warm"
     for run in range(2):
         done = subprocess.run([xmdata, "score", "pairs.jsonl", "--out", f"out{run}", "--shards", "1",
