@@ -70,6 +70,7 @@ class OpenClipScorer:
         self.embed_dim = self.context_length = 0
         self.device = spec.device
         self._normalise: Any = _UNKNOWN  # (mean, std) on the device, or None: see _mean_std
+        self._tensor_recipe: Any = _UNKNOWN  # see tensor_recipe
 
     def load(self) -> None:
         import open_clip
@@ -172,10 +173,28 @@ class OpenClipScorer:
                 steps.append(pil_steps.Opaque(step))
         return pil_steps.PilRecipe(tuple(steps), max(sizes) if sizes else None)
 
+    def tensor_recipe(self):
+        """decode_recipe as tensor ops on the device (models/tensor_steps.py), for decode_mode "device";
+        None when a step has no tensor twin (then the stage decodes as in exact mode)."""
+        if self._tensor_recipe is _UNKNOWN:
+            from .tensor_steps import TensorRecipe
+
+            self._tensor_recipe = TensorRecipe.of(self.decode_recipe())
+        return self._tensor_recipe
+
+    def pixels_from_jpegs(self, datas: Sequence[bytes]) -> list[Any]:
+        """JPEG file bytes decoded on the model's device (decode_jpeg, one call) and resized and cropped
+        there (tensor_recipe): a uint8 CHW tensor each, None for one decode_jpeg refuses. For CUDA; on
+        a CPU model libjpeg decodes them in this process."""
+        from .tensor_steps import decode_jpegs
+
+        return decode_jpegs(datas, self.device, self.tensor_recipe())
+
     def pixels_from_uint8(self, arrays: Sequence[Any]):
         """A batch for the image tower from the decoders' uint8 HWC arrays: copied as uint8 (pinned
         and non-blocking on CUDA), then ÷255 and normalised on the model's device — the same float32
-        operations as the transform's ToTensor and Normalize, so the same bits."""
+        operations as the transform's ToTensor and Normalize, so the same bits. An item may also be a
+        uint8 CHW tensor on the device already (pixels_from_jpegs); the order is kept."""
         import numpy as np
         import torch
 
@@ -186,12 +205,23 @@ class OpenClipScorer:
             from PIL import Image
 
             _, tensor_part = self.preprocess_stages()
-            return torch.stack([tensor_part(Image.fromarray(a)) for a in arrays]).to(self.dtype)
-        batch = torch.from_numpy(np.stack(arrays))
-        if self.device.startswith("cuda"):
-            batch = batch.pin_memory().to(self.device, non_blocking=True)
+            return torch.stack([tensor_part(Image.fromarray(_hwc_array(a))) for a in arrays]).to(self.dtype)
+        if all(isinstance(a, np.ndarray) for a in arrays):
+            batch = self._uint8_to_device(np.stack(arrays))
+        else:
+            on_host = [i for i, a in enumerate(arrays) if isinstance(a, np.ndarray)]
+            moved = dict(zip(on_host, self._uint8_to_device(np.stack([arrays[i] for i in on_host])))) if on_host else {}
+            batch = torch.stack([moved[i] if i in moved else a.permute(1, 2, 0) for i, a in enumerate(arrays)])
         mean, std = mean_std
         return batch.permute(0, 3, 1, 2).to(torch.float32).div(255).sub(mean).div(std).to(self.dtype)
+
+    def _uint8_to_device(self, array):
+        import torch
+
+        batch = torch.from_numpy(array)
+        if self.device.startswith("cuda"):
+            batch = batch.pin_memory().to(self.device, non_blocking=True)
+        return batch
 
     def _mean_std(self):
         """(mean, std) as (1, C, 1, 1) float32 tensors on the device when the transform's tensor part is
@@ -252,3 +282,10 @@ class OpenClipScorer:
         if pad_to and n < pad_to:
             inputs = torch.cat([inputs, inputs[-1:].expand(pad_to - n, *inputs.shape[1:])])
         return encode(inputs.to(self.device, non_blocking=True), normalize=True)[:n].float().cpu().numpy()
+
+
+def _hwc_array(pixels: Any):
+    """A uint8 HWC numpy array of a decoder's array, or of a uint8 CHW tensor (pixels_from_jpegs)."""
+    import numpy as np
+
+    return pixels if isinstance(pixels, np.ndarray) else pixels.permute(1, 2, 0).cpu().numpy()

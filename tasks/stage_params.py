@@ -72,9 +72,11 @@ class ScoringParams(Params):
     device: ModelDevice = "cpu"
     autocast: Literal["bfloat16", "float16", "none"] = Field("bfloat16", description="autocast dtype on CUDA")
     max_image_pixels: MaxImagePixels = DEFAULT_MAX_PIXELS
-    decode_mode: Literal["exact", "fast"] = Field(
+    decode_mode: Literal["exact", "fast", "device"] = Field(
         "exact", description="exact: open_clip's own preprocess, bit for bit; fast: a JPEG decoded at the "
-        "smallest DCT scale the model's input size allows (slightly different pixels)")
+        "smallest DCT scale the model's input size allows (slightly different pixels); device: a JPEG decoded, "
+        "resized and cropped on the model's device (torchvision's decode_jpeg, nvjpeg on CUDA; slightly "
+        "different pixels), other images as exact")
     decoders: int | None = Field(None, ge=1, description="image decoder processes per worker "
                                  "(default: the cores the worker may use)")
 

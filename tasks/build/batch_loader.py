@@ -27,16 +27,19 @@ class PrefetchingLoader:
     """Batches of load(item), in order, with up to `depth` batches loading ahead of the consumer.
 
     `decoders`: a count of threads of its own, or a worker's decoders (`worker_decoders`); `died(item,
-    message)`: what an item whose decoder process died on it twice becomes (default: an error).
+    message)`: what an item whose decoder process died on it twice becomes (default: an error);
+    `finish(items, loaded)`: run on each batch in the consumer's process as it is handed over (scoring's
+    device mode decodes its JPEGs there, on the model's device).
     Loading starts when the loader is made, so work done before iterating (encoding the texts of
     the shard) already overlaps with decoding the first images.
     """
 
     def __init__(self, items: Sequence[Item], batch_size: int, load: Callable[[Item], Loaded],
                  decoders: int | ThreadDecoders | ProcessDecoders, depth: int = 2,
-                 died: Callable[[Item, str], Loaded] = _refuse):
+                 died: Callable[[Item, str], Loaded] = _refuse,
+                 finish: Callable[[list[Item], list[Loaded]], list[Loaded]] | None = None):
         self._batches = iter([items[i:i + batch_size] for i in range(0, len(items), batch_size)])
-        self._load, self._died = load, died
+        self._load, self._died, self._finish = load, died, finish
         self.decoders = ThreadDecoders(max(1, decoders)) if isinstance(decoders, int) else decoders
         self._pending: deque = deque()
         self.started = time.perf_counter()
@@ -53,7 +56,8 @@ class PrefetchingLoader:
             while self._pending:
                 submitted = self._pending.popleft()
                 self._submit_next()  # keep `depth` batches in flight while the caller uses this one
-                yield [self.decoders.result(future, self._load, item, self._died) for future, item in submitted]
+                loaded = [self.decoders.result(future, self._load, item, self._died) for future, item in submitted]
+                yield loaded if self._finish is None else self._finish([item for _, item in submitted], loaded)
         finally:
             self.close()
 
@@ -79,8 +83,10 @@ def prefetch_depth(batch_size: int, image_bytes: int | None) -> int:
 
 
 def worker_loader(items: Sequence[Item], batch_size: int, load: Callable[[Item], Loaded], decoders: int | None = None,
-                  died: Callable[[Item, str], Loaded] = _refuse, depth: int = 2) -> PrefetchingLoader:
+                  died: Callable[[Item, str], Loaded] = _refuse, depth: int = 2,
+                  finish: Callable[[list[Item], list[Loaded]], list[Loaded]] | None = None) -> PrefetchingLoader:
     """Batches of load(item) from this worker's decoder processes (kept between shards; `decoders`: how
     many, default the cores this shard may use), or threads where a process may not have children.
     `load` must pickle (a module-level function, or a partial of one): it runs in a decoder process."""
-    return PrefetchingLoader(items, batch_size, load, worker_decoders(decoders), depth=depth, died=died)
+    return PrefetchingLoader(items, batch_size, load, worker_decoders(decoders), depth=depth, died=died,
+                             finish=finish)

@@ -7,7 +7,7 @@ import io
 import os
 import posixpath
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from PIL import Image, UnidentifiedImageError
 
@@ -33,7 +33,8 @@ class ImageRef:
 
 @dataclass(frozen=True)
 class Decoded:
-    """A preprocessed image (pixels), or why there is none (reason, message)."""
+    """A preprocessed image (pixels), or why there is none (reason, message). In scoring's device mode
+    (decode_image's raw_jpeg) `pixels` is a JPEG's own file bytes, left for the model's process to decode."""
 
     pixels: Any = None
     reason: str | None = None
@@ -147,17 +148,21 @@ def decoder_died(ref: ImageRef, message: str) -> Decoded:
 
 
 def decode_image(ref: ImageRef, root: str | None, max_pixels: int,
-                 preprocess: Callable[[Image.Image], Any], draft: int | None = None) -> Decoded:
+                 preprocess: Callable[[Image.Image], Any], draft: int | None = None, raw_jpeg: bool = False) -> Decoded:
     """Open, check, convert to RGB and preprocess one image; thread-safe, never raises on bad data.
 
     draft: a JPEG is decoded at the smallest DCT scale (1/2, 1/4, 1/8) that keeps both sides at
-    least this long (PIL's `Image.draft`; other formats decode whole). The pixel limit applies to the
-    size the file declares, before any decoding."""
+    least this long (PIL's `Image.draft`; other formats decode whole). raw_jpeg: a JPEG that
+    libjpeg and nvjpeg take as it is (`jpeg_bytes`) is not decoded here: its file bytes come back as
+    `pixels` (`jpegs_decoded` finishes it); any other image is decoded here. The pixel limit applies
+    to the size the file declares, before any decoding."""
     opened = open_image(ref, root, max_pixels)
     if isinstance(opened, Decoded):
         return opened
     try:
         with opened:
+            if raw_jpeg and (data := jpeg_bytes(opened)) is not None:
+                return Decoded(pixels=data)
             if draft is not None:
                 opened.draft("RGB", (draft, draft))
             # An RGB image's convert("RGB") is a copy (PIL): 7.7 MB of a 1600x1200 photo (4 bytes a pixel), for nothing.
@@ -166,6 +171,33 @@ def decode_image(ref: ImageRef, root: str | None, max_pixels: int,
         return Decoded(reason="image_too_large", message=str(exc))
     except Exception as exc:  # truncated or malformed data surfaces at decode time, as many kinds
         return Decoded(reason="corrupt_image", message=f"{ref.describe()}: {type(exc).__name__}: {exc}")
+
+
+JPEG_END = b"\xff\xd9"  # the EOI marker
+
+
+def jpeg_bytes(image: Image.Image) -> bytes | None:
+    """The file bytes of an opened JPEG that decode_jpeg takes as it is — 8-bit RGB or grey (not CMYK or
+    YCCK, which PIL converts its own way), ending with its EOI marker (not truncated) — else None."""
+    if image.format != "JPEG" or image.mode not in ("RGB", "L"):
+        return None
+    image.fp.seek(0)
+    data = image.fp.read()
+    return data if data.endswith(JPEG_END) else None
+
+
+def jpegs_decoded(decode: Callable[[list[bytes]], list[Any]], fallback: Callable[[ImageRef], Decoded],
+                  refs: Sequence[ImageRef], batch: list[Decoded]) -> list[Decoded]:
+    """A batch of decode_image(raw_jpeg=True) results finished in the model's process: its JPEG bytes
+    decoded by `decode` (one call, None for each it refuses), a refused one decoded again by `fallback`
+    (the PIL path: pixels, or the reason it gives); the other items as they came, in order."""
+    at = [i for i, d in enumerate(batch) if isinstance(d.pixels, bytes)]
+    if not at:
+        return batch
+    finished = list(batch)
+    for i, pixels in zip(at, decode([batch[i].pixels for i in at]), strict=True):
+        finished[i] = Decoded(pixels=pixels) if pixels is not None else fallback(refs[i])
+    return finished
 
 
 def image_sha256(ref: ImageRef, root: str | None) -> str | None:

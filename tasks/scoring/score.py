@@ -16,6 +16,8 @@ from xmdata.models.base import ModelSpec
 from xmdata.models.oom_backoff import FAILED, OUT_OF_MEMORY, BatchSizes, report, run_with_backoff
 from xmdata.models.loader_facts import LoaderFacts
 from xmdata.models.pil_steps import output_bytes
+from xmdata.models.registry import get_model
+from xmdata.models.tensor_steps import TensorRecipe
 from xmdata.runtime import memo
 from xmdata.runtime.params import Params
 from xmdata.runtime.placement import needs_gpu
@@ -24,7 +26,7 @@ from xmdata.runtime.stage import Stage
 from xmdata.tasks.build.batch_loader import PrefetchingLoader, prefetch_depth, worker_loader
 from xmdata.tasks.build.decoders import default_count
 from xmdata.tasks.build.early_loader import model_and_loader
-from xmdata.tasks.build.image_decode import Decoded, ImageRef, decode_image, decoder_died
+from xmdata.tasks.build.image_decode import Decoded, ImageRef, decode_image, decoder_died, jpegs_decoded
 from xmdata.tasks.stage_params import ScoringParams
 from xmdata.tasks.scoring.output import scored_table
 from xmdata.tasks.scoring.pairs import collect_pairs
@@ -38,14 +40,28 @@ def image_loader(images: list[ImageRef], shard: "ScoreShard", facts: LoaderFacts
     """The shard's images, decoded by this worker's decoders (tasks/build/decoders.py) into the uint8
     pixels the model's own transform makes before its float part (the model's decode_recipe, or the
     record of it: models/loader_facts.py); `fast` mode decodes a JPEG only as large as the transform
-    keeps. Up to PREFETCH_BYTES of pixels decoded ahead (batch_loader.prefetch_depth)."""
+    keeps; `device` mode has the decoders send a JPEG's bytes, decoded on the model's device as each
+    batch is handed over (device_jpegs). Up to PREFETCH_BYTES of pixels decoded ahead
+    (batch_loader.prefetch_depth)."""
     params = shard.params
     recipe, batch_size = facts.recipe, params.batch_size or facts.batch_size
-    load = partial(decode_image, root=shard.image_root, max_pixels=params.max_image_pixels, preprocess=recipe,
-                   draft=recipe.keep if params.decode_mode == "fast" else None)
+    pil = partial(decode_image, root=shard.image_root, max_pixels=params.max_image_pixels, preprocess=recipe)
+    load, finish = partial(pil, draft=recipe.keep if params.decode_mode == "fast" else None), None
+    if params.decode_mode == "device" and TensorRecipe.of(recipe) is not None:
+        load, finish = partial(pil, raw_jpeg=True), partial(jpegs_decoded, partial(device_jpegs, shard.model), pil)
+    elif params.decode_mode == "device":  # the fast path declines: -v says why, once a shard
+        log.info("%s: decode_mode device decodes as exact mode: the transform has a step with no tensor twin (%s)",
+                 STAGE, ", ".join(type(step).__name__ for step in recipe.steps))
     count = params.decoders or default_count(gpu=needs_gpu(shard.model.device))
-    return worker_loader(images, batch_size, load, count, died=decoder_died,
-                         depth=prefetch_depth(batch_size, output_bytes(recipe)))
+    # A JPEG's bytes are as large as its file, which no recipe bounds: device mode prefetches the default.
+    return worker_loader(images, batch_size, load, count, died=decoder_died, finish=finish,
+                         depth=prefetch_depth(batch_size, None if finish else output_bytes(recipe)))
+
+
+def device_jpegs(spec: ModelSpec, datas: list[bytes]) -> list:
+    """JPEG bytes decoded and resized by the model on its device (pixels_from_jpegs). Called as a batch is
+    handed over, so after the model has loaded (the loader may start before: early_loader.py)."""
+    return get_model("clip_scorer", spec).pixels_from_jpegs(datas)
 
 
 def embed_with_backoff(items: list, embed, batch_size: int, sizes: BatchSizes) -> list:

@@ -2,7 +2,6 @@
 photographs, fast mode differs a little and is hashed, bad images get today's reasons in both modes,
 a decoder that dies costs a retry then a registered reject, a daemonic worker decodes in threads, and
 decoders die with their worker. Tiny open_clip, CPU."""
-import io
 import logging
 import multiprocessing
 import os
@@ -15,7 +14,7 @@ import pyarrow as pa
 import pytest
 from PIL import Image
 
-from support.bad_inputs import png_bomb
+from support.bad_inputs import bad_images
 from xmdata.models.registry import get_model
 from xmdata.tasks.build import decoders as decoders_module
 from xmdata.tasks.build.batch_loader import PrefetchingLoader
@@ -99,26 +98,6 @@ def test_fast_mode_drafts_jpegs_at_the_transforms_size_and_stays_close(scorer, p
     assert np.abs(scores[0] - scores[1]).max() < 0.05
 
 
-def bad_images(root):
-    """The kinds of bad or unusual input a photo collection holds, as files."""
-    photo = Image.radial_gradient("L").resize((300, 200)).convert("RGB")
-    photo.save(root / "plain.jpg")
-    buffer = io.BytesIO()
-    photo.save(buffer, "JPEG")
-    (root / "truncated.jpg").write_bytes(buffer.getvalue()[: len(buffer.getvalue()) // 2])
-    photo.convert("CMYK").save(root / "cmyk.jpg")
-    Image.fromarray((np.arange(200 * 300, dtype=np.uint16).reshape(200, 300) * 7)).save(root / "sixteen.png")
-    frames = [Image.new("RGB", (120, 80), colour) for colour in ("red", "blue", "green")]
-    frames[0].save(root / "animated.gif", save_all=True, append_images=frames[1:])
-    frames[0].save(root / "animated.webp", save_all=True, append_images=frames[1:])
-    exif = Image.Exif()
-    exif[0x0112] = 6  # rotated 90°: decoded as stored, as the stage did before
-    photo.save(root / "rotated.jpg", exif=exif)
-    png_bomb("bomb.png")(root)
-    return ["plain.jpg", "truncated.jpg", "cmyk.jpg", "sixteen.png", "animated.gif", "animated.webp",
-            "rotated.jpg", "bomb.png"]
-
-
 @pytest.mark.parametrize("mode", ["exact", "fast"])
 def test_bad_images_decode_as_before_or_get_todays_reasons_in_either_mode(scorer, tmp_path, mode):
     import torch
@@ -131,7 +110,8 @@ def test_bad_images_decode_as_before_or_get_todays_reasons_in_either_mode(scorer
               for n in names]
     reasons = {n: d.reason for n, d in zip(names, decoded)}
     assert reasons == {n: d.reason for n, d in zip(names, before)}
-    assert reasons == {**dict.fromkeys(names), "truncated.jpg": "corrupt_image", "bomb.png": "image_too_large"}
+    assert reasons == {**dict.fromkeys(names), "truncated.jpg": "corrupt_image", "bomb.png": "image_too_large",
+                       "bomb.jpg": "image_too_large"}
     for name, ours, old in zip(names, decoded, before):
         if old.pixels is not None and (mode == "exact" or not name.endswith(".jpg")):
             assert torch.equal(scorer.pixels_from_uint8([ours.pixels])[0], old.pixels), name

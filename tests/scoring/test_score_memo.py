@@ -147,7 +147,7 @@ def test_a_rebuild_with_new_images_in_several_shards_gathers_them_and_writes_the
         assert (tmp_path / "warm" / name).read_bytes() == (tmp_path / "off" / name).read_bytes(), name
 
 
-@pytest.mark.parametrize("change", ["batch_size", "decode_mode", "model_file"])
+@pytest.mark.parametrize("change", ["batch_size", "decode_mode", "decode_mode_device", "model_file"])
 def test_every_part_of_the_key_that_decides_an_embedding_misses_when_it_changes(tiny_models, root, tmp_path, change):
     from xmdata.models.base import ModelSpec
     from xmdata.models.tiny import cached_tiny_models
@@ -159,7 +159,8 @@ def test_every_part_of_the_key_that_decides_an_embedding_misses_when_it_changes(
     location = str(tmp_path / "memo")
     run(stage(spec, root), table(CAPTIONS), location)
     changed = {"batch_size": lambda: stage(spec, root, batch_size=2),
-               "decode_mode": lambda: stage(spec, root, decode_mode="fast")}.get(change, lambda: stage(spec, root))()
+               "decode_mode": lambda: stage(spec, root, decode_mode="fast"),
+               "decode_mode_device": lambda: stage(spec, root, decode_mode="device")}.get(change, lambda: stage(spec, root))()
     if change == "model_file":  # other weights at the same path
         other = cached_tiny_models(seed=1)["open_clip"].option("pretrained")
         shutil.copyfile(other, pretrained)
