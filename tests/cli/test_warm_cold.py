@@ -131,7 +131,9 @@ def test_a_warm_command_stops_the_decoders_it_started(service, tmp_path):
     (tmp_path / "pairs.jsonl").write_text("".join(f'{{"id": "p{i}", "text": "a photo {i}", "image_path": "{i}.jpg"}}\n'
                                                   for i in range(3)))
     xmdata = os.path.join(os.path.dirname(sys.executable), "xmdata")
-    env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", "XMDATA_EXECUTOR")}
+    # A user's shell, not this process's: earlier tests' in-process commands may have set Prefect's API here.
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PREFECT_API_URL", "PREFECT_API_AUTH_STRING", "XMDATA_EXECUTOR")}
     from xmdata.client import command_process_info
 
     # Under xdist each test worker has its own DASK_TEMPORARY_DIRECTORY (conftest.py), and the service is the
