@@ -45,7 +45,8 @@ def _record_path(kind: str, spec: ModelSpec) -> str:
 
 
 def recorded_facts(kind: str, spec: ModelSpec) -> LoaderFacts | None:
-    """The record for this model, or None: none yet, or not one this code wrote."""
+    """The record for this model, or None: none yet, or not one this code wrote (a record that reads
+    but is wrong in another way is caught when it starts a loader: early_loader.py)."""
     try:
         with open(_record_path(kind, spec), encoding="utf-8") as f:
             data = json.load(f)
@@ -60,7 +61,11 @@ def record_facts(kind: str, spec: ModelSpec, facts: LoaderFacts) -> bool:
     """Record them for the next process; False when the recipe cannot be recorded (an `Opaque` step)
     or the cache cannot be written (the run goes on: the record only saves time)."""
     recipe = recipe_to_data(facts.recipe)
-    if recipe is None:
+    if recipe is None:  # and a record of what the model was before goes: it would start a wrong loader each time
+        try:
+            os.unlink(_record_path(kind, spec))
+        except OSError:
+            pass
         return False
     record = {"key": facts_key(kind, spec), "kind": kind, "model": spec.name_or_path, "recipe": recipe,
               "batch_size": facts.batch_size}

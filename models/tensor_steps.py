@@ -55,25 +55,35 @@ class TensorRecipe:
         return image
 
 
+# JPEGs decoded at once: each is whole (full size) on the device until its chunk is resized, so the
+# memory a batch takes there is this many images at the pixel limit, not a batch's (256 on a large GPU).
+DECODE_CHUNK = 16
+
+
 def decode_jpegs(datas: Sequence[bytes], device: str, recipe: TensorRecipe) -> list[Any]:
     """Each JPEG decoded on `device` and run through `recipe`: a uint8 CHW RGB tensor there, or None for
-    one that decode_jpeg refuses. The list goes in one call (batched by nvjpeg on CUDA); one bad JPEG
-    fails the whole call, so then each is decoded alone."""
+    one that decode_jpeg refuses. DECODE_CHUNK at a time, each chunk in one call (batched by nvjpeg on
+    CUDA) and resized before the next is decoded; one bad JPEG fails its chunk's call, so then each of
+    that chunk is decoded alone."""
     import torch
     from torchvision.io import ImageReadMode, decode_jpeg
 
-    encoded = [torch.frombuffer(bytearray(data), dtype=torch.uint8) for data in datas]
-    if torch.device(device).type == "cuda":
-        # nvjpeg's hardware decoder can write into memory that kernels queued on the caller's stream still
-        # read (pytorch/vision#9606, torchvision 0.28): nothing left queued before it decodes.
-        torch.cuda.current_stream(device).synchronize()
-    try:
-        images = decode_jpeg(encoded, mode=ImageReadMode.RGB, device=device)
-    except Exception as exc:  # torchvision raises RuntimeError for bad data, but says nothing of other kinds
-        images = [_alone(data, device) for data in encoded]
-        log.info("decode_jpeg refused a batch of %d JPEGs (%s: %s): decoded one by one, %d refused again "
-                 "(decoded by PIL)", len(encoded), type(exc).__name__, exc, images.count(None))
-    return [None if image is None else _steps(recipe, image) for image in images]
+    out: list[Any] = []
+    for start in range(0, len(datas), DECODE_CHUNK):
+        encoded = [torch.frombuffer(bytearray(data), dtype=torch.uint8) for data in datas[start:start + DECODE_CHUNK]]
+        if torch.device(device).type == "cuda":
+            # nvjpeg's hardware decoder can write into memory that kernels queued on the caller's stream still
+            # read (pytorch/vision#9606, torchvision 0.28): nothing left queued before it decodes.
+            torch.cuda.current_stream(device).synchronize()
+        try:
+            images = decode_jpeg(encoded, mode=ImageReadMode.RGB, device=device)
+        except Exception as exc:  # torchvision raises RuntimeError for bad data, but says nothing of other kinds
+            images = [_alone(data, device) for data in encoded]
+            log.info("decode_jpeg refused a batch of %d JPEGs (%s: %s): decoded one by one, %d refused again "
+                     "(decoded by PIL)", len(encoded), type(exc).__name__, exc, images.count(None))
+        out += [None if image is None else _steps(recipe, image) for image in images]
+        del images
+    return out
 
 
 def _alone(data: Any, device: str) -> Any:

@@ -11,10 +11,14 @@ the cores (no oversubscription).
 from __future__ import annotations
 
 import contextvars
+import logging
 import os
+import sys
 from typing import TYPE_CHECKING
 
 from . import settings
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:  # owner_only imports the contract (pyarrow): not for `xmdata --help`
     from .owner_only import DaskCredentials, DaskTarget
@@ -47,34 +51,42 @@ def shard_cores() -> int:
 
 def gpu_worker_cores() -> int | None:
     """On a Dask worker: the cores of this machine left after the other workers' running tasks, shared
-    among this machine's GPU workers running one (this worker counted); None outside a worker. Read
-    from the scheduler when a shard starts (`Client.scheduler_info`, `Client.processing`): a scoring
-    run alone on a GPU machine decodes with every core, one beside a build's CPU stages with what they
-    leave."""
-    try:
-        from distributed import get_client, get_worker
-
-        worker = get_worker()
-    except (ImportError, ValueError):  # not in a worker's task
+    among this machine's GPU workers running one (this worker counted); None outside a worker, or when
+    the scheduler does not answer (the caller's own default then). Read from the scheduler when a
+    shard starts (`Client.scheduler_info`, `Client.processing`): a scoring run alone on a GPU machine
+    decodes with every core, one beside a build's CPU stages with what they leave."""
+    if "distributed" not in sys.modules:  # nothing imported Dask: not a worker (an in-process shard)
         return None
-    client = get_client()
-    return cores_left(client.scheduler_info(n_workers=-1)["workers"], client.processing(), worker.address,
-                      len(os.sched_getaffinity(0)))
+    from distributed import get_client, get_worker
+
+    try:
+        worker = get_worker()
+    except ValueError:  # not in a worker's task
+        return None
+    try:
+        client = get_client()
+        return cores_left(client.scheduler_info(n_workers=-1)["workers"], client.processing(), worker.address,
+                          len(os.sched_getaffinity(0)))
+    except (OSError, TimeoutError) as exc:  # Dask's comm errors are OSErrors
+        log.warning("the scheduler did not say which workers are busy (%s): decoding with this worker's share", exc)
+        return None
 
 
 def cores_left(workers: dict[str, dict], processing: dict[str, list], me: str, cores: int) -> int:
     """gpu_worker_cores' rule over the scheduler's view: `workers` as `scheduler_info()["workers"]`
-    (host, nthreads, resources), `processing` as `Client.processing()`. A CPU worker running a task holds
-    its threads; the rest of the machine's `cores` go to its GPU workers running one, in equal parts;
-    at least 1."""
+    (host, nthreads, resources), `processing` as `Client.processing()`, `cores` the machine's. A CPU
+    worker running a task holds its share of the machine (its threads, or cores ÷ the machine's CPU
+    workers, as start_local_cluster gives each its torch threads and decoders: the larger); the rest
+    goes to its GPU workers running one, in equal parts; at least 1."""
     from .placement import GPU
 
     host = (workers.get(me) or {}).get("host")
-    running = {address: info for address, info in workers.items()
-               if info.get("host") == host and (processing.get(address) or address == me)}
-    gpu = [address for address, info in running.items() if (info.get("resources") or {}).get(GPU)]
-    held = sum(int(info.get("nthreads") or 1) for address, info in running.items() if address not in gpu)
-    return max(1, (cores - held) // max(1, len(gpu)))
+    here = {address: info for address, info in workers.items() if info.get("host") == host}
+    gpu = {address for address, info in here.items() if (info.get("resources") or {}).get(GPU)}
+    share = cores // max(1, len(here) - len(gpu))
+    running = [address for address in here if processing.get(address) or address == me]
+    held = sum(max(int(here[address].get("nthreads") or 1), share) for address in running if address not in gpu)
+    return max(1, (cores - held) // max(1, len([a for a in running if a in gpu])))
 
 
 def worker_threads(n_workers: int) -> int:

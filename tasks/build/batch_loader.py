@@ -13,10 +13,11 @@ from typing import Callable, Iterator, Sequence, TypeVar
 from .decoders import ProcessDecoders, ThreadDecoders, worker_decoders
 
 Item = TypeVar("Item")
-# The most a loader holds decoded ahead of its consumer, in bytes of pixels: enough batches in flight to
-# keep the decoders busy while a model loads (tasks/build/early_loader.py) or stalls, and no more.
-PREFETCH_BYTES = 256 << 20
-Loaded = TypeVar("Loaded")
+# The most a loader holds decoded ahead of its consumer, in bytes of pixels for each of its decoders
+# (about 4 s of a decoder's output at 224 px): enough batches in flight to keep the decoders busy while a
+# model loads (tasks/build/early_loader.py) or stalls, and no more — a worker's, whatever the count of
+# workers on its machine.
+PREFETCH_BYTES_A_DECODER = 32 << 20
 
 
 def _refuse(item, message: str):
@@ -74,19 +75,21 @@ class PrefetchingLoader:
         self.close()
 
 
-def prefetch_depth(batch_size: int, image_bytes: int | None) -> int:
-    """Batches in flight: as many as PREFETCH_BYTES holds of images of `image_bytes` each (at least 2); 2
-    when an image's size after decoding is not known ahead (a recipe that keeps the aspect ratio)."""
+def prefetch_depth(batch_size: int, image_bytes: int | None, decoders: int) -> int:
+    """Batches in flight: as many as PREFETCH_BYTES_A_DECODER x `decoders` holds of images of
+    `image_bytes` each (at least 2); 2 when an image's size after decoding is not known ahead (a recipe
+    that keeps the aspect ratio)."""
     if not image_bytes:
         return 2
-    return max(2, PREFETCH_BYTES // (max(1, batch_size) * image_bytes))
+    return max(2, PREFETCH_BYTES_A_DECODER * max(1, decoders) // (max(1, batch_size) * image_bytes))
 
 
 def worker_loader(items: Sequence[Item], batch_size: int, load: Callable[[Item], Loaded], decoders: int | None = None,
                   died: Callable[[Item, str], Loaded] = _refuse, depth: int = 2,
-                  finish: Callable[[list[Item], list[Loaded]], list[Loaded]] | None = None) -> PrefetchingLoader:
+                  finish: Callable[[list[Item], list[Loaded]], list[Loaded]] | None = None,
+                  keep_more: bool = False) -> PrefetchingLoader:
     """Batches of load(item) from this worker's decoder processes (kept between shards; `decoders`: how
     many, default the cores this shard may use), or threads where a process may not have children.
     `load` must pickle (a module-level function, or a partial of one): it runs in a decoder process."""
-    return PrefetchingLoader(items, batch_size, load, worker_decoders(decoders), depth=depth, died=died,
+    return PrefetchingLoader(items, batch_size, load, worker_decoders(decoders, keep_more), depth=depth, died=died,
                              finish=finish)

@@ -14,7 +14,7 @@ A decoder that dies (killed, out of memory) breaks the pool: every image it held
 alone, in a decoder of its own, and an image that kills that one too is refused (`died`), so a
 stage never hangs and never loses a row. Memory: `count` decoders x one image at the pixel limit,
 plus what the loader holds (its prefetch depth x a batch of decoded arrays, at most
-batch_loader.PREFETCH_BYTES of pixels where the recipe fixes the images' size).
+batch_loader.PREFETCH_BYTES_A_DECODER of pixels a decoder where the recipe fixes the images' size).
 """
 from __future__ import annotations
 
@@ -189,7 +189,7 @@ class WorkerDecoders:
         self.processes: ProcessDecoders | None = None
         self.said_threads = False
 
-    def get(self, count: int | None) -> ThreadDecoders | ProcessDecoders:
+    def get(self, count: int | None, keep_more: bool = False) -> ThreadDecoders | ProcessDecoders:
         count = count or default_count()
         if not can_have_children():
             if not self.said_threads:
@@ -197,7 +197,9 @@ class WorkerDecoders:
                 log.warning("this worker is a daemonic process, which cannot start decoder processes: decoding "
                             "in %d threads (a cluster xmdata starts runs non-daemonic workers)", count)
             return ThreadDecoders(count)
-        if self.processes is None or self.processes.count != count:
+        kept = self.processes is not None and (self.processes.count == count or
+                                               (keep_more and self.processes.count > count))
+        if not kept:
             self.shutdown()
             try:
                 self.processes = ProcessDecoders(count)
@@ -216,10 +218,12 @@ class WorkerDecoders:
 WORKER = WorkerDecoders()
 
 
-def worker_decoders(count: int | None) -> ThreadDecoders | ProcessDecoders:
-    """This worker's decoder processes (started at the first call, again when the count changes), or
-    threads in a process that cannot have children."""
-    return WORKER.get(count)
+def worker_decoders(count: int | None, keep_more: bool = False) -> ThreadDecoders | ProcessDecoders:
+    """This worker's decoder processes (started at the first call, again when the count changes; with
+    `keep_more`, a pool of more than `count` is kept: a default that moves with the cluster's load, as a
+    GPU worker's does, would otherwise restart it shard after shard), or threads in a process that
+    cannot have children."""
+    return WORKER.get(count, keep_more)
 
 
 def shutdown_decoders() -> None:

@@ -32,7 +32,14 @@ def model_and_loader(kind: str, spec: ModelSpec, start: Callable[[LoaderFacts], 
     with contextlib.ExitStack() as stack:
         held = MODELS.peek(kind, spec) is not None
         guess = None if held else recorded_facts(kind, spec)
-        early = stack.enter_context(start(guess)) if guess is not None else None
+        early = None
+        if guess is not None:
+            try:
+                early = stack.enter_context(start(guess))
+            except Exception as exc:  # a record that reads but cannot start a loader: as if there were none
+                log.warning("the recorded loader facts of %s could not start a loader (%s: %s): ignored",
+                            spec.name_or_path, type(exc).__name__, exc)
+                guess = None
         model = get_model(kind, spec)
         facts = LoaderFacts(model.decode_recipe(), model.default_batch_size())
         if facts == guess:

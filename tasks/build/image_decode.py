@@ -103,19 +103,24 @@ def _local_image(full: str, ref: ImageRef) -> Any:
     return full
 
 
-def open_image(ref: ImageRef, root: str | None, max_pixels: int) -> Image.Image | Decoded:
-    """The opened (not yet decoded) image, or a Decoded failure."""
+def image_source(ref: ImageRef, root: str | None) -> Any:
+    """What PIL opens for `ref` (its bytes, or a local file's path), or a Decoded failure."""
     if ref.data is not None:
         if not ref.data:
             return Decoded(reason="empty_image_file", message="image bytes are empty")
-        source: Any = io.BytesIO(ref.data)
-    else:
-        full = resolve_under_root(root, ref.path) if root else None
-        if full is None:
-            return Decoded(reason="path_outside_root", message=f"{ref.path!r} is not under the image root")
-        source = _object_image(full, ref) if storage.is_url(full) else _local_image(full, ref)
-        if isinstance(source, Decoded):
-            return source
+        return io.BytesIO(ref.data)
+    full = resolve_under_root(root, ref.path) if root else None
+    if full is None:
+        return Decoded(reason="path_outside_root", message=f"{ref.path!r} is not under the image root")
+    return _object_image(full, ref) if storage.is_url(full) else _local_image(full, ref)
+
+
+def open_image(ref: ImageRef, root: str | None, max_pixels: int, source: Any = None) -> Image.Image | Decoded:
+    """The opened (not yet decoded) image, or a Decoded failure. `source`: image_source(ref, root), when
+    the caller has it already."""
+    source = image_source(ref, root) if source is None else source
+    if isinstance(source, Decoded):
+        return source
     try:
         image = Image.open(source)  # reads the header only: the size is known before any decoding
     except Image.DecompressionBombError as exc:
@@ -130,6 +135,19 @@ def open_image(ref: ImageRef, root: str | None, max_pixels: int) -> Image.Image 
         return Decoded(reason="image_too_large",
                        message=f"{ref.describe()}: {width}x{height} pixels, limit {max_pixels}")
     return image
+
+
+def in_memory(source: Any, ref: ImageRef) -> Any:
+    """image_source's result with a local file read into memory (a BytesIO), or a Decoded failure."""
+    if not isinstance(source, str):
+        return source
+    try:
+        with open(source, "rb") as f:
+            return io.BytesIO(f.read())
+    except PermissionError as exc:
+        return Decoded(reason="unreadable_image", message=f"{ref.describe()!r}: {exc.strerror}")
+    except OSError as exc:
+        return Decoded(reason="unreadable_image", message=f"{ref.describe()!r}: {exc}")
 
 
 # What every image reader refuses alike, by these reasons: outside the image root, over the pixel limit
@@ -153,15 +171,16 @@ def decode_image(ref: ImageRef, root: str | None, max_pixels: int,
 
     draft: a JPEG is decoded at the smallest DCT scale (1/2, 1/4, 1/8) that keeps both sides at
     least this long (PIL's `Image.draft`; other formats decode whole). raw_jpeg: a JPEG that
-    libjpeg and nvjpeg take as it is (`jpeg_bytes`) is not decoded here: its file bytes come back as
+    libjpeg and nvjpeg take as it is (`jpeg_as_is`) is not decoded here: its file bytes come back as
     `pixels` (`jpegs_decoded` finishes it); any other image is decoded here. The pixel limit applies
     to the size the file declares, before any decoding."""
-    opened = open_image(ref, root, max_pixels)
+    source = in_memory(image_source(ref, root), ref) if raw_jpeg else None  # the bytes are what it sends
+    opened = open_image(ref, root, max_pixels, source)
     if isinstance(opened, Decoded):
         return opened
     try:
         with opened:
-            if raw_jpeg and (data := jpeg_bytes(opened)) is not None:
+            if raw_jpeg and jpeg_as_is(opened, data := source.getvalue()):
                 return Decoded(pixels=data)
             if draft is not None:
                 opened.draft("RGB", (draft, draft))
@@ -176,14 +195,10 @@ def decode_image(ref: ImageRef, root: str | None, max_pixels: int,
 JPEG_END = b"\xff\xd9"  # the EOI marker
 
 
-def jpeg_bytes(image: Image.Image) -> bytes | None:
-    """The file bytes of an opened JPEG that decode_jpeg takes as it is — 8-bit RGB or grey (not CMYK or
-    YCCK, which PIL converts its own way), ending with its EOI marker (not truncated) — else None."""
-    if image.format != "JPEG" or image.mode not in ("RGB", "L"):
-        return None
-    image.fp.seek(0)
-    data = image.fp.read()
-    return data if data.endswith(JPEG_END) else None
+def jpeg_as_is(image: Image.Image, data: bytes) -> bool:
+    """Whether decode_jpeg takes the file `data` of an opened `image` as it is: a JPEG, 8-bit RGB or grey
+    (not CMYK or YCCK, which PIL converts its own way), ending with its EOI marker (not truncated)."""
+    return image.format == "JPEG" and image.mode in ("RGB", "L") and data.endswith(JPEG_END)
 
 
 def jpegs_decoded(decode: Callable[[list[bytes]], list[Any]], fallback: Callable[[ImageRef], Decoded],

@@ -41,7 +41,7 @@ def image_loader(images: list[ImageRef], shard: "ScoreShard", facts: LoaderFacts
     pixels the model's own transform makes before its float part (the model's decode_recipe, or the
     record of it: models/loader_facts.py); `fast` mode decodes a JPEG only as large as the transform
     keeps; `device` mode has the decoders send a JPEG's bytes, decoded on the model's device as each
-    batch is handed over (device_jpegs). Up to PREFETCH_BYTES of pixels decoded ahead
+    batch is handed over (device_jpegs). Up to PREFETCH_BYTES_A_DECODER of pixels a decoder decoded ahead
     (batch_loader.prefetch_depth)."""
     params = shard.params
     recipe, batch_size = facts.recipe, params.batch_size or facts.batch_size
@@ -52,10 +52,12 @@ def image_loader(images: list[ImageRef], shard: "ScoreShard", facts: LoaderFacts
     elif params.decode_mode == "device":  # the fast path declines: -v says why, once a shard
         log.info("%s: decode_mode device decodes as exact mode: the transform has a step with no tensor twin (%s)",
                  STAGE, ", ".join(type(step).__name__ for step in recipe.steps))
-    count = params.decoders or default_count(gpu=needs_gpu(shard.model.device))
+    # On a GPU worker the default moves with what the other workers run: a larger pool is kept, not restarted.
+    gpu_default = params.decoders is None and needs_gpu(shard.model.device)
+    count = params.decoders or default_count(gpu=gpu_default)
     # A JPEG's bytes are as large as its file, which no recipe bounds: device mode prefetches the default.
-    return worker_loader(images, batch_size, load, count, died=decoder_died, finish=finish,
-                         depth=prefetch_depth(batch_size, None if finish else output_bytes(recipe)))
+    return worker_loader(images, batch_size, load, count, died=decoder_died, finish=finish, keep_more=gpu_default,
+                         depth=prefetch_depth(batch_size, None if finish else output_bytes(recipe), count))
 
 
 def device_jpegs(spec: ModelSpec, datas: list[bytes]) -> list:

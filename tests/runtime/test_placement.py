@@ -144,9 +144,13 @@ def test_a_gpu_worker_decodes_with_the_cores_the_other_workers_running_tasks_lea
                "g2": {"host": "a", "nthreads": 1, "resources": {"GPU": 1}},
                "far": {"host": "b", "nthreads": 8}}
     assert cores_left(workers, {}, "g1", 16) == 16  # a scoring run alone: every core
-    assert cores_left(workers, {"c2": ["x"], "far": ["y"]}, "g1", 16) == 14  # another machine's task holds none here
-    assert cores_left(workers, {"c1": ["x"], "c2": ["y"], "g2": ["z"]}, "g1", 16) == 6  # (16 - 3) // 2
-    assert cores_left(workers, {"c1": ["x"], "c2": ["y"]}, "g1", 2) == 1  # never none
+    # A busy CPU worker holds its share of the machine (16 cores / 2 CPU workers here) or its threads, the larger;
+    # another machine's task holds none here.
+    assert cores_left(workers, {"c2": ["x"], "far": ["y"]}, "g1", 16) == 8
+    assert cores_left(workers, {"c1": ["x"], "g2": ["z"]}, "g1", 16) == 4  # (16 - 8) // 2 GPU workers
+    assert cores_left(workers, {"c1": ["x"], "c2": ["y"]}, "g1", 16) == 1  # never none
+    many = {f"c{i}": {"host": "a", "nthreads": 1} for i in range(16)} | {"g": workers["g1"]}
+    assert cores_left(many, {"c0": ["x"], "c1": ["y"], "c2": ["z"]}, "g", 16) == 13  # a LocalCluster's 1-thread workers
 
 
 @pytest.mark.slow  # a LocalCluster of 3 worker processes: ~10 s

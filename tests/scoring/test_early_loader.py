@@ -38,7 +38,6 @@ def test_a_record_is_the_owners_and_a_damaged_one_is_ignored(tiny_models, tmp_pa
     assert recorded_facts("clip_scorer", spec) is None
     assert record_facts("clip_scorer", spec, facts)
     assert recorded_facts("clip_scorer", spec) == facts
-    assert not record_facts("clip_scorer", spec, LoaderFacts(PilRecipe((Opaque(print),)), 32))
     [path] = [os.path.join(d, f) for d, _, files in os.walk(tmp_path / "cache") for f in files]
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     assert stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode) == 0o700
@@ -115,3 +114,25 @@ def test_a_wrong_record_costs_a_second_start_never_a_result(tiny_models, images,
     assert events == ["loader 64", "model", "loader 32"]
     assert got[0].equals(expected[0]) and got[1].equals(expected[1])
     assert recorded_facts("clip_scorer", spec).recipe.keep == 32  # rewritten with the model's own
+
+
+def test_a_record_that_reads_but_cannot_start_a_loader_is_ignored(tiny_models, images, events, monkeypatch):
+    """A damaged record whose JSON still parses (a crop of one side, a batch of 0): the shard runs as with no
+    record, and the record is written again from the model."""
+    spec = tiny_models["open_clip"]
+    expected = run_shard(spec, *images)
+    monkeypatch.setattr(registry, "MODELS", ModelCache())
+    assert record_facts("clip_scorer", spec, LoaderFacts(PilRecipe((CenterCrop((32,)),), 32), 0))
+    events.clear()
+    got = run_shard(spec, *images)
+    assert events[-2:] == ["model", "loader 32"]
+    assert got[0].equals(expected[0])
+    assert recorded_facts("clip_scorer", spec).batch_size == 32
+
+
+def test_a_model_whose_recipe_cannot_be_recorded_drops_its_old_record(tiny_models, tmp_path, monkeypatch):
+    monkeypatch.setenv("XMDATA_CACHE", str(tmp_path / "cache"))
+    spec = tiny_models["open_clip"]
+    assert record_facts("clip_scorer", spec, LoaderFacts(PilRecipe((Resize((32,), 3),), 32), 32))
+    assert not record_facts("clip_scorer", spec, LoaderFacts(PilRecipe((Opaque(print),), 32), 32))
+    assert recorded_facts("clip_scorer", spec) is None
