@@ -179,7 +179,7 @@ def test_a_gpu_worker_reads_the_cores_left_from_the_scheduler_when_its_shard_sta
             assert time.monotonic() < deadline
             time.sleep(0.05)
         beside = client.submit(gpu_worker_cores, resources={"GPU": 1}, pure=False).result(timeout=60)
-        assert beside == max(1, cores - 1)
+        assert beside == max(1, cores - max(1, cores // 2))  # a busy CPU worker holds its share: 2 CPU workers
         busy.result(timeout=60)
     finally:
         close_local_cluster(cluster, client)
