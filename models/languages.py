@@ -12,16 +12,15 @@ The record is the owner's (0700 folder, 0600 file); a damaged one is computed ag
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from importlib import metadata
 
-from xmdata.runtime import settings
-from xmdata.runtime.owner_only import write_private
+from xmdata.runtime.cache_records import read_cache_record, write_cache_record
 
 from .base import ModelSpec, resolve_local_path
 
 RECORD_VERSION = 1
+RECORD_FOLDER = "model-languages"
 # The files a Hugging Face tokenizer reads (slow or fast, sentencepiece or BPE); weights never decide it.
 TOKENIZER_FILE_PREFIXES = ("tokenizer", "special_tokens_map", "added_tokens", "vocab", "merges", "spiece",
                            "sentencepiece", "source.spm", "target.spm")
@@ -51,22 +50,14 @@ def language_key(spec: ModelSpec, tokenizer_class: str) -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
-def _record_path(key: str) -> str:
-    return os.path.join(settings.CACHE.get(), "model-languages", f"{key}.json")
-
-
 def recorded_languages(key: str) -> list[str] | None:
-    try:
-        with open(_record_path(key), encoding="utf-8") as f:
-            data = json.load(f)
-    except (OSError, ValueError):
-        return None
+    data = read_cache_record(RECORD_FOLDER, key)
     languages = data.get("languages") if isinstance(data, dict) else None
-    if data.get("key") != key or not isinstance(languages, list) or not all(isinstance(x, str) for x in languages):
+    if not isinstance(data, dict) or data.get("key") != key or not isinstance(languages, list) or not all(isinstance(x, str) for x in languages):
         return None
     return languages
 
 
 def record_languages(key: str, spec: ModelSpec, languages: list[str]) -> None:
     record = {"key": key, "backend": spec.backend, "model": spec.name_or_path, "languages": sorted(languages)}
-    write_private(_record_path(key), json.dumps(record, indent=1) + "\n")
+    write_cache_record(RECORD_FOLDER, key, record)

@@ -17,16 +17,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from dataclasses import dataclass
 
-from xmdata.runtime import settings
-from xmdata.runtime.owner_only import write_private
+from xmdata.runtime.cache_records import drop_cache_record, read_cache_record, write_cache_record
 
 from .base import ModelSpec
 from .pil_steps import PilRecipe, recipe_from_data, recipe_to_data
 
 RECORD_VERSION = 1
+RECORD_FOLDER = "loader-facts"
 
 
 @dataclass(frozen=True)
@@ -40,37 +39,30 @@ def facts_key(kind: str, spec: ModelSpec) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _record_path(kind: str, spec: ModelSpec) -> str:
-    return os.path.join(settings.CACHE.get(), "loader-facts", f"{facts_key(kind, spec)}.json")
-
-
 def recorded_facts(kind: str, spec: ModelSpec) -> LoaderFacts | None:
     """The record for this model, or None: none yet, or not one this code wrote (a record that reads
     but is wrong in another way is caught when it starts a loader: early_loader.py)."""
+    key = facts_key(kind, spec)
+    data = read_cache_record(RECORD_FOLDER, key)
     try:
-        with open(_record_path(kind, spec), encoding="utf-8") as f:
-            data = json.load(f)
-        if data["key"] != facts_key(kind, spec) or not isinstance(data["batch_size"], int):
+        if data["key"] != key or not isinstance(data["batch_size"], int):
             return None
         return LoaderFacts(recipe_from_data(data["recipe"]), data["batch_size"])
-    except (OSError, ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError):
         return None
 
 
 def record_facts(kind: str, spec: ModelSpec, facts: LoaderFacts) -> bool:
     """Record them for the next process; False when the recipe cannot be recorded (an `Opaque` step)
     or the cache cannot be written (the run goes on: the record only saves time)."""
+    key = facts_key(kind, spec)
     recipe = recipe_to_data(facts.recipe)
     if recipe is None:  # and a record of what the model was before goes: it would start a wrong loader each time
-        try:
-            os.unlink(_record_path(kind, spec))
-        except OSError:
-            pass
+        drop_cache_record(RECORD_FOLDER, key)
         return False
-    record = {"key": facts_key(kind, spec), "kind": kind, "model": spec.name_or_path, "recipe": recipe,
-              "batch_size": facts.batch_size}
     try:
-        write_private(_record_path(kind, spec), json.dumps(record, indent=1) + "\n")
+        write_cache_record(RECORD_FOLDER, key, {"key": key, "kind": kind, "model": spec.name_or_path,
+                                                "recipe": recipe, "batch_size": facts.batch_size})
     except OSError:
         return False
     return True

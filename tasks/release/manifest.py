@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 from xmdata.runtime import settings
 from xmdata.runtime.atomic import sha256_file, write_json_atomic
 from xmdata.runtime.folder_lock import LOCK_NAME
-from xmdata.runtime.owner_only import write_private
+from xmdata.runtime.cache_records import read_cache_record, write_cache_record
 
 from .model_content import content_sha256
 
@@ -144,15 +144,12 @@ def _torch_build() -> dict | None:
         return None
     key = canonical_sha256({"prefix": sys.prefix, "version": dist.version, "init": [init.st_size, init.st_mtime_ns,
                             init.st_ino], "cpu": _cpu(), "aten": settings.variables(("ATEN_",))})
-    cached = os.path.join(settings.CACHE.get(), "platform", f"torch-{key}.json")
-    try:
-        with open(cached, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        pass
+    cached = read_cache_record("platform", f"torch-{key}")
+    if cached is not None:
+        return cached
     facts = _torch_build_imported()
     if facts is not None:
-        write_private(cached, json.dumps(facts))
+        write_cache_record("platform", f"torch-{key}", facts)
     return facts
 
 

@@ -10,7 +10,8 @@ import sys
 import textwrap
 
 from xmdata.models.base import ModelSpec
-from xmdata.models.languages import _record_path, language_key
+from xmdata.models.languages import RECORD_FOLDER, language_key
+from xmdata.runtime.cache_records import cache_record_path
 from xmdata.models.registry import translator_languages
 
 CHECK = textwrap.dedent("""
@@ -62,7 +63,7 @@ def test_an_edited_tokenizer_is_a_new_key_and_read_again(tiny_models, tmp_path):
 def test_a_damaged_record_is_computed_again_not_trusted(tiny_models):
     spec = tiny_models["madlad"]
     expected = translator_languages(spec)
-    record = _record_path(language_key(spec, "T5Tokenizer"))
+    record = cache_record_path(RECORD_FOLDER, language_key(spec, "T5Tokenizer"))
     with open(record, "w", encoding="utf-8") as f:
         f.write('{"key": "something else", "languages": ["xx"]}')
     assert translator_languages(spec) == expected
