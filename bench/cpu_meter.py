@@ -19,7 +19,7 @@ def _own_cpu() -> float:
 
 def _tree_cpu() -> dict[int, float]:
     """Per pid CPU of the service's processes (read from its state file, if it is up)."""
-    from xmdata.runtime.service import read_state
+    from xmdata.service.service import read_state
 
     state = read_state()
     if not state:
@@ -50,7 +50,7 @@ def _command_process(state: dict):
     import json
     import os
 
-    from xmdata.runtime.service_files import INFO_NAME
+    from xmdata.service.service_files import INFO_NAME
 
     try:
         with open(os.path.join(state["secrets"], INFO_NAME), encoding="utf-8") as f:

@@ -50,8 +50,8 @@ def one_row_on_cluster(root: str, one: str, label: str, env: dict) -> dict:
 
 
 def sample(minutes: float, every_s: float) -> list[tuple[float, dict]]:
-    from xmdata.runtime.service import read_state
-    from xmdata.runtime.service_status import memory_mb
+    from xmdata.service.service import read_state
+    from xmdata.service.service_status import memory_mb
 
     samples, started = [], time.monotonic()
     while True:
@@ -68,7 +68,7 @@ def main() -> dict:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from xmdata.runtime.service import model_idle_seconds, stop_service
+    from xmdata.service.service import model_idle_seconds, stop_service
 
     one = os.path.join(root, "one.parquet")
     pq.write_table(pa.table({"id": ["c0"], "text": ["a red bicycle in the street"]}), one)

@@ -1,5 +1,5 @@
 """What a small command costs, side by side in one run: through the service's warm command process
-(the `xmdata` entry point, xmdata/client.py) and in a process of its own (`python -m xmdata.cli`,
+(the `xmdata` entry point, service/client.py) and in a process of its own (`python -m xmdata.cli`,
 every import paid again, as every command did before). Wall seconds (median of N) and CPU-seconds
 summed over every process (the command, the service's scheduler, Prefect server and workers, the
 command process and the commands it forked): `--help`, a 10-row `identify-language`, and `xmdata
@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bench.cpu_meter import CpuMeter, _command_process
-from xmdata.runtime.service import ensure_service, read_state
+from xmdata.service.service import ensure_service, read_state
 
 BIN = os.path.dirname(sys.executable)
 REPEATS = 5
@@ -50,7 +50,7 @@ def _measure(argv: list[str], cwd: str) -> tuple[float, float]:
 
 
 def _wait_for_command_process() -> None:
-    from xmdata.client import command_process
+    from xmdata.service.client import command_process
 
     deadline = time.monotonic() + 300
     while command_process() is None:

@@ -71,7 +71,7 @@ def _hwm_mb(pid: int) -> float | None:
 def _service(env: dict) -> tuple[dict, list[psutil.Process]]:
     """The service's state and its processes (none when it is down, or off for the command)."""
     from xmdata.runtime import settings
-    from xmdata.runtime.service import read_state
+    from xmdata.service.service import read_state
 
     off = env.get(settings.SERVICE.name, "").strip().lower() in ("0", "false", "off")
     state = {} if off else read_state() or {}

@@ -12,7 +12,7 @@ import pathlib
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-FOLDERS = ("xmdata", "runtime", "flows", "tasks", "models", "schemas")
+FOLDERS = ("xmdata", "runtime", "service", "flows", "tasks", "models", "schemas")
 
 
 def _lines(node: ast.AST) -> set[int]:

@@ -13,7 +13,7 @@ from bench.cpu_meter import CpuMeter
 from bench.orchestration import shout, trivial_shards
 from xmdata.runtime.execution import run_stage
 from xmdata.runtime.process import process_shard
-from xmdata.runtime.run_setup import run_environment
+from xmdata.service.run_setup import run_environment
 from xmdata.runtime.session import current_session
 from xmdata.runtime.stage import Stage
 

@@ -2,7 +2,7 @@
 in one run (the template's rounds alternate; the command server's are bench.light's, five with then
 five without). `python -m bench plumbing`; it starts and stops the service of the calling environment.
 
-- command server (runtime/command_server.py, xmdata/client.py): a 10-row `identify-language` and a
+- command server (service/command_server.py, service/client.py): a 10-row `identify-language` and a
   finished demo re-checked, through the service's warm command process and in a process of their own
   (bench.light's measure: median wall, CPU-s over every process).
 - Prefect database template (runtime/prefect_db.py): a Prefect server's first start in a new home, its
@@ -46,7 +46,7 @@ def lines(path: str, names: tuple[str, ...] = ()) -> int:
 
 
 PIECES = {
-    "command server": lines("runtime/command_server.py") + lines("xmdata/client.py"),
+    "command server": lines("service/command_server.py") + lines("service/client.py"),
     "Prefect database template": lines("runtime/prefect_db.py"),
     "CA": lines("runtime/owner_only.py", ("new_dask_credentials", "DaskCredentials")),
 }

@@ -1,6 +1,6 @@
 """What a process started and must stop before it ends, where Python's exit handlers do not run.
 
-A command the service's warm command process forks ends with `os._exit` (runtime/command_server.py):
+A command the service's warm command process forks ends with `os._exit` (service/command_server.py):
 the server's exit handlers are not the command's to run. Whatever the command started that needs
 stopping registers here — the scoring stage's decoder processes (tasks/build/decoders.py), whose pool
 left unstopped made the multiprocessing resource tracker warn of leaked semaphores on the user's stderr

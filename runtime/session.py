@@ -14,7 +14,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import contextvars
-import functools
 import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
@@ -38,6 +37,7 @@ class ExecutionSession:
     service_address: DaskTarget | str | Callable[[], DaskTarget] | None = None
     cluster: object = None  # ClusterOptions: a cluster manager (SLURM, Kubernetes…) started when needed
     dashboard: bool = False  # a cluster started here serves its dashboard (127.0.0.1)
+    service_log: str | None = None  # where the service's workers write their logs (its own log)
     _client: object = None
     _cluster: object = None
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
@@ -103,11 +103,9 @@ class ExecutionSession:
             return "this command's stderr"
         if self._cluster is not None:
             return f"the job logs of its {type(self._cluster).__name__}"
-        if self.address:
+        if self.address or not self.service_log:
             return "the workers' own output, where they were started"
-        from .service import paths
-
-        return paths()["log"]  # the service's: its workers inherit its stdout and stderr
+        return self.service_log  # the service's: its workers inherit its stdout and stderr
 
     def _connect(self) -> None:
         if self.warm_address:
@@ -137,6 +135,22 @@ def resolve_executor(executor: str | None) -> str:
     return executor
 
 
+# A flow run outside any command (a deployment run) finds the warm cluster of the layer above that keeps
+# one (the xmdata service) by this entry-point group (pyproject.toml): the runtime never imports that layer.
+WARM_CLUSTER_GROUP = "xmdata.warm_cluster"
+
+
+def found_warm_cluster() -> dict:
+    """{"service_address": …, "service_log": …} of the first warm cluster a WARM_CLUSTER_GROUP finder
+    reports, else {}."""
+    from importlib.metadata import entry_points
+
+    for finder in entry_points(group=WARM_CLUSTER_GROUP):
+        if found := finder.load()():
+            return found
+    return {}
+
+
 _current: contextvars.ContextVar[ExecutionSession | None] = contextvars.ContextVar("xmdata_session",
                                                                                    default=None)
 _default: ExecutionSession | None = None
@@ -146,12 +160,13 @@ _default: ExecutionSession | None = None
 def execution_session(executor: str | None = None, address: DaskTarget | str | None = None,
                       workers: int | None = None,
                       service_address: DaskTarget | Callable[[], DaskTarget] | None = None,
-                      cluster=None, dashboard: bool = False):
+                      cluster=None, dashboard: bool = False, service_log: str | None = None):
+    """`service_address`, `service_log`: the caller's warm cluster (the service's: service/run_setup.py)."""
     if address is None and settings.DASK_ADDRESS.get():
         from .owner_only import external_target
 
         address = external_target(settings.DASK_ADDRESS.get())
-    session = ExecutionSession(executor, address, workers, service_address, cluster, dashboard)
+    session = ExecutionSession(executor, address, workers, service_address, cluster, dashboard, service_log)
     token = _current.set(session)
     try:
         yield session
@@ -175,18 +190,15 @@ def cluster_scope(options):
 
 def current_session() -> ExecutionSession:
     """The run's session; a flow started elsewhere (a deployment run) gets one from the environment
-    and the service, kept for the process's life."""
+    and the service (found_warm_cluster), kept for the process's life."""
     global _default
     session = _current.get()
     if session is not None:
         return session
     if _default is None:
         from .owner_only import external_target
-        from .service import running_service, service_target
 
-        service = running_service()
         address = settings.DASK_ADDRESS.get()
-        _default = ExecutionSession(None, address and external_target(address),
-                                    service_address=service and functools.partial(service_target, service))
+        _default = ExecutionSession(None, address and external_target(address), **found_warm_cluster())
         atexit.register(_default.close)
     return _default

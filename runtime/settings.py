@@ -161,11 +161,11 @@ def _present(raw: str) -> bool:
     return True  # Python's rule for these: set to anything non-empty means on
 
 
-# Python's own switches a command process's fork follows for the command (runtime/command_server.py).
+# Python's own switches a command process's fork follows for the command (service/command_server.py).
 PYTHONDONTWRITEBYTECODE = Setting("PYTHONDONTWRITEBYTECODE", False, _present, "Python writes no .pyc files", "any text")
 PYTHONUNBUFFERED = Setting("PYTHONUNBUFFERED", False, _present, "stdout and stderr unbuffered", "any text")
 
-# Warm or cold: a command runs in a fork of the service's warm command process (runtime/command_server.py)
+# Warm or cold: a command runs in a fork of the service's warm command process (service/command_server.py)
 # only where what it runs is the same as in a process of its own. Variables read as Python starts or as
 # the libraries load (the warm process loaded them once, with its values) send a command cold when their
 # values differ from the warm process's, each family for its reason; any other variable is read as the

@@ -75,7 +75,7 @@ def service():
     """The xmdata service (Prefect server + warm Dask cluster) for the whole test run, started as
     the first CLI command would start it by whichever xdist worker asks first (the others find it),
     and stopped when the run ends (pytest_sessionfinish, in the process that started the workers)."""
-    from xmdata.runtime.service import ensure_service
+    from xmdata.service.service import ensure_service
 
     return ensure_service(quiet=True)
 
@@ -83,7 +83,7 @@ def service():
 def pytest_sessionfinish(session):
     if os.environ.get("PYTEST_XDIST_WORKER"):
         return  # a worker: the others may still use the service
-    from xmdata.runtime.service import stop_service
+    from xmdata.service.service import stop_service
 
     stop_service()  # nothing when no test started it
 
@@ -96,7 +96,7 @@ def prefect_server(service):
     from prefect.settings import PREFECT_API_AUTH_STRING, PREFECT_API_URL, temporary_settings
 
     from xmdata.runtime.prefect_api import AUTH_ENV, flush_api_logs
-    from xmdata.runtime.service import prefect_auth
+    from xmdata.service.service import prefect_auth
 
     auth = prefect_auth(service)  # found as every process of the owner finds it
     os.environ.update({"PREFECT_API_URL": service["prefect_api_url"], AUTH_ENV: auth})

@@ -14,10 +14,10 @@ import networkx as nx
 import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# The service's own process (`python -m xmdata.runtime.service_main`, started by `xmdata up`), not a
+# The service's own process (`python -m xmdata.service.service_main`, started by `xmdata up`), not a
 # user command: its two flags come from ensure_service.
-PROCESS_ENTRY_POINTS = {os.path.join("runtime", "service_main.py"), os.path.join("runtime", "command_server.py")}
-FOLDERS = ("xmdata", "runtime", "flows", "tasks", "schemas", "models", "data")
+PROCESS_ENTRY_POINTS = {os.path.join("service", "service_main.py"), os.path.join("service", "command_server.py")}
+FOLDERS = ("xmdata", "runtime", "service", "flows", "tasks", "schemas", "models", "data")
 
 
 def module_files() -> dict[str, str]:
@@ -97,8 +97,10 @@ def test_no_import_cycles_and_no_argparse_outside_the_cli():
 # Layers, lowest first: a module imports only its own layer and those below (flows are recipes over
 # tasks; a stage's params model lives with its task, so tasks never reach up into flows). The
 # contracts, the runtime and the models are one layer: readers and models read through runtime
-# storage, workers hold models.
-LAYERS = {"data": 0, "schemas": 1, "runtime": 1, "models": 1, "tasks": 2, "flows": 3}
+# storage, workers hold models. The resident service (`xmdata up`, its warm command process, the
+# `xmdata` entry point) sits above the flows it warms: the engine runs without it, handed its target
+# by the caller (runtime/session.py: execution_session; a deployment run finds it by an entry point).
+LAYERS = {"data": 0, "schemas": 1, "runtime": 1, "models": 1, "tasks": 2, "flows": 3, "service": 4}
 
 
 def test_no_module_imports_a_layer_above_its_own():
@@ -114,8 +116,10 @@ def test_no_module_imports_a_layer_above_its_own():
 
 # The command line (xmdata/'s modules but the package root, which holds __version__) sits above every
 # layer: a flow, a worker or a deployment runs without it. Listed: who imports it all the same, and why.
-CLI_IMPORTERS = {os.path.join("runtime", "command_server.py"): "the service's warm copy of the command: its "
-                 "forked children run xmdata.cli.main"}
+CLI_IMPORTERS = {os.path.join("service", "command_server.py"): "the service's warm copy of the command: its "
+                 "forked children run xmdata.cli.main",
+                 os.path.join("service", "client.py"): "the `xmdata` entry point: a command it cannot hand to the "
+                 "warm command process runs here (xmdata.cli.main), its exit status from xmdata.exit_codes"}
 
 
 def test_no_package_imports_the_command_line():
@@ -131,14 +135,15 @@ def test_imports_by_name_count_as_imports():
     """A module named in a string that importlib imports is an import for the layer and CLI rules: the
     runtime importing "xmdata.cli" by name imports the command line as much as `import xmdata.cli` does."""
     planted = ('import importlib\nWARM = ("xmdata.cli", "xmdata.flows.release:release_flow")\n'
-               'CMD = ["python", "-m", "xmdata.runtime.service_main"]\nlog = getLogger("xmdata.runtime.x")\n'
+               'CMD = ["python", "-m", "xmdata.service.service_main"]\nlog = getLogger("xmdata.runtime.x")\n'
                'for name in WARM:\n    importlib.import_module(name)\n')
     assert named_in_strings(ast.parse(planted)) == {"xmdata.cli", "xmdata.flows.release"}
     assert named_in_strings(ast.parse(planted.replace("importlib.import_module(name)", "print(name)"))) == set()
 
 
 # Strings that read like a module's name and are not one: they need not resolve.
-NOT_MODULES = {"xmdata.shard_rows": "a Parquet metadata key (runtime/parquet_shards.py)"}
+NOT_MODULES = {"xmdata.shard_rows": "a Parquet metadata key (runtime/parquet_shards.py)",
+               "xmdata.warm_cluster": "an entry-point group (runtime/session.py, pyproject.toml)"}
 NAME = re.compile(r"^xmdata(\.\w+)+(:\w+)?$")
 
 
@@ -165,8 +170,11 @@ def names_imported_by_name() -> dict[str, str]:
         found.update({node.value: f"{rel}:{node.lineno}" for node in ast.walk(tree)
                       if isinstance(node, ast.Constant) and isinstance(node.value, str) and NAME.match(node.value)
                       and id(node) not in loggers and node.value not in NOT_MODULES})
-    for name, target in tomllib.load(open(os.path.join(ROOT, "pyproject.toml"), "rb"))["project"]["scripts"].items():
+    project = tomllib.load(open(os.path.join(ROOT, "pyproject.toml"), "rb"))["project"]
+    for name, target in project["scripts"].items():
         found[target] = f"pyproject.toml [project.scripts] {name}"
+    for group, points in project["entry-points"].items():
+        found.update({target: f"pyproject.toml [project.entry-points.{group!r}] {name}" for name, target in points.items()})
     for deployment in yaml.safe_load(open(os.path.join(ROOT, "prefect.yaml"), encoding="utf-8"))["deployments"]:
         module, _, function = deployment["entrypoint"].rpartition(".")
         found[f"{module}:{function}"] = f"prefect.yaml {deployment['name']}"
@@ -190,14 +198,15 @@ def test_imports_made_by_name_resolve():
 
     names = names_imported_by_name()
     names.update({f"xmdata.tasks.importers.{entry}": f"FORMATS[{fmt!r}]" for fmt, (entry, _) in FORMATS.items()})
-    assert {"xmdata.cli", "xmdata.models.embedders:HfEmbedder", "xmdata.client:main"} <= set(names)
+    assert {"xmdata.cli", "xmdata.models.embedders:HfEmbedder", "xmdata.service.client:main",
+            "xmdata.service.run_setup:warm_cluster"} <= set(names)
     assert unresolved(names) == []
     planted = {"xmdata.cli_evaluate": "a module gone", "xmdata.models.embedders:NoSuchEmbedder": "a class gone",
                "xmdata.cli:main": "there", "xmdata.commands": "a package"}
     assert unresolved(planted) == ["a module gone: xmdata.cli_evaluate", "a class gone: xmdata.models.embedders:NoSuchEmbedder"]
 
 
-PACKAGES = ("xmdata", "runtime", "flows", "tasks", "models", "schemas")
+PACKAGES = ("xmdata", "runtime", "service", "flows", "tasks", "models", "schemas")
 SETTINGS = os.path.join("runtime", "settings.py")
 # Writes for the libraries of this process (Prefect's and Dask's logging and API settings, BLAS
 # threads), the returned value unused: they set the environment, they do not read it.
@@ -300,7 +309,7 @@ def test_tests_mirror_the_code_folders_and_their_helpers_live_in_support():
     CLI, the UI, the documentation site); only the repository-wide rules sit at the top; what tests build is in tests/support/."""
     tests = os.path.join(ROOT, "tests")
     capabilities = {d for d in os.listdir(os.path.join(ROOT, "tasks")) if os.path.isdir(os.path.join(ROOT, "tasks", d))}
-    allowed = capabilities | {"runtime", "models", "schemas", "cli", "ui", "docs", "support"}
+    allowed = capabilities | {"runtime", "service", "models", "schemas", "cli", "ui", "docs", "support"}
     folders = {d for d in os.listdir(tests) if os.path.isdir(os.path.join(tests, d)) and d != "__pycache__"}
     assert folders <= allowed, folders - allowed
     top = {f for f in os.listdir(tests) if f.endswith(".py")}

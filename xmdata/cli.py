@@ -63,12 +63,12 @@ def run(argv: list[str] | None) -> int:
     except ValueError as exc:
         print(f"xmdata: error: {exc}", file=sys.stderr)  # as every refused input: one line, exit 2
         return BAD_INPUT
-    from xmdata.runtime.service_files import command_environment  # before Prefect and Dask read their config
+    from xmdata.service.service_files import command_environment  # before Prefect and Dask read their config
 
     os.environ.update(command_environment(settings.child_env(), verbose=args.verbose))
     from xmdata.models.base import ModelError
     from xmdata.runtime.execution import ShardsFailed
-    from xmdata.runtime.service import ServiceError
+    from xmdata.service.service import ServiceError
     from xmdata.runtime.storage import is_url, parse_storage_options, using_storage_options
     from xmdata.runtime.storage_check import check_location
     from xmdata.schemas import ContractError
@@ -86,7 +86,7 @@ def run(argv: list[str] | None) -> int:
                 if note := memo.check_location(memo.resolve_location(args.memo)):
                     print(note, file=sys.stderr)
             if getattr(args, "service_early", False):  # nothing of the user's left to check (the demo)
-                from xmdata.runtime.run_setup import start_service_early
+                from xmdata.service.run_setup import start_service_early
 
                 start_service_early(args.executor, args.dask_address, (args.tls_ca_file, args.tls_cert, args.tls_key),
                                     args.quiet)

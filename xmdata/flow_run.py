@@ -37,7 +37,7 @@ def run_flow(flow_fn, args, summary_dir: str | None = None, cluster=None, **para
     from xmdata.runtime.cluster_spec import cluster_options
     from xmdata.runtime.folder_lock import one_writer, waiting_for_locks
     from xmdata.runtime.progress import showing_progress
-    from xmdata.runtime.run_setup import run_environment
+    from xmdata.service.run_setup import run_environment
     if not args.verbose:
         for handler in logging.getLogger().handlers:
             handler.addFilter(INPUT_ERRORS_ONCE)  # one instance: a second run adds nothing

@@ -15,7 +15,7 @@ import json
 import os
 
 from xmdata.runtime.atomic import write_json_atomic
-from xmdata.runtime.service_files import code_fingerprint
+from xmdata.runtime.code_version import code_fingerprint
 
 from .manifest import MANIFEST, canonical_sha256, release_files
 

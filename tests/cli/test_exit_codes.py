@@ -6,8 +6,10 @@ import os
 from xmdata.exit_codes import EXIT_CODES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-# Runtime modules that hold a command's runner or are its process: what they return is a command's status.
-RUNTIME_RUNNERS = ("runtime/service_status.py", "runtime/worker_command.py", "runtime/command_server.py")
+# Modules outside xmdata/ that hold a command's runner or are its process (the `xmdata` entry point
+# among them): what they return is a command's status.
+RUNTIME_RUNNERS = ("service/service_status.py", "runtime/worker_command.py", "service/command_server.py",
+                   "service/client.py")
 
 
 def statuses(tree: ast.AST) -> dict[int, int]:

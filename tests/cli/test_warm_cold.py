@@ -13,9 +13,9 @@ import time
 
 import pytest
 
-from xmdata.client import decide
+from xmdata.service.client import decide
 from xmdata.runtime import settings
-from xmdata.runtime.service_files import import_time_hashes
+from xmdata.service.service_files import import_time_hashes
 
 
 def info_for(env: dict) -> dict:
@@ -63,7 +63,7 @@ def normalised(text: str) -> str:
 def files_of(folder: str) -> dict[str, str]:
     """{relative path: sha256} of every file a command wrote but those that describe the run, not the data:
     run.json (its seconds) and prefect-server.log (the log of the Prefect server a command starts for
-    itself when there is no service: runtime/run_setup.py)."""
+    itself when there is no service: service/run_setup.py)."""
     found = {}
     for root, _, names in os.walk(folder):
         for name in names:
@@ -77,7 +77,7 @@ def files_of(folder: str) -> dict[str, str]:
 def test_a_command_behaves_the_same_with_the_service_up_or_off(service, tmp_path):
     """Through the `xmdata` entry point as a user runs it: warm (the command process is up, and `-v`
     would say so) and cold (XMDATA_SERVICE=off); each command's output files, lines and status equal."""
-    from xmdata.client import command_process
+    from xmdata.service.client import command_process
 
     deadline = time.monotonic() + 180
     while command_process() is None:  # it imports for a few seconds after the service starts
@@ -119,7 +119,7 @@ def test_a_warm_command_stops_the_decoders_it_started(service, tmp_path):
     stderr ("leaked semaphore objects"). stderr is read to its end: the tracker and the decoders hold it too."""
     from PIL import Image
 
-    from xmdata.client import command_process
+    from xmdata.service.client import command_process
     from xmdata.models.tiny import cached_tiny_models
 
     deadline = time.monotonic() + 180
@@ -134,13 +134,13 @@ def test_a_warm_command_stops_the_decoders_it_started(service, tmp_path):
     # A user's shell, not this process's: earlier tests' in-process commands may have set Prefect's API here.
     env = {k: v for k, v in os.environ.items()
            if k not in ("PREFECT_API_URL", "PREFECT_API_AUTH_STRING", "XMDATA_EXECUTOR")}
-    from xmdata.client import command_process_info
+    from xmdata.service.client import command_process_info
 
     # The environment the service's command process runs with, as a user's shell that started it has it:
     # under xdist each test worker has its own DASK_TEMPORARY_DIRECTORY (conftest.py), the service is the one
     # whichever worker started it; and earlier tests' in-process runs leave variables here (a shard's thread
     # share) that the service never had.
-    from xmdata.runtime.service_files import differing
+    from xmdata.service.service_files import differing
 
     info = command_process_info()
     run = os.environ["XMDATA_TEST_RUN"]

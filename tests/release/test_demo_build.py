@@ -18,11 +18,11 @@ pytestmark = pytest.mark.slow
 
 
 def commands_forked_for(folder) -> list:
-    """The command a client handed to the service's command process (runtime/command_server.py), found
+    """The command a client handed to the service's command process (service/command_server.py), found
     by the folder it runs in (the client's), with its own children (its LocalCluster): the processes
     a kill -9 of the client must take with it, as it took the command's own process before."""
-    from xmdata.client import command_process
-    from xmdata.runtime.service_files import INFO_NAME
+    from xmdata.service.client import command_process
+    from xmdata.service.service_files import INFO_NAME
 
     path = command_process()
     if path is None:

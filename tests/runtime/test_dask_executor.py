@@ -205,8 +205,10 @@ def test_a_cluster_with_no_worker_for_a_while_is_waited_for(local_cluster, monke
 
 
 def test_the_no_worker_failure_names_where_the_workers_log():
-    from xmdata.runtime.service import paths
     from xmdata.runtime.session import ExecutionSession
+    from xmdata.service.service import paths
 
-    assert ExecutionSession("dask", service_address="tls://127.0.0.1:1").worker_log() == paths()["log"]
+    # the caller that hands the session the service's cluster hands it the service's log (service/run_setup.py)
+    warm = ExecutionSession("dask", service_address="tls://127.0.0.1:1", service_log=paths()["log"])
+    assert warm.worker_log() == paths()["log"]
     assert ExecutionSession("dask", address="tls://127.0.0.1:1").worker_log().startswith("the workers' own output")

@@ -58,7 +58,7 @@ def test_the_services_cluster_is_waited_for_only_by_a_stage_that_goes_there():
 
 
 def test_waiting_for_the_services_cluster_ends_in_a_clear_error_when_the_service_is_gone(tmp_path, monkeypatch):
-    from xmdata.runtime import service
+    from xmdata.service import service
 
     monkeypatch.setenv("XMDATA_CACHE", str(tmp_path / "cache"))
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
@@ -205,7 +205,7 @@ def test_a_bad_executor_in_the_environment_is_refused_before_anything_starts(mon
 
 
 def test_a_bad_xmdata_service_is_one_line_and_starts_nothing(tmp_path):
-    """The entry point (xmdata/client.py) reads XMDATA_SERVICE first: a bad value is the command's
+    """The entry point (service/client.py) reads XMDATA_SERVICE first: a bad value is the command's
     one-line refusal, exit 2, before the demo's early service start."""
     xmdata = os.path.join(os.path.dirname(sys.executable), "xmdata")
     env = {**os.environ, "XMDATA_SERVICE": "maybe", "XMDATA_CACHE": str(tmp_path / "cache"),
@@ -220,7 +220,7 @@ def test_the_demo_starts_no_service_early_for_what_the_command_refuses(monkeypat
     """run_setup.start_service_early checks what run_environment refuses before any start."""
     import threading
 
-    from xmdata.runtime.run_setup import start_service_early
+    from xmdata.service.run_setup import start_service_early
 
     monkeypatch.setenv("XMDATA_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv("PREFECT_API_URL", raising=False)

@@ -1,5 +1,5 @@
 """Idle means small: an idle worker gives its models back (the service retiring its idle workers and
-calling them back, and stopping once its home is deleted: tests/runtime/test_service.py)."""
+calling them back, and stopping once its home is deleted: tests/service/test_service.py)."""
 import time
 
 import pytest

@@ -74,7 +74,7 @@ def rpc_answers(address: str, security) -> bool:
 def test_the_services_scheduler_and_workers_refuse_whoever_has_not_its_certificate(service):
     from distributed.security import Security
 
-    from xmdata.runtime.service import service_target
+    from xmdata.service.service import service_target
 
     target = service_target(service)
     assert target.address.startswith("tls://")
@@ -123,7 +123,7 @@ def events_socket(api_url: str, token: str | None, subprotocol: bool = True) -> 
 
 
 def test_the_prefect_api_and_its_events_stream_ask_for_the_password(service):
-    from xmdata.runtime.service import prefect_auth
+    from xmdata.service.service import prefect_auth
 
     api, auth = service["prefect_api_url"], prefect_auth(service)
     assert auth.startswith("xmdata:") and len(auth) > 30
@@ -146,7 +146,7 @@ def mode(path) -> int:
 def test_everything_the_service_writes_is_private(service):
     from prefect.settings import PREFECT_HOME
 
-    from xmdata.runtime.service import paths, state_dir
+    from xmdata.service.service import paths, state_dir
 
     assert mode(state_dir()) == 0o700 and mode(service["secrets"]) == 0o700
     for name in ("state", "log", "lock", "used"):
@@ -363,7 +363,7 @@ def test_a_second_account_on_this_machine_is_refused(service):
     if not pythons:
         pytest.skip(f"no Python that {name} may run")
     python = pythons[0]
-    from xmdata.runtime.service import service_target
+    from xmdata.service.service import service_target
 
     state = {**service, "dask_address": service_target(service).address}  # the fixture's is from before it was up
     run = subprocess.run([python, "-I", "-c", INTRUDER, json.dumps(state)], capture_output=True, text=True,

@@ -23,7 +23,7 @@ def status(args: argparse.Namespace) -> int:
     """`xmdata status FOLDER`: its lock's holder, alive or gone, and a lock above that covers it;
     `xmdata status`: the service's."""
     if args.folder is None:
-        from xmdata.runtime.service_status import service_command
+        from xmdata.service.service_status import service_command
 
         return service_command(args)
     from xmdata.runtime import folder_lock

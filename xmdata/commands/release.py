@@ -18,7 +18,7 @@ def add_demo_arguments(demo: argparse.ArgumentParser) -> None:
     demo.add_argument("--out", default="demo-release", help="release folder (default ./demo-release)")
     add_run_options(demo)
     # service_early: the packaged config and sample have nothing to refuse, so the service starts
-    # while the demo imports (runtime/run_setup.start_service_early)
+    # while the demo imports (service/run_setup.start_service_early)
     demo.set_defaults(shards=None, config="demo", seed=None, work=None, release_command=None, sample=False,
                       models="config", service_early=True)
 

@@ -19,7 +19,7 @@ def add_up_arguments(up: argparse.ArgumentParser) -> None:
 
 def service(args: argparse.Namespace) -> int:
     """`xmdata up` / `down` / `status`: the background Prefect server and warm Dask cluster."""
-    from xmdata.runtime.service_status import service_command
+    from xmdata.service.service_status import service_command
 
     return service_command(args)
 

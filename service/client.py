@@ -1,5 +1,5 @@
 """The `xmdata` entry point. With the service up, a command runs in a fork of the service's warm
-command process (runtime/command_server.py), which has Prefect, Dask, polars and the flows imported:
+command process (service/command_server.py), which has Prefect, Dask, polars and the flows imported:
 this process imports nothing heavy, hands over its arguments, folder, environment and stdin/stdout/
 stderr, forwards its signals and exits with the command's status.
 
@@ -21,8 +21,8 @@ import sys
 
 from xmdata.exit_codes import FAILED
 from xmdata.runtime import settings
-from xmdata.runtime.service_files import (code_fingerprint, differing, import_time_hashes, light_prefect_home,
-                                          service_base)
+from xmdata.runtime.code_version import code_fingerprint
+from xmdata.service.service_files import differing, import_time_hashes, light_prefect_home, service_base
 
 HERE = ("up", "down", "status", "worker", "serve")  # the service itself, or long-running: this process
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
@@ -61,7 +61,7 @@ def command_process_info() -> dict | None:
     home = light_prefect_home()
     if home is None:
         return None
-    from xmdata.runtime.service_files import INFO_NAME
+    from xmdata.service.service_files import INFO_NAME
 
     try:
         with open(os.path.join(service_base(home) + ".secrets", INFO_NAME), encoding="utf-8") as f:
@@ -80,7 +80,7 @@ def command_process() -> str | None:
 
 def run_there(path: str, argv: list[str]) -> int | None:
     """The command's exit status, run by the command process; None when it would not run it."""
-    from xmdata.runtime.command_server import recv_message, send_message
+    from xmdata.service.command_server import recv_message, send_message
 
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:

@@ -1,4 +1,4 @@
-"""The service process (`python -m xmdata.runtime.service_main`, started by `ensure_service`).
+"""The service process (`python -m xmdata.service.service_main`, started by `ensure_service`).
 
 It owns a Prefect server (a child that dies with it) and a LocalCluster (scheduler in this process,
 worker processes that exit when it goes). It writes the state file once Prefect answers, and again
@@ -18,9 +18,9 @@ import shutil
 import signal
 import time
 
-from .cluster import apply_worker_spec, bind_host, close_local_cluster, default_workers, start_local_cluster
-from .owner_only import new_auth_string, new_dask_credentials, write_private
-from .prefect_api import start_prefect_server, stop_process_group
+from xmdata.runtime.cluster import apply_worker_spec, bind_host, close_local_cluster, default_workers, start_local_cluster
+from xmdata.runtime.owner_only import new_auth_string, new_dask_credentials, write_private
+from xmdata.runtime.prefect_api import start_prefect_server, stop_process_group
 from .service import (CLUSTER_START_S, WAKE_SIGNAL, forget_state, idle_seconds, model_idle_seconds, paths,
                       prefect_home, stop_command_process, write_state)
 

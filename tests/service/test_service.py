@@ -145,10 +145,10 @@ def test_kill_9_of_the_service_leaves_nothing_running(own_env):
 def test_down_stops_a_command_process_still_waiting_for_the_command_that_started_the_service(own_home, tmp_path):
     """The command process a command's own service start leaves waiting (until that command ends,
     command_server.wait_for_first_command) goes with the service, not after its wait and imports."""
-    from xmdata.runtime.service_files import PID_NAME
+    from xmdata.service.service_files import PID_NAME
 
     own_env = {**own_home, "PREFECT_HOME": str(tmp_path / "prefect"), "XMDATA_CACHE": str(tmp_path / "cache")}
-    code = ("import time; from xmdata.runtime.service import ensure_service; "
+    code = ("import time; from xmdata.service.service import ensure_service; "
             "ensure_service(quiet=True, for_this_command=True); print('up', flush=True); time.sleep(300)")
     command = subprocess.Popen([sys.executable, "-c", code], env=own_env, stdout=subprocess.PIPE, text=True)
     try:
@@ -158,7 +158,7 @@ def test_down_stops_a_command_process_still_waiting_for_the_command_that_started
         deadline = time.monotonic() + 10  # a process still being exec'd shows an empty command line
         while not waiting.cmdline() and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert "xmdata.runtime.command_server" in " ".join(waiting.cmdline())
+        assert "xmdata.service.command_server" in " ".join(waiting.cmdline())
         assert waiting.cpu_times().user < 1.0  # still waiting: nothing imported yet
         assert xmdata(own_env, "down").returncode == 0
         # its parent is the command, still running, which has not reaped it: a zombie is gone
@@ -172,7 +172,7 @@ def test_down_stops_a_command_process_still_waiting_for_the_command_that_started
 def test_down_names_what_outlives_the_service(tmp_path, service):
     """A process of the service's that ignores SIGTERM: `down` waits for it, then names it (exit 1). The
     running service's state (this test run's) is left alone: it describes another service."""
-    from xmdata.runtime.service import ServiceError, read_state, stop_service
+    from xmdata.service.service import ServiceError, read_state, stop_service
 
     stubborn = ("import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
                 "print('ready', flush=True); time.sleep(120)")
@@ -191,3 +191,16 @@ def test_down_names_what_outlives_the_service(tmp_path, service):
         with contextlib.suppress(psutil.Error):
             child.kill()
         stand_in.kill()
+
+
+def test_a_flow_run_outside_any_command_finds_the_services_cluster_by_its_entry_point(service, monkeypatch):
+    """A deployment run has no command to hand its session the service's cluster: the runtime finds it
+    through the `xmdata.warm_cluster` entry point (service/run_setup.py), never importing the service."""
+    from xmdata.runtime.session import ExecutionSession, found_warm_cluster
+    from xmdata.service.service import paths
+
+    found = found_warm_cluster()
+    assert found["service_log"] == paths()["log"] and callable(found["service_address"])
+    assert ExecutionSession("auto", **found).has_warm_cluster
+    monkeypatch.setenv("XMDATA_SERVICE", "off")
+    assert found_warm_cluster() == {}

@@ -25,11 +25,13 @@ import subprocess
 import sys
 import time
 
-from . import settings
-from .owner_only import DaskCredentials, DaskTarget, open_private, private_folder, read_private_text, write_private
-from .prefect_api import healthy
-from .service_files import PID_NAME, code_fingerprint, light_prefect_home, service_key  # noqa: F401  (code_fingerprint: for callers)
-from .storage import cache_root
+from xmdata.runtime import settings
+from xmdata.runtime.code_version import code_fingerprint  # noqa: F401  (for callers)
+from xmdata.runtime.owner_only import DaskCredentials, DaskTarget, open_private, private_folder, read_private_text, write_private
+from xmdata.runtime.prefect_api import healthy
+from xmdata.runtime.storage import cache_root
+
+from .service_files import PID_NAME, light_prefect_home, service_key
 
 WAKE_SIGNAL = signal.SIGUSR1  # to the service: a command needs its retired workers back
 CLUSTER_START_S = 300.0  # from Prefect answering to the cluster's workers up, at most
@@ -185,7 +187,7 @@ def _start(workers: int | None, quiet: bool, dashboard: bool = False, first_comm
     env = settings.child_env(drop=(settings.PREFECT_API_URL.name,), PREFECT_SERVER_ANALYTICS_ENABLED="false",
                              PREFECT_LOGGING_LEVEL="WARNING", DASK_LOGGING__DISTRIBUTED="warning",
                              **{settings.PREFECT_HOME.name: os.path.abspath(prefect_home())}, **IDLE_FRIENDLY_DASK)
-    command = [sys.executable, "-m", "xmdata.runtime.service_main", "--fingerprint", code_fingerprint()]
+    command = [sys.executable, "-m", "xmdata.service.service_main", "--fingerprint", code_fingerprint()]
     if workers:
         command += ["--workers", str(workers)]
     if dashboard:
@@ -215,7 +217,7 @@ def _start_command_process(state: dict, p: dict[str, str], first_command: int | 
     """The service's warm command process (command_server.py), in this command's environment (the
     one later commands must share to use it); it ends with the service. `first_command`: the pid of
     the command it waits for before its imports."""
-    command = [sys.executable, "-m", "xmdata.runtime.command_server", "--folder", state["secrets"],
+    command = [sys.executable, "-m", "xmdata.service.command_server", "--folder", state["secrets"],
                "--service-pid", str(state["pid"]), "--fingerprint", state["fingerprint"]]
     command += ["--after-pid", str(first_command)] if first_command else []
     with open_private(p["log"], "ab") as log:
@@ -230,7 +232,7 @@ def stop_command_process(secrets: str) -> None:
     try:
         pid = int(read_private_text(os.path.join(secrets, PID_NAME)))
         with open(f"/proc/{pid}/cmdline", "rb") as f:
-            if b"xmdata.runtime.command_server" in f.read():
+            if b"xmdata.service.command_server" in f.read():
                 os.kill(pid, signal.SIGTERM)
     except (OSError, ValueError):
         pass  # none started, gone already, or not Linux (it sees the service gone within a second)
@@ -319,7 +321,7 @@ def service_processes(state: dict) -> list:
         found = [service, *service.children(recursive=True)]
     with contextlib.suppress(OSError, ValueError, psutil.Error):
         commands = psutil.Process(int(read_private_text(os.path.join(state["secrets"], PID_NAME))))
-        if "xmdata.runtime.command_server" in commands.cmdline():
+        if "xmdata.service.command_server" in commands.cmdline():
             found.append(commands)
     return found
 

@@ -2,7 +2,7 @@
 
 A command's own process spends ~2.5 CPU-s importing Prefect, Dask, pandas, polars and the flows
 before it reads a row. This process imports them once (and starts no thread), then waits on a Unix
-socket in the service's private folder. For each command the client (xmdata/client.py) sends its
+socket in the service's private folder. For each command the client (service/client.py) sends its
 arguments, working folder and environment, with its stdin, stdout and stderr as file descriptors
 (SCM_RIGHTS); this process forks, and the child becomes that command: the client's descriptors as
 0/1/2, its folder, its environment, `xmdata.cli.main(argv)`, its exit status sent back. The client
@@ -29,7 +29,8 @@ import sys
 import threading
 import time
 
-from . import settings
+from xmdata.runtime import settings
+
 from .service_files import INFO_NAME, SOCKET_NAME, command_environment, differing, import_time_hashes
 
 # What commands import before they work (listed from `sys.modules` after a demo re-check and a
@@ -41,7 +42,7 @@ WARM_MODULES = ("prefect.main", "prefect.flow_engine", "prefect.task_engine", "p
                 "fastapi", "fastapi.encoders", "anyio._backends._asyncio", "distributed", "pandas", "polars",
                 "pyarrow.parquet", "pyarrow.dataset", "langcodes.data_dicts", "langcodes.language_distance",
                 "reverse_geocoder", "scipy.stats", "xmdata.cli", "xmdata.commands", "xmdata.flow_run",
-                "xmdata.runtime.service", "xmdata.runtime.run_setup", "xmdata.runtime.dask_executor",
+                "xmdata.service.service", "xmdata.service.run_setup", "xmdata.runtime.dask_executor",
                 "xmdata.runtime.storage_check", "xmdata.models.tiny", "xmdata.models.translators",
                 "xmdata.models.languages", "xmdata.tasks.clean.fingerprint")
 HEADER = struct.Struct("!I")  # the length of the JSON message that follows
@@ -120,7 +121,7 @@ def _become_the_command(conn: socket.socket, message: dict, fds: list[int]) -> N
 
         traceback.print_exc()
         code = FAILED
-    from .process_end import PROCESS_ENDS
+    from xmdata.runtime.process_end import PROCESS_ENDS
 
     PROCESS_ENDS.run()  # what the command started (decoder processes): its end skips exit handlers
     finished.set()  # from here the client may go: its status is on its way
@@ -197,7 +198,7 @@ def serve(folder: str, service_pid: int, fingerprint: str, after_pid: int | None
     socket_id = os.stat(path).st_ino
     info = {"pid": os.getpid(), "socket": path, "fingerprint": fingerprint, "service_pid": service_pid,
             "import_time": own}
-    from .owner_only import write_private
+    from xmdata.runtime.owner_only import write_private
 
     write_private(os.path.join(folder, INFO_NAME), json.dumps(info))
     print(f"command process {os.getpid()} ready on {path}", flush=True)

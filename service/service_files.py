@@ -9,13 +9,11 @@ it, and the caller then asks Prefect itself.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import os
 import sys
 
-from . import settings
+from xmdata.runtime import settings
 
-SOURCE_PACKAGES = ("xmdata", "xmdata.runtime", "xmdata.flows", "xmdata.tasks", "xmdata.models", "xmdata.schemas")
 PREFECT_CONFIG_FILES = (".env", "prefect.toml")
 # The warm command process's socket, its facts (pid, code) once it serves, and its pid from its start
 # (the service stops it with itself), in the service's `.secrets/` folder.
@@ -45,20 +43,6 @@ def light_prefect_home() -> str | None:
 def service_base(prefect_home: str) -> str:
     """The path every file of this service starts with (state `.json`, `.log`, `.secrets/`…)."""
     return os.path.join(settings.CACHE.get(), "service", service_key(prefect_home))
-
-
-def code_fingerprint() -> str:
-    """Name, size and mtime of every source file: warm workers must not run yesterday's code."""
-    digest = hashlib.sha256()
-    for package in SOURCE_PACKAGES:  # and their subpackages (tasks/evaluation/, tasks/importers/…)
-        for top in importlib.util.find_spec(package).submodule_search_locations or []:
-            for root, dirs, names in os.walk(top):
-                dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-                for name in sorted(n for n in names if n.endswith(".py")):
-                    st = os.stat(os.path.join(root, name))
-                    where = os.path.relpath(os.path.join(root, name), top)
-                    digest.update(f"{package}/{where}:{st.st_size}:{st.st_mtime_ns};".encode())
-    return digest.hexdigest()[:16]
 
 
 # What a command sets for the libraries before they read it (xmdata/cli.py), unless the user set it:

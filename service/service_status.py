@@ -6,15 +6,16 @@ import json
 import os
 import time
 
+from xmdata.runtime.owner_only import DaskCredentials, DaskTarget
+
 from .service_files import INFO_NAME
-from .owner_only import DaskCredentials, DaskTarget
 from .service import (code_fingerprint, ensure_service, paths, read_state, running_service, service_target,
                       stop_service)
 
 
 def worker_facts(target) -> dict:
     """Per worker: pid, memory in use, and the models it holds (least recently used first)."""
-    from .cluster import connect
+    from xmdata.runtime.cluster import connect
 
     def facts():
         import os

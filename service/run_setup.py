@@ -14,11 +14,12 @@ import threading
 
 from xmdata.schemas.contract import ContractError
 
-from . import settings
-from .owner_only import external_target
-from .prefect_api import prefect_api
-from .service import ensure_service, prefect_auth, running_service, service_target, touch_used
-from .session import execution_session, resolve_executor
+from xmdata.runtime import settings
+from xmdata.runtime.owner_only import external_target
+from xmdata.runtime.prefect_api import prefect_api
+from xmdata.runtime.session import execution_session, resolve_executor
+
+from .service import ensure_service, paths, prefect_auth, running_service, service_target, touch_used
 
 HEARTBEAT_S = 60.0  # a command running longer than the idle time keeps the service up
 
@@ -42,9 +43,17 @@ def run_environment(executor: str | None = None, dask_address: str | None = None
     auth = prefect_auth(service) if service and url == service["prefect_api_url"] else None  # else the env's
     log = os.path.join(log_dir, "prefect-server.log") if log_dir and not url else None
     with prefect_api(log_path=log, url=url, auth=auth), \
-            execution_session(executor, target, workers, warm, cluster, dashboard), \
+            execution_session(executor, target, workers, warm, cluster, dashboard,
+                              service_log=paths()["log"] if warm else None), \
             _keep_alive(service is not None):
         yield
+
+
+def warm_cluster() -> dict:
+    """For a flow run outside any command (a deployment run; runtime/session.py finds this by its entry
+    point): the running service's cluster, waited for only by a stage that uses it, and its log."""
+    service = running_service()
+    return {"service_address": functools.partial(service_target, service), "service_log": paths()["log"]} if service else {}
 
 
 def _checked(executor: str | None, dask_address: str | None, tls: tuple) -> tuple:
