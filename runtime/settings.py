@@ -161,41 +161,10 @@ def _present(raw: str) -> bool:
     return True  # Python's rule for these: set to anything non-empty means on
 
 
-# Python's own switches a command process's fork follows for the command (service/command_server.py).
+# Python's own switches a command process's fork follows for the command (service/command_server.py;
+# service/warm_cold.py: they leave a command warm).
 PYTHONDONTWRITEBYTECODE = Setting("PYTHONDONTWRITEBYTECODE", False, _present, "Python writes no .pyc files", "any text")
 PYTHONUNBUFFERED = Setting("PYTHONUNBUFFERED", False, _present, "stdout and stderr unbuffered", "any text")
-
-# Warm or cold: a command runs in a fork of the service's warm command process (service/command_server.py)
-# only where what it runs is the same as in a process of its own. Variables read as Python starts or as
-# the libraries load (the warm process loaded them once, with its values) send a command cold when their
-# values differ from the warm process's, each family for its reason; any other variable is read as the
-# command runs, and the fork has the command's whole environment.
-COLD_WHEN_DIFFERENT = (
-    (("PYTHON",), "Python reads them as it starts: the import path, the hash seed, -X options, warnings"),
-    (("PREFECT_",), "Prefect's settings, read as it loads"),
-    (("DASK_",), "Dask's config, read as it loads"),
-    (("OMP_", "MKL_", "OPENBLAS_", "NUMEXPR_", "POLARS_", "ARROW_", "RAYON_"),
-     "thread pools and kernels, chosen as the libraries load"),
-    (("HF_", "TRANSFORMERS_", "TOKENIZERS_", "TORCH", "PYTORCH_", "CUDA_", "NVIDIA_"),
-     "the model libraries' caches, devices and switches, read as they load"),
-    (("LD_", "MALLOC_"), "the shared libraries and allocator a process starts with"),
-    (("TZ", "LANG", "LC_", "HOME", "TMPDIR", "XDG_"), "locale, time zone and home folders, resolved as the libraries load"),
-)
-# ... but these, whose difference changes nothing a command writes or prints, leave it warm.
-WARM_WHEN_DIFFERENT = {
-    PYTHONDONTWRITEBYTECODE.name: "whether .pyc files are written: the fork follows the command's value for what "
-                                  "it imports (sys.dont_write_bytecode)",
-    PYTHONUNBUFFERED.name: "when output reaches its reader, not what it is: the fork makes the command's stdout "
-                           "and stderr unbuffered",
-}
-
-
-def cold_reason(name: str) -> str | None:
-    """Why a difference in NAME sends a command cold; None when it does not."""
-    if name in WARM_WHEN_DIFFERENT:
-        return None
-    return next((why for prefixes, why in COLD_WHEN_DIFFERENT if name.startswith(prefixes)), None)
-
 
 def child_env(drop: tuple[str, ...] = (), **extra: str) -> dict[str, str]:
     """The environment for a child process: this one's, less `drop`, plus `extra`."""
@@ -241,12 +210,6 @@ def markdown() -> str:
     for title, settings in groups:
         lines += [f"{title}:", "", "| variable | default | meaning |", "|---|---|---|"]
         lines += [f"| `{s.name}` | {shown(s.default)} | {s.help} |" for s in settings] + [""]
-    lines += ["Warm or cold: with the service up, a command runs in a fork of its warm command process unless "
-              "one of these differs from that process's value (then in a process of its own; `-v` says which):",
-              "", "| variables | why |", "|---|---|"]
-    lines += [f"| {', '.join(f'`{p}…`' for p in prefixes)} | {why} |" for prefixes, why in COLD_WHEN_DIFFERENT]
-    lines += ["", "These differ without sending a command cold:", "", "| variable | why |", "|---|---|"]
-    lines += [f"| `{name}` | {why} |" for name, why in WARM_WHEN_DIFFERENT.items()] + [""]
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -5,10 +5,11 @@ stderr, forwards its signals and exits with the command's status.
 
 It runs the command in this process instead ("cold": `xmdata.cli.main`, as before) when there is no
 command process of this code for this environment and Prefect home, when a variable read as Python or
-the libraries load differs from that process's (runtime/settings.COLD_WHEN_DIFFERENT, less the few that
-change nothing: WARM_WHEN_DIFFERENT), for `-v` (its logging is configured as the libraries load), for
+the libraries load differs from that process's (COLD_WHEN_DIFFERENT, less the few that change
+nothing: WARM_WHEN_DIFFERENT), for `-v` (its logging is configured as the libraries load), for
 what manages or is the service (`up`, `down`, `status`, `worker`, `serve`), and with XMDATA_SERVICE=off.
-Warm or cold, the command writes, prints and returns the same; `-v` says which, and why (`decide`).
+Warm or cold, the command writes, prints and returns the same; `-v` says which, and why. The rules
+are declared once, in service/warm_cold.py (`decide`).
 `--help` goes to the command process too when it is up (~0.1 s, not 0.35).
 """
 from __future__ import annotations
@@ -22,37 +23,10 @@ import sys
 from xmdata.exit_codes import FAILED
 from xmdata.runtime import settings
 from xmdata.runtime.code_version import code_fingerprint
-from xmdata.service.service_files import differing, import_time_hashes, light_prefect_home, service_base
+from xmdata.service.service_files import light_prefect_home, service_base
+from xmdata.service.warm_cold import HERE, VERBOSE, decide
 
-HERE = ("up", "down", "status", "worker", "serve")  # the service itself, or long-running: this process
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
-
-
-VERBOSE = ("-v", "--verbose")
-
-
-def decide(argv: list[str], env: dict[str, str], info: dict | None) -> tuple[str | None, str]:
-    """(the warm command process's socket, or None for this process; why), for ARGV whose environment
-    is ENV (compared with the one the command process published in INFO, commands.json; None: there is
-    none for this code). XMDATA_SERVICE is read as every setting is, from this process."""
-    if not argv or argv[0] in HERE:
-        return None, f"cold: `{argv[0] if argv else 'xmdata'}` manages or is the service: it runs in its own process"
-    try:
-        if not settings.SERVICE.get():
-            return None, f"cold: {settings.SERVICE.name}=off"
-    except ValueError:  # a bad XMDATA_SERVICE: the command here refuses it in one line, exit 2
-        return None, f"cold: {settings.SERVICE.name} is not on or off"
-    if info is None:
-        return None, "cold: no warm command process for this code (the service is down, starting, or runs other code)"
-    differ = differing(import_time_hashes(env), info.get("import_time") or {})
-    why = [f"{name} differs from the warm command process's ({settings.cold_reason(name)})" for name in differ[:1]]
-    why += [f"{len(differ) - 1} more: {', '.join(differ[1:])}"] if len(differ) > 1 else []
-    if argv[0] in VERBOSE:  # its logging is configured as the libraries load: quiet in the warm process
-        verbose = "-v (Prefect's and Dask's log levels are set as they load; the warm command process has them quiet)"
-        return None, "cold: " + verbose + (f"; and {'; '.join(why)}" if why else "")
-    if why:
-        return None, "cold: " + "; ".join(why)
-    return info["socket"], "warm: the service's command process"
 
 
 def command_process_info() -> dict | None:

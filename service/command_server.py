@@ -10,7 +10,7 @@ forwards its signals to the child; a child whose client is gone (killed) is kill
 
 Only the owner gets in: the socket sits in the 0700 secrets folder, and a connection whose peer
 (SO_PEERCRED) is another user is closed unread. A command whose environment differs from this
-process's where Python or the libraries read it as they load (settings.COLD_WHEN_DIFFERENT) is
+process's where Python or the libraries read it as they load (service/warm_cold.py) is
 refused, and the client runs it in its own process. The process ends with the service, or when its socket
 is removed. Started by a command that started the service, it imports only once that command has
 ended (at most AFTER_COMMAND_LIMIT_S later): on 2 cores its imports slowed the first demo.
@@ -31,7 +31,8 @@ import time
 
 from xmdata.runtime import settings
 
-from .service_files import INFO_NAME, SOCKET_NAME, command_environment, differing, import_time_hashes
+from .service_files import INFO_NAME, SOCKET_NAME, command_environment
+from .warm_cold import differing, import_time_hashes
 
 # What commands import before they work (listed from `sys.modules` after a demo re-check and a
 # 10-row command): the libraries, Prefect's run engines and what they load on first use (fastapi's
@@ -136,7 +137,7 @@ def _become_the_command(conn: socket.socket, message: dict, fds: list[int]) -> N
 
 
 def _follow_python_switches() -> None:
-    """The command's PYTHONDONTWRITEBYTECODE and PYTHONUNBUFFERED (settings.WARM_WHEN_DIFFERENT), as
+    """The command's PYTHONDONTWRITEBYTECODE and PYTHONUNBUFFERED (warm_cold.WARM_WHEN_DIFFERENT), as
     Python would have applied them at the start of a process of the command's own."""
     import io
 

@@ -55,16 +55,3 @@ def command_environment(env: dict[str, str], verbose: bool = False) -> dict[str,
     """`env` with the defaults a command sets for the libraries (user-set values win)."""
     defaults = {**ALWAYS, **({} if verbose else QUIET_LIBRARIES)}
     return {**defaults, **env}
-
-
-def import_time_hashes(env: dict[str, str]) -> dict[str, str]:
-    """{variable: hash of its value} of what Python and the libraries read as they load
-    (settings.COLD_WHEN_DIFFERENT), in a command's environment: the warm command process publishes its
-    own, so a client tells which differ without the values (its state folder is the owner's only)."""
-    return {k: hashlib.sha256(v.encode()).hexdigest()[:16] for k, v in command_environment(env).items()
-            if settings.cold_reason(k) is not None}
-
-
-def differing(mine: dict[str, str], theirs: dict[str, str]) -> list[str]:
-    """The variables whose hashed values (import_time_hashes) differ, set on one side only included."""
-    return sorted(k for k in mine.keys() | theirs.keys() if mine.get(k) != theirs.get(k))

@@ -187,6 +187,7 @@ def reasons_page() -> str:
 
 def settings_page() -> str:
     from xmdata.runtime import settings
+    from xmdata.service import warm_cold
 
     return "\n".join(["# Settings", "", HEADER.strip(), "",
                       "Every environment variable xmdata reads, declared once with its default and meaning in "
@@ -194,7 +195,7 @@ def settings_page() -> str:
                       "environment, and none sets it to pass state inside a process (the run's `--map` and "
                       "`--storage-option` are context variables). A value a variable cannot take is refused in "
                       "one line, exit 2.", "",
-                      settings.markdown()])
+                      settings.markdown(), warm_cold.markdown()])
 
 
 def importers_page() -> str:

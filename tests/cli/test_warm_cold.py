@@ -1,7 +1,7 @@
 """The same command, the same behaviour, warm or cold: a command run by the service's warm command
 process and one run in a process of its own (XMDATA_SERVICE=off) write the same files, print the same
 lines and end with the same status. Which variables leave a command warm when they differ is declared
-once (runtime/settings.py), and `-v` says warm or cold, and why."""
+once (service/warm_cold.py), and `-v` says warm or cold, and why."""
 from __future__ import annotations
 
 import hashlib
@@ -13,9 +13,8 @@ import time
 
 import pytest
 
-from xmdata.service.client import decide
 from xmdata.runtime import settings
-from xmdata.service.service_files import import_time_hashes
+from xmdata.service.warm_cold import WARM_WHEN_DIFFERENT, decide, import_time_hashes
 
 
 def info_for(env: dict) -> dict:
@@ -30,9 +29,9 @@ COMMAND = ["identify-language", "in.jsonl", "--out", "o"]
 def test_only_the_declared_variables_leave_a_command_warm_when_they_differ():
     info = info_for(BASE)
     assert decide(COMMAND, BASE, info) == ("/nowhere/commands.sock", "warm: the service's command process")
-    for name in settings.WARM_WHEN_DIFFERENT:  # PYTHONDONTWRITEBYTECODE, PYTHONUNBUFFERED: warm, the fork follows them
+    for name in WARM_WHEN_DIFFERENT:  # PYTHONDONTWRITEBYTECODE, PYTHONUNBUFFERED: warm, the fork follows them
         assert decide(COMMAND, {**BASE, name: "1"}, info)[0] is not None, name
-    assert set(settings.WARM_WHEN_DIFFERENT) == {"PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED"}
+    assert set(WARM_WHEN_DIFFERENT) == {"PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED"}
     for name in ("PYTHONPATH", "PYTHONHASHSEED", "HF_HOME", "TORCH_HOME", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS",
                  "MKL_NUM_THREADS", "PREFECT_LOGGING_LEVEL", "LD_PRELOAD"):
         where, why = decide(COMMAND, {**BASE, name: "other"}, info)
@@ -140,7 +139,7 @@ def test_a_warm_command_stops_the_decoders_it_started(service, tmp_path):
     # under xdist each test worker has its own DASK_TEMPORARY_DIRECTORY (conftest.py), the service is the one
     # whichever worker started it; and earlier tests' in-process runs leave variables here (a shard's thread
     # share) that the service never had.
-    from xmdata.service.service_files import differing
+    from xmdata.service.warm_cold import differing
 
     info = command_process_info()
     run = os.environ["XMDATA_TEST_RUN"]

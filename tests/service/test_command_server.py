@@ -14,8 +14,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from xmdata.service.client import command_process, decide, run_there
+from xmdata.service.client import command_process, run_there
 from xmdata.service.service_files import INFO_NAME
+from xmdata.service.warm_cold import decide
 
 XMDATA = os.path.join(os.path.dirname(sys.executable), "xmdata")
 
@@ -79,7 +80,7 @@ def test_another_import_time_environment_is_refused_and_runs_here(command_socket
 
 
 def test_what_manages_the_service_runs_here():
-    from xmdata.service.service_files import import_time_hashes
+    from xmdata.service.warm_cold import import_time_hashes
 
     env = {}
     info = {"socket": "s", "import_time": import_time_hashes(env)}
