@@ -68,11 +68,11 @@ def run(argv: list[str] | None) -> int:
     os.environ.update(command_environment(settings.child_env(), verbose=args.verbose))
     from xmdata.models.base import ModelError
     from xmdata.runtime.execution import ShardsFailed
-    from xmdata.service.service import ServiceError
     from xmdata.runtime.storage import is_url, parse_storage_options, using_storage_options
     from xmdata.runtime.storage_check import check_location
     from xmdata.schemas import ContractError
     from xmdata.schemas.column_map import column_mapping
+    from xmdata.service.service import ServiceError
 
     try:
         with using_storage_options(parse_storage_options(getattr(args, "storage_option", None))):

@@ -33,18 +33,34 @@ class Command:
 
 class CommandParser(argparse.ArgumentParser):
     """An ArgumentParser that lists its arguments and sub-commands (argparse keeps them in private
-    attributes), refuses as every other refusal of `xmdata` does (`xmdata: error: …`, exit 2) and
-    lets a closed stdout be seen (argparse ignores an OSError from printing --help)."""
+    attributes), refuses as every other refusal of `xmdata` does (`xmdata: error: …`, exit 2) with the
+    usage of the command refused (argparse gives an unknown flag of `memo prune` the top-level usage)
+    and lets a closed stdout be seen (argparse ignores an OSError from printing --help)."""
 
     def __init__(self, *args, **kwargs):
         self.options: list[argparse.Action] = []  # its arguments, -h first, in the order added
         super().__init__(*args, **kwargs)
         self.commands: dict[str, tuple[CommandParser, str]] = {}  # name: (parser, its one-line help)
+        self.command_dest: str | None = None  # the attribute that names which of `commands` ran
 
     def add_argument(self, *args, **kwargs) -> argparse.Action:
         action = super().add_argument(*args, **kwargs)
         self.options.append(action)
         return action
+
+    def parse_args(self, args=None, namespace=None):
+        """As argparse's, but arguments left over are refused by the command they were given to."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            self.chosen(parsed).error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed
+
+    def chosen(self, parsed: argparse.Namespace) -> CommandParser:
+        """The parser of the deepest command PARSED names (`memo prune`'s for `xmdata memo prune …`)."""
+        parser = self
+        while parser.command_dest and (name := getattr(parsed, parser.command_dest, None)) in parser.commands:
+            parser = parser.commands[name][0]
+        return parser
 
     def print_help(self, file=None):
         """As argparse's, but a closed stdout is not ignored: main ends the command quietly, 141."""

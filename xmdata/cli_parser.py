@@ -28,6 +28,7 @@ def build_parser() -> CommandParser:
 def _add_commands(parser: CommandParser, commands: tuple[Command, ...], dest: str, required: bool,
                   path: tuple[str, ...] = ()) -> None:
     sub = parser.add_subparsers(dest=dest, required=required)
+    parser.command_dest = dest
     for command in commands:
         here = (*path, command.name)
         child = sub.add_parser(command.name, help=command.help, description=command.description,

@@ -101,6 +101,25 @@ def test_a_usage_error_is_refused_as_every_refusal_is(argv, message, capsys):
     assert "\nusage: xmdata" in err  # the usage follows the one line
 
 
+@pytest.mark.parametrize("argv, command", [
+    (["memo", "prune", "--bogus"], "memo prune"),
+    (["memo", "stats", "--bogus"], "memo stats"),
+    (["release", "verify", "folder", "--bogus"], "release verify"),
+    (["evaluate", "cider", "in.parquet", "--out", "o", "--bogus", "x"], "evaluate cider"),
+    (["identify-language", "in.jsonl", "--out", "o", "--bogus"], "identify-language"),
+])
+def test_a_wrong_flag_shows_its_own_commands_usage(argv, command, capsys):
+    """An unknown flag of a sub-command is refused by that command, with its usage (argparse's own
+    parse_args gives the top-level usage, every command listed)."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2
+    bogus = " ".join(argv[argv.index("--bogus"):])
+    assert err.startswith(f"xmdata: error: {command}: unrecognized arguments: {bogus}\nusage: xmdata {command} [-h]"), err
+    assert "{demo,release," not in err  # not the top-level list of commands
+
+
 def stderr_messages(source: str) -> list[tuple[int, str]]:
     """(line, leading text) of every print(…, file=sys.stderr) in SOURCE."""
     import ast
