@@ -6,15 +6,11 @@ from __future__ import annotations
 
 from prefect import flow
 
-from xmdata.runtime import storage
-from xmdata.runtime.folder_lock import one_writer
 from xmdata.tasks.train.clipscore import train_clipscore
 from xmdata.tasks.train.clipscore_data import check_clipscore
 from xmdata.tasks.train.clipscore_params import ClipscoreParams
-from xmdata.tasks.train.placement import run_placed
-from xmdata.tasks.train.run_folder import train_in_run_folder
 
-from .train_report import report_training
+from .train_report import train_and_report
 
 
 @flow(name="train-clipscore")
@@ -31,14 +27,5 @@ def train_clipscore_flow(release: str, out: str, params: ClipscoreParams, checke
 
     Docs: docs/how-to/train.md; every option: docs/reference/commands.md#train-clipscore.
     """
-    from functools import partial
-
-    release, out = storage.absolute(release), storage.absolute(out)
-    # Before anything is written: a missing table, no pairs, no model. Made once: the training takes
-    # what the check read (or, after the command line's check, reads the release itself).
-    data = None if checked else check_clipscore(release, params)
-    with one_writer(out):  # one writer; a killed run's temp files swept (runtime/folder_lock.py)
-        result, where = run_placed(train_in_run_folder, params.device, partial(train_clipscore, data=data), release,
-                                   params, out)
-        return report_training("train-clipscore", f"CLIPScore fine-tuning of {params.clip_model} on {release}", out,
-                               result, where, extra=f"; evaluation: `{storage.join(out, 'eval')}`")
+    return train_and_report("train-clipscore", "CLIPScore fine-tuning of {params.clip_model} on {release}", release, out, params,
+                            check_clipscore, train_clipscore, checked, report_eval=True)

@@ -5,14 +5,10 @@ from __future__ import annotations
 
 from prefect import flow
 
-from xmdata.runtime import storage
-from xmdata.runtime.folder_lock import one_writer
 from xmdata.tasks.train.distill import check_distill, train_distill
 from xmdata.tasks.train.params import DistillParams
-from xmdata.tasks.train.placement import run_placed
-from xmdata.tasks.train.run_folder import train_in_run_folder
 
-from .train_report import report_training
+from .train_report import train_and_report
 
 
 @flow(name="train-distill")
@@ -29,13 +25,5 @@ def train_distill_flow(release: str, out: str, params: DistillParams, checked: b
 
     Docs: docs/how-to/train.md; every option: docs/reference/commands.md#train-distill.
     """
-    from functools import partial
-
-    release, out = storage.absolute(release), storage.absolute(out)
-    # Before anything is written: a missing table, no pairs, no model. Made once: the training takes
-    # what the check read (or, after the command line's check, reads the release itself).
-    data = None if checked else check_distill(release, params)
-    with one_writer(out):  # one writer; a killed run's temp files swept (runtime/folder_lock.py)
-        result, where = run_placed(train_in_run_folder, params.device, partial(train_distill, data=data), release,
-                                   params, out)
-        return report_training("train-distill", f"Distillation of {params.model} on {release}", out, result, where)
+    return train_and_report("train-distill", "Distillation of {params.model} on {release}", release, out, params,
+                            check_distill, train_distill, checked)
