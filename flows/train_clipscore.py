@@ -27,5 +27,5 @@ def train_clipscore_flow(release: str, out: str, params: ClipscoreParams, checke
 
     Docs: docs/how-to/train.md; every option: docs/reference/commands.md#train-clipscore.
     """
-    return train_and_report("train-clipscore", "CLIPScore fine-tuning of {params.clip_model} on {release}", release, out, params,
-                            check_clipscore, train_clipscore, checked, report_eval=True)
+    return train_and_report("train-clipscore", "CLIPScore fine-tuning of {params.clip_model} on {release}", release,
+                            out, params, check_clipscore, train_clipscore, checked, report_eval=True)

@@ -52,8 +52,9 @@ def run_environment(executor: str | None = None, dask_address: str | None = None
 def warm_cluster() -> dict:
     """For a flow run outside any command (a deployment run; runtime/session.py finds this by its entry
     point): the running service's cluster, waited for only by a stage that uses it, and its log."""
-    service = running_service()
-    return {"service_address": functools.partial(service_target, service), "service_log": paths()["log"]} if service else {}
+    if not (service := running_service()):
+        return {}
+    return {"service_address": functools.partial(service_target, service), "service_log": paths()["log"]}
 
 
 def _checked(executor: str | None, dask_address: str | None, tls: tuple) -> tuple:

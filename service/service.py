@@ -27,7 +27,8 @@ import time
 
 from xmdata.runtime import settings
 from xmdata.runtime.code_version import code_fingerprint  # noqa: F401  (for callers)
-from xmdata.runtime.owner_only import DaskCredentials, DaskTarget, open_private, private_folder, read_private_text, write_private
+from xmdata.runtime.owner_only import (DaskCredentials, DaskTarget, open_private, private_folder, read_private_text,
+                                       write_private)
 from xmdata.runtime.prefect_api import healthy
 from xmdata.runtime.storage import cache_root
 

@@ -18,7 +18,8 @@ import shutil
 import signal
 import time
 
-from xmdata.runtime.cluster import apply_worker_spec, bind_host, close_local_cluster, default_workers, start_local_cluster
+from xmdata.runtime.cluster import (apply_worker_spec, bind_host, close_local_cluster, default_workers,
+                                    start_local_cluster)
 from xmdata.runtime.owner_only import new_auth_string, new_dask_credentials, write_private
 from xmdata.runtime.prefect_api import start_prefect_server, stop_process_group
 from .service import (CLUSTER_START_S, WAKE_SIGNAL, forget_state, idle_seconds, model_idle_seconds, paths,
