@@ -11,7 +11,7 @@ import sys
 import pytest
 import yaml
 
-from xmdata import docs_reference
+from xmdata import docs_code_size, docs_reference
 from xmdata.docs_reference import COMMANDS_PAGE, GUIDES, anchor, options, walk
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -120,6 +120,24 @@ def test_the_readme_is_short_names_the_two_commands_and_links_pages_that_exist()
     assert all(os.path.exists(os.path.join(ROOT, link)) for link in links), links
 
 
+def test_the_code_size_is_counted_where_architecture_asks_for_it(tmp_path):
+    """architecture.md types no line count: the build puts the counted table where the page asks."""
+    architecture = open(os.path.join(ROOT, "docs", "explanation", "architecture.md"), encoding="utf-8").read()
+    assert architecture.count(docs_code_size.CODE_SIZE) == 1
+    filled = docs_code_size.on_page_markdown(architecture, None, {"config_file_path": os.path.join(ROOT, "mkdocs.yml")}, None)
+    assert docs_code_size.CODE_SIZE not in filled and docs_code_size.code_size() in filled
+    for folder in ("runtime", "service", "tests"):
+        (tmp_path / folder / "sub").mkdir(parents=True)
+    (tmp_path / "runtime" / "a.py").write_text("x = 1\n" * 301)
+    (tmp_path / "runtime" / "sub" / "b.py").write_text("y = 2\n")
+    (tmp_path / "service" / "c.py").write_text("z = 3\n" * 2)
+    (tmp_path / "tests" / "test_d.py").write_text("w = 4\n" * 400)
+    table = docs_code_size.code_size(str(tmp_path))
+    assert "| `runtime/` | the engine | 302 | 2 |" in table and "| `service/` | the resident service | 2 | 1 |" in table
+    assert "| the whole tree | every folder above but `tests/` | 304 | 3 |" in table
+    assert table.endswith("Files over 300 lines, the tests aside: `runtime/a.py` (301).\n")
+
+
 def _build(config: str, site: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", config, "-d", site],
@@ -139,6 +157,9 @@ def test_the_site_builds_strict_and_offline(tmp_path):
         assert "fonts.googleapis" not in text and "fonts.gstatic" not in text, path
     assert "fonts.googleapis" not in css
     assert "XMDATA_CACHE" in html[site / "reference" / "settings.html"]
+    runtime = sum(docs_code_size.counted()["runtime"].values())  # the code's size, counted by the build
+    assert re.search(rf"<code>runtime/</code></td>\s*<td>the engine</td>\s*<td[^>]*>{runtime:,}</td>",
+                     html[site / "explanation" / "architecture.html"])
     assert "Tutorial" in html[site / "index.html"]
 
 
