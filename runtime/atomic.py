@@ -80,16 +80,22 @@ PARQUET_OPTIONS = dict(compression="zstd", compression_level=3, write_statistics
 ROW_GROUP_ROWS = 64 * 1024
 
 
-def write_parquet_atomic(table: pa.Table, path: str) -> str:
+def _write_parquet(table: pa.Table, sink) -> None:
     # One chunk: the same rows give the same pages whatever chunk layout the reader produced.
-    def write(sink):
-        pq.write_table(table.combine_chunks(), sink, row_group_size=ROW_GROUP_ROWS, **PARQUET_OPTIONS)
+    pq.write_table(table.combine_chunks(), sink, row_group_size=ROW_GROUP_ROWS, **PARQUET_OPTIONS)
 
+
+def parquet_bytes(table: pa.Table) -> bytes:
+    """The bytes write_parquet_atomic writes for TABLE, encoded in memory."""
+    sink = pa.BufferOutputStream()
+    _write_parquet(table, sink)
+    return sink.getvalue().to_pybytes()
+
+
+def write_parquet_atomic(table: pa.Table, path: str) -> str:
     if storage.is_url(path):  # encoded in memory and sent: no temp file to write, re-read and delete
-        sink = pa.BufferOutputStream()
-        write(sink)
-        return _put_whole(path, sink.getvalue().to_pybytes())
-    return replace_atomically(path, write)
+        return _put_whole(path, parquet_bytes(table))
+    return replace_atomically(path, lambda sink: _write_parquet(table, sink))
 
 
 class ParquetStream:

@@ -633,17 +633,22 @@ def stats(location: str) -> dict:
 
 def prune(location: str, older_than_days: float | None = None, max_bytes: int | None = None,
           everything: bool = False, now: float | None = None,
-          keep: dict[tuple[str, str], set[str]] | None = None) -> dict:
+          keep: dict[tuple[str, str], set[str]] | None = None, dry_run: bool = False) -> dict:
     """Remove entries not used by the outputs `keep` was read from (`used_by`; a file holding some of
     them is written again with those only), then entry files unused for `older_than_days` (a hit
     counts as a use), then the least recently used until the memo holds at most `max_bytes`, or all
     (`everything`). A pruned entry is computed again by the next build that needs it. Returns what
-    was removed and what is left."""
+    was removed and what is left; `dry_run`: what would be, removing and writing nothing, with what
+    would go per kind (`going`: files, entries and bytes)."""
     import time
 
     now = time.time() if now is None else now
-    removed_entries = _keep_only(location, keep) if keep is not None else 0
+    going: dict[str, dict[str, int]] = {}
+    rewritten: dict[str, tuple[EntryFile | None, int]] = {}  # a dry run's: path -> (what keep leaves, its entries)
+    removed_entries = _keep_only(location, keep, going, rewritten if dry_run else None) if keep is not None else 0
     files = sorted(entry_files(location), key=lambda e: e.used)
+    if dry_run:  # the memo as keep would have left it
+        files = [after for e in files if (after := rewritten.get(e.path, (e, 0))[0]) is not None]
     doomed = set()
     for entry in files:
         if everything or (older_than_days is not None and now - entry.used > older_than_days * 86400):
@@ -656,6 +661,15 @@ def prune(location: str, older_than_days: float | None = None, max_bytes: int | 
             if entry.path not in doomed:
                 doomed.add(entry.path)
                 left -= entry.size
+    kept = [e for e in files if e.path not in doomed]
+    if dry_run:
+        counts = {after.path: n for after, n in rewritten.values() if after is not None}
+        for entry in (e for e in files if e.path in doomed):
+            _add_going(going, entry.kind, 1, counts[entry.path] if entry.path in counts else _rows(entry), entry.size)
+        done = {"dry_run": True, "removed_files": len(doomed),
+                "removed_bytes": sum(e.size for e in files if e.path in doomed), "kept_files": len(kept),
+                "kept_bytes": sum(e.size for e in kept), "going": dict(sorted(going.items()))}
+        return {**done, "removed_entries": removed_entries} if keep is not None else done
     removed_bytes = 0
     for entry in files:
         if entry.path in doomed:
@@ -668,7 +682,6 @@ def prune(location: str, older_than_days: float | None = None, max_bytes: int | 
             storage.remove(storage.join(runs, name))
     if not storage.is_url(location):
         _remove_stray_and_empty(location, now)
-    kept = [e for e in files if e.path not in doomed]
     done = {"removed_files": len(doomed), "removed_bytes": removed_bytes, "kept_files": len(kept),
             "kept_bytes": sum(e.size for e in kept)}
     return {**done, "removed_entries": removed_entries} if keep is not None else done
@@ -677,10 +690,26 @@ def prune(location: str, older_than_days: float | None = None, max_bytes: int | 
 KEEP_RECENT_S = 3600  # `--keep-used-by` leaves entry files written or served this recently
 
 
-def _keep_only(location: str, keep: dict[tuple[str, str], set[str]]) -> int:
+def _rows(entry: EntryFile) -> int:
+    """The entries an entry file holds; 0 for a torn one (it serves nothing)."""
+    try:
+        return storage.parquet_rows(entry.path)
+    except Exception:  # noqa: BLE001 - as stats counts a torn file
+        return 0
+
+
+def _add_going(going: dict, kind: str, files: int, entries: int, nbytes: int) -> None:
+    row = going.setdefault(kind, {"files": 0, "entries": 0, "bytes": 0})
+    row["files"], row["entries"], row["bytes"] = row["files"] + files, row["entries"] + entries, row["bytes"] + nbytes
+
+
+def _keep_only(location: str, keep: dict[tuple[str, str], set[str]], going: dict,
+               rewritten: dict | None = None) -> int:
     """Entries no kept output used, removed: a file of none of them deleted, a file of some written
-    again with those only (named by its new content) before the old one goes. Returns how many."""
-    from .atomic import write_parquet_atomic
+    again with those only (named by its new content) before the old one goes. Returns how many, and
+    adds them to `going` per kind (a rewritten file: the bytes it shrinks by). `rewritten`: a dry run,
+    writing nothing: {old path: (the file left, None if none; its entries)} instead."""
+    from .atomic import parquet_bytes, write_parquet_atomic
 
     import time
 
@@ -702,12 +731,21 @@ def _keep_only(location: str, keep: dict[tuple[str, str], set[str]]) -> int:
         held = [i for i, key in enumerate(keys) if key in wanted]
         if len(held) == len(keys) and table is not None:
             continue
+        left, left_size = None, 0
         if held:
             values = table.column("value").to_pylist()
             name, part = entry_file({keys[i]: values[i] for i in held})
-            write_parquet_atomic(part, storage.join(folder, name))
-        with contextlib.suppress(FileNotFoundError):
-            storage.remove(entry.path)
+            if rewritten is None:
+                write_parquet_atomic(part, storage.join(folder, name))
+            else:
+                left_size = len(parquet_bytes(part))
+                left = EntryFile(storage.join(folder, name), left_size, time.time(), entry.kind)
+        if rewritten is None:
+            with contextlib.suppress(FileNotFoundError):
+                storage.remove(entry.path)
+        else:
+            rewritten[entry.path] = (left, len(held))
+        _add_going(going, entry.kind, 0 if held else 1, len(keys) - len(held), entry.size - left_size)
         removed += len(keys) - len(held)
     return removed
 

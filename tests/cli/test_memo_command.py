@@ -172,3 +172,59 @@ def test_score_dry_run_counts_what_the_memo_holds_and_loads_no_model(tiny_models
     assert again.returncode == 0, again.stderr[-2000:]
     assert model_results(tmp_path / "again") == ["image embedding from the memo (computed by an earlier build, the same "
                                                  "bytes), text embedding from the memo (computed by an earlier build, the same bytes)"]
+
+
+def memo_file(top, kind: str, context: str, entries: dict[str, bytes], age_days: float):
+    """An entry file as the memo writes one (MEMO/<kind>/<ab>/<context>/<content name>), last used AGE_DAYS ago."""
+    from xmdata.runtime import memo
+    from xmdata.runtime.atomic import write_parquet_atomic
+
+    name, table = memo.entry_file(entries)
+    path = top / kind / context[:2] / context / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_parquet_atomic(table, str(path))
+    used = time.time() - age_days * 86400
+    os.utime(path, (used, used))
+    return path
+
+
+def files_of(top) -> dict:
+    return {p: p.read_bytes() for p in top.rglob("*") if p.is_file()}
+
+
+def test_prune_dry_run_says_what_would_go_per_kind_and_removes_nothing(cli_env, tmp_path):
+    top = tmp_path / "memo"
+    beams = memo_file(top, "beam_candidates", "c1" * 20, {f"k{i}": b"v" * 50 for i in range(5)}, age_days=10)
+    scores = memo_file(top, "clipscore", "d2" * 20, {f"s{i}": b"w" for i in range(3)}, age_days=10)
+    memo_file(top, "clipscore", "d2" * 20, {"t0": b"x"}, age_days=0)
+    before = files_of(top)
+    prune = ["memo", "prune", "--memo", top, "--older-than", "1"]
+    planned = run_xmdata([*prune, "--dry-run", "--json"], cli_env)
+    assert planned.returncode == 0, planned.stderr[-2000:]
+    found = json.loads(planned.stdout)
+    assert found["going"] == {"beam_candidates": {"files": 1, "entries": 5, "bytes": beams.stat().st_size},
+                              "clipscore": {"files": 1, "entries": 3, "bytes": scores.stat().st_size}}
+    said = run_xmdata([*prune, "--dry-run"], cli_env).stdout
+    assert said.startswith(f"dry run: nothing removed; memo {top}\n") and "would go: 8 entries" in said, said
+    assert files_of(top) == before  # nothing removed, nothing written
+    done = json.loads(run_xmdata([*prune, "--json"], cli_env).stdout)
+    assert done == {k: v for k, v in found.items() if k not in ("dry_run", "going")}  # what it said would go went
+
+
+def test_prune_dry_run_with_keep_used_by_counts_what_a_rewrite_would_drop(tmp_path):
+    """A file holding some kept entries is written again with those only: the dry run says how many
+    entries go and by how many bytes the file shrinks, as the real prune then does."""
+    from xmdata.runtime import memo
+
+    top = tmp_path / "memo"
+    context = "e3" * 20
+    old = memo_file(top, "beam_candidates", context, {f"k{i}": bytes([i]) * 200 for i in range(6)}, age_days=10)
+    keep = {("beam_candidates", context): {"k0", "k1"}}
+    size = old.stat().st_size
+    planned = memo.prune(str(top), keep=keep, dry_run=True)
+    assert old.exists() and len(list(top.rglob("*.parquet"))) == 1
+    done = memo.prune(str(top), keep=keep)
+    (left,) = top.rglob("*.parquet")
+    assert planned["removed_entries"] == done["removed_entries"] == 4
+    assert planned["going"] == {"beam_candidates": {"files": 0, "entries": 4, "bytes": size - left.stat().st_size}}
+    assert planned["kept_bytes"] == done["kept_bytes"] == left.stat().st_size

@@ -30,6 +30,8 @@ def add_prune_arguments(prune: argparse.ArgumentParser) -> None:
     prune.add_argument("--keep-used-by", nargs="+", default=None, metavar="OUT",
                        help="every entry that the builds of these output or release folders did not use "
                             "(their shards' _memo/ files say which they took or computed)")
+    prune.add_argument("--dry-run", action="store_true",
+                       help="say what would go, per kind of unit (entry files, entries, bytes); remove nothing")
 
 
 def memo(args: argparse.Namespace) -> int:
@@ -49,12 +51,28 @@ def memo(args: argparse.Namespace) -> int:
                             "--keep-used-by OUT… or --all")
     keep = memos.used_by(args.keep_used_by) if args.keep_used_by is not None else None  # refused before removing
     done = memos.prune(location, args.older_than, None if args.max_size is None else int(args.max_size * 1e9),
-                       args.all, keep=keep)
+                       args.all, keep=keep, dry_run=args.dry_run)
+    if args.dry_run:
+        print(json.dumps(done) if args.json else dry_run_text(location, done))
+        return 0
     unused = f" ({done['removed_entries']:,} entries no kept output used)" if keep is not None else ""
     print(json.dumps(done) if args.json else
           f"{location}: removed {done['removed_files']} entry file(s), {size(done['removed_bytes'])}{unused}; "
           f"{done['kept_files']} left, {size(done['kept_bytes'])}")
     return 0
+
+
+def dry_run_text(location: str, done: dict) -> str:
+    """What `prune --dry-run` found would go: per kind of unit, then the memo before and after."""
+    lines = [f"dry run: nothing removed; memo {location}"]
+    if done["going"]:
+        lines.append(f"{'kind':<18}{'files':>7}{'entries':>12}{'size':>11}")
+        lines += [f"{kind:<18}{row['files']:>7,}{row['entries']:>12,}{size(row['bytes']):>11}"
+                  for kind, row in done["going"].items()]
+    going = {k: sum(row[k] for row in done["going"].values()) for k in ("entries", "bytes")}
+    lines.append(f"would go: {going['entries']:,} entries, {size(going['bytes'])}; "
+                 f"{done['kept_files']} entry file(s) left, {size(done['kept_bytes'])}")
+    return "\n".join(lines)
 
 
 def size(n: int) -> str:
