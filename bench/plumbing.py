@@ -2,8 +2,8 @@
 in one run (the template's rounds alternate; the command server's are bench.light's, five with then
 five without). `python -m bench plumbing`; it starts and stops the service of the calling environment.
 
-- command server (service/command_server.py, service/client.py): a 10-row `identify-language` and a
-  finished demo re-checked, through the service's warm command process and in a process of their own
+- command server (service/command_server.py, service/client.py, service/warm_cold.py): a 10-row
+  `identify-language` and a finished demo re-checked, through the service's warm command process and in a process of their own
   (bench.light's measure: median wall, CPU-s over every process).
 - Prefect database template (runtime/prefect_db.py): a Prefect server's first start in a new home, its
   database copied from the template, and made by Prefect's own migrations (what the server does
@@ -46,7 +46,7 @@ def lines(path: str, names: tuple[str, ...] = ()) -> int:
 
 
 PIECES = {
-    "command server": lines("service/command_server.py") + lines("service/client.py"),
+    "command server": lines("service/command_server.py") + lines("service/client.py") + lines("service/warm_cold.py"),
     "Prefect database template": lines("runtime/prefect_db.py"),
     "CA": lines("runtime/owner_only.py", ("new_dask_credentials", "DaskCredentials")),
 }
