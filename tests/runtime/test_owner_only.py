@@ -176,7 +176,7 @@ def test_a_state_folder_someone_else_can_write_is_refused_before_anything_starts
     up = subprocess.run([XMDATA, "up"], env=env, capture_output=True, text=True, timeout=120)
     assert up.returncode == 2 and expected in up.stderr and "Traceback" not in up.stderr, up.stderr
     assert os.listdir(folder) == []  # no state, log or credentials written there
-    with pytest.raises(NotPrivate):
+    with pytest.raises(NotPrivate, match=expected):
         private_folder(str(folder))
 
 

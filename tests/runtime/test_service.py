@@ -192,7 +192,7 @@ def test_down_names_what_outlives_the_service(tmp_path, service):
         assert stand_in.stdout.readline().strip() == "ready"
         parent = psutil.Process(stand_in.pid)
         (child,) = parent.children()
-        with pytest.raises(ServiceError) as refused:
+        with pytest.raises(ServiceError, match=r"signal\.SIG_IGN") as refused:
             stop_service({"pid": stand_in.pid, "secrets": str(tmp_path)}, timeout=30, grace=1)
         assert f"{child.pid} (" in str(refused.value) and "signal.SIG_IGN" in str(refused.value)
         assert running([parent]) == []  # the service itself went

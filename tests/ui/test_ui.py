@@ -175,5 +175,5 @@ def test_release_runs_from_the_ui_with_a_changed_parameter(served, tmp_path):
     server_log = os.path.join(os.path.dirname(password_file), "prefect-server.log")
     assert stat.S_IMODE(os.stat(server_log).st_mode) == 0o600  # the server's log is the owner's too
     assert not os.path.exists(password_file)  # a stopped serve leaves no password behind
-    with pytest.raises(urllib.error.URLError):
+    with pytest.raises(urllib.error.URLError, match="Connection refused"):
         urllib.request.urlopen(f"{ui}/api/health", timeout=5)
