@@ -69,7 +69,7 @@ class OpenClipScorer:
         self.model = self.preprocess = self.tokenizer = self.dtype = None
         self.embed_dim = self.context_length = 0
         self.device = spec.device
-        self._normalise: Any = _UNKNOWN  # (mean, std) on the device, or None: see _mean_std
+        self._normalise: Any = _UNKNOWN  # (255, mean, std) on the device, or None: see _mean_std
         self._tensor_recipe: Any = _UNKNOWN  # see tensor_recipe
 
     def load(self) -> None:
@@ -193,8 +193,14 @@ class OpenClipScorer:
     def pixels_from_uint8(self, arrays: Sequence[Any]):
         """A batch for the image tower from the decoders' uint8 HWC arrays: copied as uint8 (pinned
         and non-blocking on CUDA), then ÷255 and normalised on the model's device — the same float32
-        operations as the transform's ToTensor and Normalize, so the same bits. An item may also be a
-        uint8 CHW tensor on the device already (pixels_from_jpegs); the order is kept."""
+        operations as the transform's ToTensor (`.div(255)` on the CPU) and Normalize, so the same bits.
+        The ÷255 divides by a float32 255 that lies on the device, never by the Python number: CUDA
+        divides by a CPU scalar as a multiplication by its reciprocal (aten's BinaryDivTrueKernel.cu,
+        "may lose one bit"; x/255 and x·(1/255) differ in float32 for 126 of the 256 values), by a
+        device tensor with a true, correctly rounded division, as the CPU does (Normalize's ÷std is
+        already a device tensor's). tests/scoring/test_decoders.py checks it against numpy over all 256
+        values. An item may also be a uint8 CHW tensor on the device already (pixels_from_jpegs); the
+        order is kept."""
         import numpy as np
         import torch
 
@@ -212,8 +218,8 @@ class OpenClipScorer:
             on_host = [i for i, a in enumerate(arrays) if isinstance(a, np.ndarray)]
             moved = dict(zip(on_host, self._uint8_to_device(np.stack([arrays[i] for i in on_host])))) if on_host else {}
             batch = torch.stack([moved[i] if i in moved else a.permute(1, 2, 0) for i, a in enumerate(arrays)])
-        mean, std = mean_std
-        return batch.permute(0, 3, 1, 2).to(torch.float32).div(255).sub(mean).div(std).to(self.dtype)
+        scale, mean, std = mean_std
+        return batch.permute(0, 3, 1, 2).to(torch.float32).div(scale).sub(mean).div(std).to(self.dtype)
 
     def _uint8_to_device(self, array):
         import torch
@@ -224,8 +230,9 @@ class OpenClipScorer:
         return batch
 
     def _mean_std(self):
-        """(mean, std) as (1, C, 1, 1) float32 tensors on the device when the transform's tensor part is
-        ToTensor then Normalize (its first step checked against to_tensor on a probe), else None."""
+        """(255, mean, std) as float32 tensors on the device, mean and std (1, C, 1, 1), when the
+        transform's tensor part is ToTensor then Normalize (its first step checked against to_tensor on
+        a probe), else None. The 255 is a tensor there so that ÷255 is a true division on CUDA too."""
         if self._normalise is not _UNKNOWN:
             return self._normalise
         import torch
@@ -239,7 +246,7 @@ class OpenClipScorer:
         self._normalise = None
         if len(steps) == 2 and isinstance(steps[1], Normalize) and torch.equal(steps[0](probe), to_tensor(probe)):
             self._normalise = tuple(torch.as_tensor(v, dtype=torch.float32, device=self.device).view(1, -1, 1, 1)
-                                    for v in (steps[1].mean, steps[1].std))
+                                    for v in ((255.0,), steps[1].mean, steps[1].std))
         return self._normalise
 
     def default_batch_size(self) -> int:

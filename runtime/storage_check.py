@@ -12,9 +12,10 @@ from xmdata.schemas.contract import ContractError
 from . import storage
 
 BUCKET_STORES = ("s3", "s3a", "gs", "gcs", "az", "abfs", "abfss")
-# Preflight fails fast: one connection attempt, a short timeout (s3fs otherwise retries for minutes).
+# Preflight fails fast: one attempt, a short timeout (s3fs otherwise retries for minutes). botocore's
+# total_max_attempts counts the first request; its max_attempts counts retries only (1: two attempts).
 _S3_PREFLIGHT = {"config_kwargs": {"connect_timeout": 5, "read_timeout": 10,
-                                   "retries": {"max_attempts": 1}}}
+                                   "retries": {"total_max_attempts": 1}}}
 
 
 def check_location(url: str, what: str, must_exist: bool = False) -> None:

@@ -48,7 +48,7 @@ def test_exact_against_reference_and_k():
     m = exact_matches(["a dog"], ref, 10, same=["en"], ref_same=["en", "en", "de", "en"],
                       differ=["i"], ref_differ=["i", None, "j", "k"])
     assert pairs(m) == [(0, 3)]
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="a reference is given: pass keys for both sides"):
         exact_matches(["a dog"], ref, 1, same=["en"])
 
 

@@ -80,7 +80,7 @@ def test_a_closed_pipe_that_is_not_stdout_stays_an_error(monkeypatch):
 
     monkeypatch.setattr(commands, "COMMANDS", tuple(replace(c, run=writes_to_a_closed_socket) if c.name == "validate"
                                                     else c for c in commands.COMMANDS))
-    with pytest.raises(BrokenPipeError):
+    with pytest.raises(BrokenPipeError, match="Broken pipe"):
         cli.main(["validate", sample_path("captions.jsonl")])
 
 
@@ -93,7 +93,7 @@ def test_a_closed_pipe_that_is_not_stdout_stays_an_error(monkeypatch):
     (["release", "compare", "a"], "xmdata: error: release compare: the following arguments are required: B"),
 ])
 def test_a_usage_error_is_refused_as_every_refusal_is(argv, message, capsys):
-    with pytest.raises(SystemExit) as exit_info:
+    with pytest.raises(SystemExit, match="^2$") as exit_info:
         main(argv)
     err = capsys.readouterr().err
     assert exit_info.value.code == 2

@@ -259,7 +259,7 @@ def test_the_cli_shards_flag_is_the_flows_declaration(capsys):
 
     parser = build_parser()
     assert parser.parse_args(["identify-language", "IN", "--out", "o", "--shards", "3"]).shards == 3
-    with pytest.raises(SystemExit) as exit_info:
+    with pytest.raises(SystemExit, match="^2$") as exit_info:
         parser.parse_args(["identify-language", "IN", "--out", "o", "--shards", "0"])
     assert exit_info.value.code == 2
     assert "argument --shards: Input should be greater than or equal to 1, got 0" in capsys.readouterr().err

@@ -104,7 +104,7 @@ def test_the_helper_takes_help_choices_and_defaults_from_the_model():
     add_param_flags(parser, ParamFlags(SelectImagesParams))
     text = " ".join(parser.format_help().split())
     assert "{greedy,optimal}" in text and "K images per language (default 100)" in text
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit, match="^2$"):  # argparse: a usage error
         parser.parse_args(["--strategy", "best"])
 
 

@@ -232,11 +232,13 @@ def test_map_renames_inputs_of_every_command_and_refuses_clashes(tmp_path, capsy
 
 
 def test_release_config_columns_mapping_is_typed():
+    import pydantic
+
     from xmdata.flows.release_config import ReleaseConfig
 
     config = ReleaseConfig.model_validate({"name": "x", "columns": {"ImageID": "id"}})
     assert config.columns == {"ImageID": "id"}
-    with pytest.raises(Exception):
+    with pytest.raises(pydantic.ValidationError, match=r"columns\s+Input should be a valid dictionary"):
         ReleaseConfig.model_validate({"name": "x", "columns": ["ImageID"]})
 
 
@@ -251,7 +253,8 @@ def test_nested_column_mappings_add_up():
 
 
 def test_hf_reads_what_datasets_save_to_disk_writes(tmp_path):
-    datasets = pytest.importorskip("datasets")
+    import datasets
+
     dd = datasets.DatasetDict({"train": datasets.Dataset.from_dict({"id": ["a", "b"], "text": ["x", "y"]}),
                                "test": datasets.Dataset.from_dict({"id": ["c"], "text": ["z"]})})
     dd.save_to_disk(str(tmp_path / "saved"))

@@ -4,8 +4,16 @@ needs, so that the suite's GPU part runs where only torch, transformers and open
 
 What they check: clip_score on CUDA against the CPU (float32 and bf16 autocast); that padding makes
 a row's embedding independent of its batch-mates; the out-of-memory backoff on a real
-torch.cuda.OutOfMemoryError raised by CUDA's allocator; beam search with candidates on CUDA; and
-dask-cuda's LocalCUDACluster running a CUDA stage's task on its GPU worker.
+torch.cuda.OutOfMemoryError raised by CUDA's allocator; beam search with candidates on CUDA, its best
+candidates as the CPU's for ≥ AGREEMENT of the sentences (the CPU-only engine tests' threshold); and the
+local cluster a command starts on a GPU machine running a CUDA stage's task on its GPU worker.
+
+dask-cuda is not in requirements.lock: no release fits the lock (rapids-dask-dependency, which every
+dask-cuda requires, pins dask and distributed <2026.7.2 in its newest release, 26.10.0, where the lock
+has 2026.8.0; dask-cuda 26.x also needs numpy>=2, unbabel-comet numpy<2). So the cluster test starts
+the cluster as `start_local_cluster` does, whichever the environment gives (LocalCUDACluster where
+dask-cuda is installed, the LocalCluster with a GPU worker a device in the lock's environment), and
+skips on neither.
 """
 from __future__ import annotations
 
@@ -14,10 +22,10 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
+import torch
+from support.engines import AGREEMENT, agreement
 
 pytestmark = pytest.mark.gpu
-
-torch = pytest.importorskip("torch")
 
 
 def tiny_xlmr(out, sentences):
@@ -178,7 +186,7 @@ def test_beam_search_with_candidates_runs_on_cuda(tiny_dir):
     from xmdata.models.tiny_translators import build_tiny_m2m100
 
     folder = build_tiny_m2m100(tiny_dir["out"] / "m2m100", tiny_dir["sentences"], 0)
-    texts = ["the dog runs", "a red cat sleeps on the chair", "the child sees a small tree"]
+    texts = ["the dog runs", "a red cat sleeps on the chair", "the child sees a small tree", *tiny_dir["sentences"][:37]]
     best = {}
     for device in ("cpu", "cuda"):
         translator = get_model("translator", ModelSpec("m2m100", str(folder), device=device))
@@ -186,8 +194,9 @@ def test_beam_search_with_candidates_runs_on_cuda(tiny_dir):
         assert len(out) == len(texts) and all(1 <= len(c) <= 2 for c in out)
         assert all(np.isfinite(c.sequence_score) for cands in out for c in cands)
         best[device] = [cands[0].text for cands in out]
-    same = sum(a == b for a, b in zip(best["cpu"], best["cuda"]))
-    print(f"tiny M2M100, 4 beams / 2 candidates: best candidate equal on CPU and CUDA for {same}/{len(texts)}")
+    same = agreement(best["cpu"], best["cuda"])
+    print(f"tiny M2M100, 4 beams / 2 candidates: best candidate equal on CPU and CUDA for {same:.1%} of {len(texts)}")
+    assert same >= AGREEMENT
 
 
 def on_gpu() -> dict:
@@ -195,30 +204,32 @@ def on_gpu() -> dict:
 
     import torch
 
-    return {"visible": os.environ.get("CUDA_VISIBLE_DEVICES"), "cuda": torch.cuda.is_available(),
+    from distributed import get_worker
+
+    return {"worker": get_worker().name, "visible": os.environ.get("CUDA_VISIBLE_DEVICES"), "cuda": torch.cuda.is_available(),
             "name": torch.cuda.get_device_name() if torch.cuda.is_available() else None}
 
 
-def test_local_cuda_cluster_runs_a_cuda_stage_on_its_gpu_worker():
-    pytest.importorskip("dask_cuda")
-    from distributed import Client
+def test_the_local_cluster_of_a_gpu_machine_runs_a_cuda_stage_on_its_gpu_worker():
+    import importlib.util
 
-    from xmdata.runtime.cluster import apply_worker_spec
-    from xmdata.runtime.cuda_cluster import local_cluster_plan, start_cuda_cluster
+    from xmdata.runtime.cluster import close_local_cluster, start_local_cluster
+    from xmdata.runtime.cuda_cluster import local_cluster_plan
     from xmdata.runtime.placement import gpu_ids, needs_gpu, placement
 
     gpus = gpu_ids()
     plan = local_cluster_plan(gpus, 1)
-    assert plan.cuda and plan.gpus == tuple(gpus)
-    cluster = start_cuda_cluster(plan, "127.0.0.1", "tcp", None, ":0", "4GB", {}, {})
-    apply_worker_spec(cluster)  # its CPU workers
+    assert gpus and plan.gpus == tuple(gpus)
+    assert plan.cuda == (importlib.util.find_spec("dask_cuda") is not None)
+    cluster, client = start_local_cluster(1)
     try:
-        with Client(cluster) as client:
-            client.wait_for_workers(len(gpus) + 1, timeout=120)
-            ran_gpu = client.submit(on_gpu, pure=False, **placement(client, needs_gpu("cuda"))).result(timeout=120)
-            ran_cpu = client.submit(on_gpu, pure=False, **placement(client, needs_gpu("cpu"))).result(timeout=120)
-            print(f"LocalCUDACluster: GPU stage ran with {ran_gpu}; CPU stage with {ran_cpu}")
-            assert ran_gpu["cuda"] and ran_gpu["visible"] is not None
+        client.wait_for_workers(len(gpus) + 1, timeout=120)
+        ran_gpu = client.submit(on_gpu, pure=False, **placement(client, needs_gpu("cuda"))).result(timeout=120)
+        ran_cpu = client.submit(on_gpu, pure=False, **placement(client, needs_gpu("cpu"))).result(timeout=120)
+        print(f"{type(cluster).__name__}: GPU stage ran with {ran_gpu}; CPU stage with {ran_cpu}")
+        assert ran_gpu["cuda"] and ran_gpu["visible"] in gpus
+        if plan.cuda:  # dask-cuda's CPU workers see no GPU; the LocalCluster's see what the machine has
             assert not ran_cpu["cuda"]
+        assert ran_cpu["worker"] != ran_gpu["worker"]
     finally:
-        cluster.close()
+        close_local_cluster(cluster, client)

@@ -42,7 +42,7 @@ def test_batches_halve_down_to_one_item_and_only_that_item_fails():
 
 
 def test_other_errors_propagate_and_out_of_memory_is_recognised_by_its_kind_or_message():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="^bad input$"):
         run_with_backoff([1, 2], lambda items: (_ for _ in ()).throw(ValueError("bad input")))
     assert is_out_of_memory(torch.cuda.OutOfMemoryError("x"))
     assert is_out_of_memory(RuntimeError("CUDA failed with error out of memory"))  # CTranslate2's

@@ -10,7 +10,9 @@ import urllib.request
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from support.required import skip_unless_required
 
+from xmdata.runtime.settings import REQUIRE_BROWSER
 from xmdata.tasks.release.explore import write_explore
 from xmdata.tasks.release.manifest import verify_release, write_manifest
 
@@ -187,9 +189,7 @@ def test_a_release_built_before_explore_keeps_its_bytes_and_gets_the_page_beside
 @pytest.mark.browser
 def test_the_page_filters_by_language_and_opens_a_rows_detail_in_chromium(tmp_path):
     if not os.path.exists(CHROMIUM):
-        if os.environ.get("XMDATA_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"{CHROMIUM} missing: apt-get install chromium")
-        pytest.skip(f"{CHROMIUM} missing (apt-get install chromium)")
+        skip_unless_required(f"{CHROMIUM} missing (apt-get install chromium)", REQUIRE_BROWSER)
     from playwright.sync_api import sync_playwright
     from support.prefect_ui import launch_chromium
 

@@ -4,6 +4,7 @@ them, later sections select and score the downloaded images by reference (`image
 the manifest verifies, a rerun fetches nothing again, and a bad input is refused before any write."""
 import json
 import os
+import re
 
 import polars as pl
 import pyarrow as pa
@@ -66,7 +67,7 @@ def test_later_sections_name_the_download_and_a_wrong_reference_is_refused(tmp_p
         release = checked_release(config, models="tiny")  # the download's output is not there yet: not read
         assert release.config.scoring.images == "image_download:images.parquet"
         return
-    with pytest.raises(ContractError) as refused:
+    with pytest.raises(ContractError, match=re.escape(error)) as refused:
         load_release_config(config)
     assert error in str(refused.value)
 

@@ -26,6 +26,11 @@ xvlm2vec_release = recipe_release("xvlm2vec-train")
 mclipscore_release = recipe_release("mclipscore-eval")
 mclipscore_train_release = recipe_release("mclipscore-train")
 mmmeb_release = recipe_release("mmmeb")
+# The (task, dataset, language) groups of MMMEB's Table 1 (xVLM2Vec paper, shared/papers/xvlm2vec-mmmeb.txt):
+# Crossmodal-3600 and XTD-10 for T2I and I2T in all five languages (en fr de it es), MaXM's VQA and
+# Flickr30k Entities' VG in en and fr, ImageNet-1k's C in all five; its "58 possible combinations" are
+# these 29 in its two formats.
+MMMEB_TABLE_1_GROUPS = 2 * 2 * 5 + 2 * 2 + 5
 
 
 def common_card_checks(result, *paper_models):
@@ -153,6 +158,8 @@ def test_evaluate_mmmeb_on_the_published_pools_gives_the_releases_scores(mmmeb_r
     report = run_metric("mmmeb", evaluate_options(
         "mmmeb", str(embedded / "siglip-base-multilingual" / "queries.parquet"), str(tmp_path), options))
     published = pl.read_parquet(out / "data" / "mmmeb_results.parquet")
+    missing = pl.read_parquet(out / "data" / "mmmeb_tasks.parquet").filter(pl.col("status") == "missing").height
+    assert missing == 1 and len(report.result["per_group"]) == MMMEB_TABLE_1_GROUPS - missing  # every other group
     for group in report.result["per_group"]:
         key = (pl.col("task") == group["task"]) & (pl.col("dataset") == group["dataset"]) & (
             pl.col("language") == group["language"])

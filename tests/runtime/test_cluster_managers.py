@@ -64,6 +64,7 @@ def test_bad_cluster_flags_exit_2_in_one_line_before_anything_starts(flags, expe
 
 def test_a_release_config_names_its_cluster_and_a_misspelt_key_is_refused(tmp_path):
     from xmdata.flows.release_config import load_release_config
+    from xmdata.schemas.contract import ContractError
 
     config = tmp_path / "release.yaml"
     config.write_text(f"name: r\nlanguage_id: {{input: {sample_path('captions.jsonl')}}}\n"
@@ -72,7 +73,7 @@ def test_a_release_config_names_its_cluster_and_a_misspelt_key_is_refused(tmp_pa
     parsed = load_release_config(str(config))[0]
     assert parsed.cluster.cluster_kwargs == {"cores": 8, "memory": "64GB"} and parsed.cluster.adapt_maximum == 20
     config.write_text(config.read_text().replace("adapt_maximum", "adapt_max"))
-    with pytest.raises(Exception, match="adapt_max"):
+    with pytest.raises(ContractError, match="cluster.adapt_max: Extra inputs are not permitted"):
         load_release_config(str(config))
 
 

@@ -49,7 +49,7 @@ def test_a_second_writer_is_refused_and_its_sweep_spares_the_first_writers_temp_
     (folder / "translate" / "data").mkdir(parents=True)
     shard = folder / "translate" / "data" / ".tmp-a.part"  # the first writer's shard, half-written
     shard.write_bytes(b"half")
-    with pytest.raises(FolderBusy) as refused:
+    with pytest.raises(FolderBusy, match="is being written by pid") as refused:
         with one_writer(str(folder)):
             pytest.fail("a second writer got the lock")
     message = str(refused.value)
@@ -193,7 +193,7 @@ def test_wait_lock_waits_for_the_writer_then_takes_the_folder(tmp_path, monkeypa
             os.unlink(folder / folder_lock.LOCK_NAME)
 
         monkeypatch.setattr(folder_lock, "_pause", holder_finishes)
-        with pytest.raises(FolderBusy):  # no wait asked: refused at once, no pause
+        with pytest.raises(FolderBusy, match="is being written by pid"):  # no wait asked: refused at once, no pause
             with one_writer(str(folder)):
                 pass
         assert pauses == []
@@ -217,11 +217,11 @@ def test_object_store_folders_are_not_locked():
 
 def test_a_refused_or_failed_writer_leaves_no_folder_it_made_for_the_lock(held, tmp_path):
     folder, _ = held
-    with pytest.raises(FolderBusy):
+    with pytest.raises(FolderBusy, match="is being written by pid"):
         with one_writer(str(folder / "new" / "deeper")):
             pass
     assert not (folder / "new").exists()
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="^a refused input, before anything was written$"):
         with one_writer(str(tmp_path / "a" / "b")):
             assert (tmp_path / "a" / "b" / folder_lock.LOCK_NAME).exists()
             raise ValueError("a refused input, before anything was written")

@@ -18,7 +18,10 @@ import urllib.request
 
 import pytest
 
+from support.required import skip_unless_required
+
 from xmdata.runtime.owner_only import DaskTarget, NotPrivate, new_dask_credentials, private_folder
+from xmdata.runtime.settings import REQUIRE_ROOT_TESTS
 
 XMDATA = os.path.join(os.path.dirname(sys.executable), "xmdata")
 
@@ -169,14 +172,14 @@ def test_a_state_folder_someone_else_can_write_is_refused_before_anything_starts
         os.chmod(folder, 0o777)
     else:
         if os.geteuid() != 0:
-            pytest.skip("giving a folder to another user needs root")
+            skip_unless_required("giving a folder to another user needs root", REQUIRE_ROOT_TESTS)
         os.chown(folder, 65534, 65534)
     env = {**os.environ, "XMDATA_CACHE": str(cache), "PREFECT_HOME": str(tmp_path / "prefect")}
     env.pop("PREFECT_API_URL", None)
     up = subprocess.run([XMDATA, "up"], env=env, capture_output=True, text=True, timeout=120)
     assert up.returncode == 2 and expected in up.stderr and "Traceback" not in up.stderr, up.stderr
     assert os.listdir(folder) == []  # no state, log or credentials written there
-    with pytest.raises(NotPrivate):
+    with pytest.raises(NotPrivate, match=expected):
         private_folder(str(folder))
 
 
@@ -336,7 +339,7 @@ INTRUDER = textwrap.dedent('''
 def test_a_second_account_on_this_machine_is_refused(service):
     """The issue's reproduction, as another local user: nothing to read, nothing that talks."""
     if os.geteuid() != 0 or not shutil.which("useradd"):
-        pytest.skip("needs root and useradd to make a second account")
+        skip_unless_required("needs root and useradd to make a second account", REQUIRE_ROOT_TESTS)
     name = "xmdata-intruder"
     try:
         pwd.getpwnam(name)
@@ -344,7 +347,7 @@ def test_a_second_account_on_this_machine_is_refused(service):
         made = subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
                               capture_output=True, text=True)
         if made.returncode != 0:
-            pytest.skip(f"useradd failed: {made.stderr.strip()}")
+            skip_unless_required(f"useradd failed: {made.stderr.strip()}", REQUIRE_ROOT_TESTS)
     user = pwd.getpwnam(name)
 
     def as_intruder():
@@ -361,7 +364,7 @@ def test_a_second_account_on_this_machine_is_refused(service):
 
     pythons = [p for p in ("/usr/bin/python3", "/usr/local/bin/python3", sys.executable) if os.path.exists(p) and runs(p)]
     if not pythons:
-        pytest.skip(f"no Python that {name} may run")
+        skip_unless_required(f"no Python that {name} may run", REQUIRE_ROOT_TESTS)
     python = pythons[0]
     from xmdata.service.service import service_target
 

@@ -39,7 +39,7 @@ def test_streamed_in_any_pieces_is_the_whole_file_byte_for_byte(rows, tmp_path):
 
 def test_a_failure_midway_leaves_no_file_and_no_temp_file(tmp_path):
     path = tmp_path / "out" / "t.parquet"
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match="^killed$"):
         with ParquetStream(str(path), _table(1).schema) as stream:
             stream.write(_table(ROW_GROUP_ROWS + 1))  # a row group already on disk
             raise RuntimeError("killed")

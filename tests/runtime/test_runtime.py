@@ -40,7 +40,7 @@ def test_shard_assignment_is_stable_and_order_free():
 def test_atomic_write_leaves_only_the_file_or_nothing(tmp_path):
     write_parquet_atomic(pa.table({"x": [1]}), str(tmp_path / "d" / "out.parquet"))
     assert os.listdir(tmp_path / "d") == ["out.parquet"]  # no temp file left behind
-    with pytest.raises(Exception):
+    with pytest.raises(AttributeError, match="has no attribute 'combine_chunks'"):  # fails mid-write
         write_parquet_atomic("not a table", str(tmp_path / "e" / "out.parquet"))
     assert os.listdir(tmp_path / "e") == []
 
@@ -61,7 +61,7 @@ def test_the_one_writer_makes_private_files_folders_that_appear_whole_and_moves_
     assert atomic.publish_folder(str(tmp_path / "model"), lambda folder: fill(folder, "first"))
     assert not atomic.publish_folder(str(tmp_path / "model"), lambda folder: fill(folder, "second"))  # first stands
     assert (tmp_path / "model" / "part").read_text() == "first" and sorted(os.listdir(tmp_path)) == ["a", "model"]
-    with pytest.raises(ZeroDivisionError):
+    with pytest.raises(ZeroDivisionError, match="division by zero"):
         atomic.publish_folder(str(tmp_path / "broken"), lambda folder: 1 / 0)
     assert sorted(os.listdir(tmp_path)) == ["a", "model"]  # nothing half-made is left
 
@@ -130,7 +130,7 @@ def test_positive_shard_and_worker_counts_only(capsys):
     from xmdata.cli import main
 
     for bad in (["--shards", "0"], ["--workers", "-1"]):
-        with pytest.raises(SystemExit) as exit_info:
+        with pytest.raises(SystemExit, match="^2$") as exit_info:
             main(["demo", *bad])
         assert exit_info.value.code == 2
     assert "must be at least 1" in capsys.readouterr().err

@@ -83,7 +83,7 @@ def test_a_stage_cannot_write_an_unregistered_reason():
     with pytest.raises(UnregisteredReason, match="not_a_reason"):
         make_rejects("language_id", "not_a_reason", ["a"])
     table = pa.table({"id": ["a", "b"], "text": ["x", ""]})
-    with pytest.raises(UnregisteredReason):
+    with pytest.raises(UnregisteredReason, match="blank"):
         split_by_mask(table, pa.array([False, True]), "language_id", "blank", "text")
     kept, rejects = split_by_mask(table, pa.array([False, True]), "language_id", "empty_text", "text")
     assert kept.num_rows == 1 and rejects.column("reason").to_pylist() == ["empty_text"]

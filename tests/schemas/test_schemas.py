@@ -1,4 +1,5 @@
 import json
+import re
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -63,7 +64,7 @@ def test_missing_file_and_unknown_format_and_garbage_name_the_file(tmp_path):
 ])
 def test_a_number_json_does_not_have_is_refused_with_its_file_and_line(tmp_path, name, text, message):
     (tmp_path / name).write_text(text)
-    with pytest.raises(ContractError) as refused:
+    with pytest.raises(ContractError, match=re.escape(message)) as refused:
         read_input(str(tmp_path / name), CAPTIONS)
     assert str(refused.value) == f"{tmp_path}/{message}"
 

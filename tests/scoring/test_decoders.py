@@ -29,7 +29,8 @@ PHOTOS = ("astronaut", "coffee", "chelsea", "rocket", "retina", "stereo_motorcyc
 
 @pytest.fixture(scope="module")
 def photos(tmp_path_factory):
-    skimage_data = pytest.importorskip("skimage.data")
+    import skimage.data as skimage_data
+
     root = tmp_path_factory.mktemp("photos")
     paths = []
     for name in PHOTOS:
@@ -71,6 +72,52 @@ def test_exact_mode_is_open_clips_preprocess_bit_for_bit_on_real_photographs(sco
     ours = scorer.pixels_from_uint8([d.pixels for d in decoded])
     theirs = torch.stack([scorer.preprocess(Image.open(root / p).convert("RGB")) for p in paths])
     assert ours.dtype == theirs.dtype and torch.equal(ours, theirs)
+
+
+def uint8_ramp():
+    """Every uint8 value once in each channel: a 16 x 16 HWC image."""
+    return np.repeat(np.arange(256, dtype=np.uint8).reshape(16, 16, 1), 3, axis=2)
+
+
+def test_the_division_by_255_is_the_cpus_true_division_for_every_uint8_value(scorer):
+    """pixels_from_uint8 is numpy's float32 arithmetic on all 256 values: x / 255 (ToTensor's), then
+    Normalize's (x - mean) / std. x · (1/255), what CUDA computes for a division by a CPU scalar
+    (BinaryDivTrueKernel.cu), is another float32 for 126 of them."""
+    import torch
+    from torchvision.transforms import Normalize
+
+    normalize = next(t for t in scorer.preprocess.transforms if isinstance(t, Normalize))
+    x = np.arange(256, dtype=np.float32)
+    divided, by_reciprocal = x / np.float32(255), x * (np.float32(1) / np.float32(255))
+    assert int((divided != by_reciprocal).sum()) == 126
+    expected = np.stack([(divided - np.float32(m)) / np.float32(s) for m, s in zip(normalize.mean, normalize.std)])
+    ours = scorer.pixels_from_uint8([uint8_ramp()])
+    assert ours.dtype == scorer.dtype == torch.float32 and ours.shape == (1, 3, 16, 16)
+    assert np.array_equal(ours[0].reshape(3, 256).numpy(), expected)
+
+
+def test_pixels_from_uint8_divides_only_by_tensors_on_the_models_device(scorer):
+    """The ÷255 and ÷std take a tensor where the pixels lie, never a Python number: on CUDA a number
+    (a CPU scalar) is multiplied by its reciprocal instead, one bit off for half the values."""
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    class Arithmetic(TorchFunctionMode):
+        def __init__(self):
+            super().__init__()
+            self.calls = []
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            name = getattr(func, "__name__", "")
+            if name in ("div", "div_", "__truediv__", "true_divide", "mul", "mul_", "__mul__", "multiply"):
+                self.calls.append((name, args[1]))
+            return func(*args, **(kwargs or {}))
+
+    with Arithmetic() as seen:
+        scorer.pixels_from_uint8([uint8_ramp()])
+    assert [name for name, _ in seen.calls] == ["div", "div"]  # ÷255, ÷std
+    assert all(isinstance(d, torch.Tensor) and d.device.type == torch.device(scorer.device).type
+               and d.dtype == torch.float32 for _, d in seen.calls), seen.calls
 
 
 def test_fast_mode_drafts_jpegs_at_the_transforms_size_and_stays_close(scorer, photos, tiny_models):
@@ -248,6 +295,7 @@ def test_on_cuda_the_batch_travels_as_uint8_and_is_normalised_to_the_cpus_bits(t
     assert on_device.device.type == "cuda"
     cpu = get_model("clip_scorer", spec)
     assert torch.equal(on_device.cpu(), cpu.pixels_from_uint8(arrays))
+    assert torch.equal(cuda.pixels_from_uint8([uint8_ramp()]).cpu(), cpu.pixels_from_uint8([uint8_ramp()]))  # all 256
     # A decoder killed mid-shard on a GPU worker: its images retried alone, the killer refused, no row lost.
     with PrefetchingLoader([ImageRef(path=f"{i}.jpg") for i in range(8)], 4,
                            partial(kill_on, str(tmp_path), "3.jpg", True), ProcessDecoders(2), died=decoder_died) as loader:

@@ -30,7 +30,8 @@ CUDA_PIXELS_MEAN, CUDA_PIXELS_MAX = 0.01, 0.15
 def photos(tmp_path_factory):
     """scikit-image's photographs at 1600x1200 JPEG, quality 90 (bench/scoring_loader.py makes 400 so), one
     grey (an L JPEG), one portrait, and a PNG."""
-    skimage_data = pytest.importorskip("skimage.data")
+    import skimage.data as skimage_data
+
     root = tmp_path_factory.mktemp("device-photos")
     names = []
     for name, size in (("astronaut", (1600, 1200)), ("coffee", (1600, 1200)), ("chelsea", (1600, 1200)),

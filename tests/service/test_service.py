@@ -72,6 +72,13 @@ def running(processes):
     return left
 
 
+def asleep(process, quiet_s=0.5) -> bool:
+    """The process used no CPU time for quiet_s: it sleeps, not imports (an import keeps a core busy)."""
+    before = sum(process.cpu_times()[:2])
+    time.sleep(quiet_s)
+    return sum(process.cpu_times()[:2]) == before
+
+
 def wait_for(condition, timeout=60.0):
     deadline = time.monotonic() + timeout
     while not condition():
@@ -159,7 +166,10 @@ def test_down_stops_a_command_process_still_waiting_for_the_command_that_started
         while not waiting.cmdline() and time.monotonic() < deadline:
             time.sleep(0.05)
         assert "xmdata.service.command_server" in " ".join(waiting.cmdline())
-        assert waiting.cpu_times().user < 1.0  # still waiting: nothing imported yet
+        # Still waiting, nothing imported: once its CPU time stands still (asleep: in its wait, or
+        # serving after its imports), no library of the environment (site-packages) is mapped in it.
+        wait_for(lambda: asleep(waiting), timeout=30)
+        assert [m.path for m in waiting.memory_maps() if "site-packages" in m.path] == []
         assert xmdata(own_env, "down").returncode == 0
         # its parent is the command, still running, which has not reaped it: a zombie is gone
         wait_for(lambda: not waiting.is_running() or waiting.status() == psutil.STATUS_ZOMBIE, timeout=10)
@@ -182,7 +192,7 @@ def test_down_names_what_outlives_the_service(tmp_path, service):
         assert stand_in.stdout.readline().strip() == "ready"
         parent = psutil.Process(stand_in.pid)
         (child,) = parent.children()
-        with pytest.raises(ServiceError) as refused:
+        with pytest.raises(ServiceError, match=r"signal\.SIG_IGN") as refused:
             stop_service({"pid": stand_in.pid, "secrets": str(tmp_path)}, timeout=30, grace=1)
         assert f"{child.pid} (" in str(refused.value) and "signal.SIG_IGN" in str(refused.value)
         assert running([parent]) == []  # the service itself went

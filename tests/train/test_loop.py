@@ -71,7 +71,7 @@ def test_a_run_interrupted_and_resumed_ends_with_the_same_weights_and_log(harnes
     whole = module.job()
     result = run_training(whole, module.PARAMS, str(tmp_path / "whole"))
     assert result.steps == 3 * 8 and result.resumed_from == 0  # 16 micro-batches an epoch, 2 per step
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt, match="^killed$"):
         run_training(module.job(fail_at=21), module.PARAMS, str(tmp_path / "cut"))  # mid step 11
     resumed = module.job()
     again = run_training(resumed, module.PARAMS, str(tmp_path / "cut"))

