@@ -15,6 +15,7 @@ import threading
 from xmdata.schemas.contract import ContractError
 
 from . import settings
+from .cluster_spec import JOBS_FOLDER
 from .owner_only import external_target
 from .prefect_api import prefect_api
 from .service import ensure_service, prefect_auth, running_service, service_target, touch_used
@@ -42,7 +43,8 @@ def run_environment(executor: str | None = None, dask_address: str | None = None
     auth = prefect_auth(service) if service and url == service["prefect_api_url"] else None  # else the env's
     log = os.path.join(log_dir, "prefect-server.log") if log_dir and not url else None
     with prefect_api(log_path=log, url=url, auth=auth), \
-            execution_session(executor, target, workers, warm, cluster, dashboard), \
+            execution_session(executor, target, workers, warm, cluster, dashboard,
+                              log_dir and os.path.join(log_dir, JOBS_FOLDER)), \
             _keep_alive(service is not None):
         yield
 

@@ -38,6 +38,7 @@ class ExecutionSession:
     service_address: DaskTarget | str | Callable[[], DaskTarget] | None = None
     cluster: object = None  # ClusterOptions: a cluster manager (SLURM, Kubernetes…) started when needed
     dashboard: bool = False  # a cluster started here serves its dashboard (127.0.0.1)
+    jobs_folder: str | None = None  # a cluster manager's batch jobs log here (cluster_spec.JOBS_FOLDER)
     _client: object = None
     _cluster: object = None
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
@@ -115,7 +116,7 @@ class ExecutionSession:
         elif self.cluster is not None:
             from .cluster_spec import start_cluster
 
-            self._cluster, self._client = start_cluster(self.cluster, self.workers)
+            self._cluster, self._client = start_cluster(self.cluster, self.workers, self.jobs_folder)
         else:
             self._cluster, self._client = start_local_cluster(self.workers, dashboard=self.dashboard)
 
@@ -146,12 +147,12 @@ _default: ExecutionSession | None = None
 def execution_session(executor: str | None = None, address: DaskTarget | str | None = None,
                       workers: int | None = None,
                       service_address: DaskTarget | Callable[[], DaskTarget] | None = None,
-                      cluster=None, dashboard: bool = False):
+                      cluster=None, dashboard: bool = False, jobs_folder: str | None = None):
     if address is None and settings.DASK_ADDRESS.get():
         from .owner_only import external_target
 
         address = external_target(settings.DASK_ADDRESS.get())
-    session = ExecutionSession(executor, address, workers, service_address, cluster, dashboard)
+    session = ExecutionSession(executor, address, workers, service_address, cluster, dashboard, jobs_folder)
     token = _current.set(session)
     try:
         yield session
@@ -169,7 +170,7 @@ def cluster_scope(options):
         yield current
         return
     with execution_session(current.executor, workers=current.workers, cluster=options,
-                           dashboard=current.dashboard) as session:
+                           dashboard=current.dashboard, jobs_folder=current.jobs_folder) as session:
         yield session
 
 
