@@ -59,6 +59,10 @@ class Slurm:
         out = self.run("squeue", "-h", "-o", "%i %T").stdout.split()
         return list(zip(out[::2], out[1::2]))
 
+    def queued(self) -> list[str]:
+        """The jobs pending or running (not those SLURM is completing after their scancel)."""
+        return [job for job, state in self.jobs() if state != "COMPLETING"]
+
     def idle(self) -> bool:
         return self.run("sinfo", "-h", "-o", "%T").stdout.split() == ["idle"]
 
