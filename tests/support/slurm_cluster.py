@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import time
 from dataclasses import dataclass
@@ -32,12 +31,6 @@ def missing() -> str | None:
 
 def _which(name: str) -> str | None:
     return shutil.which(name) or shutil.which(name, path="/usr/sbin:/sbin")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass
@@ -123,6 +116,8 @@ PartitionName={partition} Nodes=localhost Default=YES MaxTime=INFINITE State=UP
 def start_slurm(folder: str, timeout: float = 30.0) -> Slurm:
     """munged, slurmctld and slurmd with their files under `folder` (made 0700); returns once
     `sinfo` shows the node idle. The node is this machine: all its cores, 90% of its memory."""
+    from xmdata.runtime.prefect_api import free_port
+
     os.makedirs(folder, mode=0o700, exist_ok=True)
     os.chmod(folder, 0o700)
     for sub in ("state", "spool"):
@@ -136,8 +131,8 @@ def start_slurm(folder: str, timeout: float = 30.0) -> Slurm:
     memory_mb = int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**20 * 0.9)
     conf = os.path.join(folder, "slurm.conf")
     with open(conf, "w") as f:
-        f.write(CONF.format(folder=folder, munge_socket=munge_socket, ctld_port=_free_port(),
-                            slurmd_port=_free_port(), cpus=os.cpu_count(), memory_mb=memory_mb,
+        f.write(CONF.format(folder=folder, munge_socket=munge_socket, ctld_port=free_port(),
+                            slurmd_port=free_port(), cpus=os.cpu_count(), memory_mb=memory_mb,
                             partition=PARTITION))
     slurm = Slurm(folder, conf, munge_socket)
     try:
