@@ -34,8 +34,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from xmdata.schemas.contract import ContractError
-
 from .storage import key_values
 from .worker_start import DAEMON
 
@@ -72,16 +70,24 @@ class ClusterOptions(BaseModel):
                                    "--workers) may take to join before their jobs are cancelled")
 
 
+def refused(message: str) -> Exception:
+    """A ContractError (exit 2), imported when raised: the contract imports pyarrow, and the CLI's
+    flags read ClusterOptions' bounds while `xmdata --help` builds its parser."""
+    from xmdata.schemas.contract import ContractError
+
+    return ContractError(message)
+
+
 def cluster_options(cluster: str | None, kwargs: str | None, adapt: str | None,
                     start_timeout: float | None = None) -> ClusterOptions | None:
     """The CLI's four flags as one ClusterOptions (None without --cluster); bad values exit 2."""
     if cluster is None:
         if kwargs or adapt or start_timeout is not None:
-            raise ContractError("--cluster-kwargs, --adapt and --cluster-start-timeout need --cluster CLASS")
+            raise refused("--cluster-kwargs, --adapt and --cluster-start-timeout need --cluster CLASS")
         return None
     low, sep, high = (adapt or "").partition(":")
     if adapt and not (sep and low.strip().isdigit() and high.strip().isdigit()):
-        raise ContractError(f"--adapt {adapt!r}: expected MIN:MAX, e.g. 0:20")
+        raise refused(f"--adapt {adapt!r}: expected MIN:MAX, e.g. 0:20")
     options = ClusterOptions(cluster_class=cluster,
                              cluster_kwargs=key_values([p for p in (kwargs or "").split(",") if p], "--cluster-kwargs"),
                              adapt_minimum=int(low) if adapt else None, adapt_maximum=int(high) if adapt else None,
@@ -95,7 +101,7 @@ def cluster_class(options: ClusterOptions):
     try:
         return getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError, ValueError) as exc:
-        raise ContractError(f"cluster class {options.cluster_class!r}: cannot import it "
+        raise refused(f"cluster class {options.cluster_class!r}: cannot import it "
                             f"({type(exc).__name__}: {exc}); is its package installed?") from exc
 
 
@@ -168,7 +174,7 @@ def check_queue(cluster, checks: dict, name: str) -> None:
                            f"{message}); are munge and slurmctld running, and SLURM_CONF the cluster's?")
     accepted, message = _queue(checks["dry_run"], cluster.job_script())
     if not accepted:
-        raise ContractError(f"cluster {name}: {' '.join(checks['dry_run'])} refuses its job script: {message}")
+        raise refused(f"cluster {name}: {' '.join(checks['dry_run'])} refuses its job script: {message}")
 
 
 def wait_for_first_workers(cluster, client, options: ClusterOptions, count: int, checks: dict | None) -> None:
@@ -213,7 +219,7 @@ def start_cluster(options: ClusterOptions, workers: int | None = None, jobs_fold
     try:
         cluster = cls(**kwargs)
     except (TypeError, ValueError) as exc:
-        raise ContractError(f"cluster {options.cluster_class}: cannot start with "
+        raise refused(f"cluster {options.cluster_class}: cannot start with "
                             f"{options.cluster_kwargs}: {exc}") from exc
     checks = queue_checks(cls)
     try:
