@@ -11,7 +11,6 @@ import pytest
 
 from xmdata.runtime.cluster_spec import JOBS_FOLDER, ClusterOptions, start_cluster
 from xmdata.runtime.service import ServiceError
-from xmdata.schemas.contract import ContractError
 
 pytestmark = pytest.mark.slurm
 SLURM_CLUSTER = "dask_jobqueue.SLURMCluster"
@@ -78,11 +77,19 @@ def options(**kwargs) -> ClusterOptions:
                           adapt_minimum=1, adapt_maximum=1, start_timeout_s=3)
 
 
-def test_a_partition_that_does_not_exist_is_sbatchs_one_line_and_no_job_is_queued(slurm, monkeypatch, tmp_path):
-    monkeypatch.setenv("SLURM_CONF", slurm.conf)
-    with pytest.raises(ContractError, match="sbatch --test-only refuses its job script: .*invalid partition") as err:
-        start_cluster(options(queue="nosuch"), jobs_folder=str(tmp_path))
-    assert "\n" not in str(err.value) and not slurm.queued()
+def test_a_partition_that_does_not_exist_is_sbatchs_one_line_exit_2_and_no_job_is_queued(slurm, cluster_env,
+                                                                                       tmp_path):
+    from support.cli_in_process import run_xmdata
+
+    from xmdata.data import sample_path
+
+    run = run_xmdata(["identify-language", sample_path("captions.jsonl"), "--out", tmp_path / "out", "-q",
+                      "--executor", "dask", "--cluster", SLURM_CLUSTER, "--cluster-kwargs", "cores=1,memory=1GB,queue=nosuch"],
+                     {**cluster_env, **slurm.env()})
+    assert run.returncode == 2, run.stderr[-2000:]
+    errors = [line for line in run.stderr.splitlines() if "error" in line.lower()]
+    assert len(errors) == 1 and "sbatch --test-only refuses its job script: sbatch: error: invalid partition" in errors[0]
+    assert run.stderr.endswith(errors[0] + "\n") and not slurm.queued()
 
 
 def test_jobs_that_do_not_start_in_time_are_cancelled_and_the_queue_said(slurm, monkeypatch, tmp_path):
