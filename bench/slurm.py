@@ -37,6 +37,7 @@ def decoders_before_and_after(folder: str) -> dict:
     from xmdata.runtime.cluster_spec import ClusterOptions, start_cluster
     from xmdata.runtime.owner_only import new_dask_credentials
 
+    os.makedirs(folder, mode=0o700, exist_ok=True)
     plain = dask_jobqueue.SLURMCluster(**JOB, log_directory=folder, shared_temp_directory=folder,
                                        security=new_dask_credentials().security(), protocol="tls://")
     from distributed import Client

@@ -53,7 +53,7 @@ JOB_PROLOGUE = (
 )
 # Asked of a batch queue before any job, keyed by the program its job class submits with (its
 # `submit_command`): a command that must answer, and a dry run of the job script (read on stdin).
-QUEUE_CHECKS = {"sbatch": {"answers": ["squeue", "-h", "-o", "%i"], "dry_run": ["sbatch", "--test-only"],
+QUEUE_CHECKS = {"sbatch": {"answers": ["squeue", "--me", "-h", "-o", "%i"], "dry_run": ["sbatch", "--test-only"],
                            "state": ["squeue", "-h", "-o", "%i %T %r", "-j"]}}
 
 
@@ -102,7 +102,7 @@ def cluster_class(options: ClusterOptions):
         return getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError, ValueError) as exc:
         raise refused(f"cluster class {options.cluster_class!r}: cannot import it "
-                            f"({type(exc).__name__}: {exc}); is its package installed?") from exc
+                      f"({type(exc).__name__}: {exc}); is its package installed?") from exc
 
 
 def takes(cls) -> set[str]:
@@ -216,12 +216,13 @@ def start_cluster(options: ClusterOptions, workers: int | None = None, jobs_fold
         if keyword in keywords and configured(cls, kwargs, keyword) is None and jobs_folder:
             os.makedirs(jobs_folder, mode=0o700, exist_ok=True)
             kwargs[keyword] = jobs_folder
+    checks = queue_checks(cls)
+    asked = kwargs.pop("n_workers", None) if checks else None  # no job before the checks
     try:
         cluster = cls(**kwargs)
     except (TypeError, ValueError) as exc:
         raise refused(f"cluster {options.cluster_class}: cannot start with "
-                            f"{options.cluster_kwargs}: {exc}") from exc
-    checks = queue_checks(cls)
+                      f"{options.cluster_kwargs}: {exc}") from exc
     try:
         if checks:
             check_queue(cluster, checks, options.cluster_class)
@@ -232,9 +233,9 @@ def start_cluster(options: ClusterOptions, workers: int | None = None, jobs_fold
         cluster.adapt(minimum=options.adapt_minimum or 0, maximum=options.adapt_maximum or 1)
         first = options.adapt_minimum or 0
     else:
-        first = workers or 0
-        if workers:
-            cluster.scale(workers)
+        first = workers or asked or 0
+        if first:
+            cluster.scale(first)
     client = Client(cluster, security=getattr(cluster, "security", None), set_as_default=False)
     if first:
         wait_for_first_workers(cluster, client, options, first, checks)
