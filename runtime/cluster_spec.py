@@ -51,6 +51,7 @@ JOB_PROLOGUE = (
 "distributed.batched": "critical", "distributed.core": "critical", "tornado": "critical", \
 "tornado.application": "critical", "asyncio": "critical", "xmdata": "info"}}'""",
 )
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")  # Dask's nanny sets each to 1
 # Asked of a batch queue before any job, keyed by the program its job class submits with (its
 # `submit_command`): a command that must answer, and a dry run of the job script (read on stdin).
 QUEUE_CHECKS = {"sbatch": {"answers": ["squeue", "--me", "-h", "-o", "%i"], "dry_run": ["sbatch", "--test-only"],
@@ -141,11 +142,25 @@ def configured(cls, kwargs: dict, keyword: str):
 
 
 def job_prologue(cls, kwargs: dict) -> list[str]:
-    """The user's prologue (configured), then JOB_PROLOGUE."""
+    """The user's prologue (configured), then JOB_PROLOGUE, then the worker's thread share."""
     own = configured(cls, kwargs, "job_script_prologue")
     own = [own] if isinstance(own, str) else list(own or [])
     ours = [line for line in JOB_PROLOGUE if not (LOGGING_ENV in line and any(LOGGING_ENV in o for o in own))]
-    return [*own, *(line for line in ours if line not in own)]
+    return [*own, *(line for line in ours if line not in own), *thread_share(cls, kwargs)]
+
+
+def thread_share(cls, kwargs: dict) -> list[str]:
+    """Dask's nanny starts each worker with OMP_NUM_THREADS=1 (`distributed.nanny.pre-spawn-environ`),
+    which xmdata reads as the worker's share of the cores (runtime/cluster.shard_cores: its torch
+    threads and scoring decoders). A job class told its `cores` and `processes` gives each worker
+    cores ÷ processes instead; without `processes` (dask-jobqueue then picks it) Dask's 1 stays."""
+    cores, processes = configured(cls, kwargs, "cores"), configured(cls, kwargs, "processes")
+    try:
+        share = max(1, int(cores) // int(processes))
+    except (TypeError, ValueError):
+        return []
+    names = ", ".join(f'"{name}": {share}' for name in THREAD_VARIABLES)
+    return [f"export DASK_DISTRIBUTED__NANNY__PRE_SPAWN_ENVIRON='{{{names}}}'"]
 
 
 def queue_checks(cls) -> dict | None:

@@ -5,9 +5,11 @@ that does not exist, jobs that cannot start and a SLURM that does not answer are
 import json
 import os
 import re
+import subprocess
 import time
 
 import pytest
+from support.demo_release import BIN, SHARDS
 
 from xmdata.runtime.cluster_spec import JOBS_FOLDER, ClusterOptions, start_cluster
 from xmdata.runtime.service import ServiceError
@@ -37,16 +39,13 @@ def test_a_release_on_slurm_jobs_one_cancelled_mid_run_has_the_clean_hash_and_de
     the in-process one, byte for byte in its hash; every job log is under the run (OUT/build/_jobs);
     a job that scored says `decoding in N processes` (a daemonic worker would say `threads`), and
     the cancelled job's log has SLURM's one line and no traceback."""
-    import subprocess
-    import sys
-
     out = tmp_path / "release"
-    command = [os.path.join(os.path.dirname(sys.executable), "xmdata"), "demo", "--out", str(out), "--shards", "16",
+    command = [os.path.join(BIN, "xmdata"), "demo", "--out", str(out), "--shards", SHARDS,
                "-q", "--executor", "dask", "--cluster", SLURM_CLUSTER, "--cluster-kwargs", JOB, "--adapt", "2:2"]
     here = tmp_path / "cwd"
     here.mkdir()
-    proc = subprocess.Popen(command, env={**cluster_env, **slurm.env()}, cwd=here, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    env = {**cluster_env, **slurm.env(), "XMDATA_MEMO": os.environ["XMDATA_MEMO"]}  # this test's: all computed on the jobs
+    proc = subprocess.Popen(command, env=env, cwd=here, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     done, deadline, cancelled = out / "build" / "language_id" / "_done", time.monotonic() + 600, None
     try:
         while cancelled is None:
@@ -56,7 +55,7 @@ def test_a_release_on_slurm_jobs_one_cancelled_mid_run_has_the_clean_hash_and_de
                 cancelled = running[0]
                 assert slurm.run("scancel", cancelled).returncode == 0
             time.sleep(0.2)
-        stdout, stderr = proc.communicate(timeout=600)
+        _, stderr = proc.communicate(timeout=600)
     finally:
         proc.kill()
     assert proc.returncode == 0, stderr[-3000:]
@@ -64,6 +63,8 @@ def test_a_release_on_slurm_jobs_one_cancelled_mid_run_has_the_clean_hash_and_de
     assert manifest["release_sha256"] == json.load(open(demo_release / "manifest.json"))["release_sha256"]
     assert not slurm.queued()  # the run's end cancelled its jobs
     assert not list(here.iterdir())  # no job log, no TLS file in the folder the command started from
+    assert oct((out / "build" / JOBS_FOLDER).stat().st_mode & 0o777) == "0o700"
+    assert not list((out / "build" / JOBS_FOLDER).glob(".dask-jobqueue*"))  # the jobs' TLS files went with the run
     logs = job_logs(out / "build" / JOBS_FOLDER)
     assert cancelled in logs and len(logs) >= 2, logs.keys()
     assert all("Traceback" not in log for log in logs.values()), logs
