@@ -38,6 +38,7 @@ class ExecutionSession:
     cluster: object = None  # ClusterOptions: a cluster manager (SLURM, Kubernetes…) started when needed
     dashboard: bool = False  # a cluster started here serves its dashboard (127.0.0.1)
     service_log: str | None = None  # where the service's workers write their logs (its own log)
+    jobs_folder: str | None = None  # a cluster manager's batch jobs log here (cluster_spec.JOBS_FOLDER)
     _client: object = None
     _cluster: object = None
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
@@ -113,7 +114,7 @@ class ExecutionSession:
         elif self.cluster is not None:
             from .cluster_spec import start_cluster
 
-            self._cluster, self._client = start_cluster(self.cluster, self.workers)
+            self._cluster, self._client = start_cluster(self.cluster, self.workers, self.jobs_folder)
         else:
             self._cluster, self._client = start_local_cluster(self.workers, dashboard=self.dashboard)
 
@@ -160,13 +161,14 @@ _default: ExecutionSession | None = None
 def execution_session(executor: str | None = None, address: DaskTarget | str | None = None,
                       workers: int | None = None,
                       service_address: DaskTarget | Callable[[], DaskTarget] | None = None,
-                      cluster=None, dashboard: bool = False, service_log: str | None = None):
+                      cluster=None, dashboard: bool = False, service_log: str | None = None,
+                      jobs_folder: str | None = None):
     """`service_address`, `service_log`: the caller's warm cluster (the service's: service/run_setup.py)."""
     if address is None and settings.DASK_ADDRESS.get():
         from .owner_only import external_target
 
         address = external_target(settings.DASK_ADDRESS.get())
-    session = ExecutionSession(executor, address, workers, service_address, cluster, dashboard, service_log)
+    session = ExecutionSession(executor, address, workers, service_address, cluster, dashboard, service_log, jobs_folder)
     token = _current.set(session)
     try:
         yield session
@@ -184,7 +186,7 @@ def cluster_scope(options):
         yield current
         return
     with execution_session(current.executor, workers=current.workers, cluster=options,
-                           dashboard=current.dashboard) as session:
+                           dashboard=current.dashboard, jobs_folder=current.jobs_folder) as session:
         yield session
 
 

@@ -133,12 +133,14 @@ REQUIRE_BROWSER = Setting("XMDATA_REQUIRE_BROWSER", False, _flag,
 REQUIRE_ROOT_TESTS = Setting("XMDATA_REQUIRE_ROOT_TESTS", False, _flag,
                              "1: a test that needs root (and useradd, a second account) fails instead of skipping "
                              "where it cannot run (CI, which runs as root)", "0 or 1")
+REQUIRE_SLURM = Setting("XMDATA_REQUIRE_SLURM", False, _flag,
+                        "1: a SLURM test without slurm-wlm and munge (or root) fails instead of skipping (CI)", "0 or 1")
 PEAK_BF16_TFLOPS = Setting("XMDATA_PEAK_BF16_TFLOPS", None, _at_least_zero(float),
                            "the GPU's peak bf16 TFLOP/s, for bench/scoring_gpu.py's utilisation", "TFLOP/s")
 VENV = Setting("XMDATA_VENV", ".venv", str, "the virtual environment ./run uses (read by ./run, a shell script)")
 GPU_TINY = Setting("XMDATA_GPU_TINY", None, _path, "a folder with the tiny XLM-R built beforehand, for the gpu tests "
                    "and bench.gpu_figures on a machine whose transformers cannot build it (bench/gpu_check.sh)")
-DEVELOPMENT = (TEST_RUN, TEST_ARTEFACTS, REQUIRE_BROWSER, REQUIRE_ROOT_TESTS, PEAK_BF16_TFLOPS, VENV, GPU_TINY)
+DEVELOPMENT = (TEST_RUN, TEST_ARTEFACTS, REQUIRE_BROWSER, REQUIRE_ROOT_TESTS, REQUIRE_SLURM, PEAK_BF16_TFLOPS, VENV, GPU_TINY)
 
 # Other tools' variables, read here where xmdata decides something from them.
 PREFECT_API_URL = Setting("PREFECT_API_URL", None, str, "a Prefect server to use instead of the service's")

@@ -15,6 +15,7 @@ import threading
 from xmdata.schemas.contract import ContractError
 
 from xmdata.runtime import settings
+from xmdata.runtime.cluster_spec import JOBS_FOLDER
 from xmdata.runtime.owner_only import external_target
 from xmdata.runtime.prefect_api import prefect_api
 from xmdata.runtime.session import execution_session, resolve_executor
@@ -44,7 +45,8 @@ def run_environment(executor: str | None = None, dask_address: str | None = None
     log = os.path.join(log_dir, "prefect-server.log") if log_dir and not url else None
     with prefect_api(log_path=log, url=url, auth=auth), \
             execution_session(executor, target, workers, warm, cluster, dashboard,
-                              service_log=paths()["log"] if warm else None), \
+                              service_log=paths()["log"] if warm else None,
+                              jobs_folder=log_dir and os.path.join(log_dir, JOBS_FOLDER)), \
             _keep_alive(service is not None):
         yield
 

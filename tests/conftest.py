@@ -136,6 +136,23 @@ def demo_release(cli_env):
     return Path(out)
 
 
+@pytest.fixture(scope="module")
+def slurm(tmp_path_factory):
+    """A one-host SLURM (munged, slurmctld, slurmd; support/slurm_cluster.py) for a test module, its
+    files in a temp folder, stopped after; the node is idle when a test gets it. Without slurm-wlm
+    and munge (or root) the test skips, or fails with XMDATA_REQUIRE_SLURM=1 (CI)."""
+    from support.slurm_cluster import missing, start_slurm
+
+    from xmdata.runtime import settings
+
+    reason = missing()
+    if reason:
+        (pytest.fail if settings.REQUIRE_SLURM.get() else pytest.skip)(f"SLURM: {reason}")
+    cluster = start_slurm(str(tmp_path_factory.mktemp("slurm")))
+    yield cluster
+    cluster.stop()
+
+
 def pytest_collection_modifyitems(config, items):
     # The long end-to-end tests first: spread over xdist's workers from the start (`--dist load`
     # hands them out in this order), they do not leave one worker finishing a minute-long test while

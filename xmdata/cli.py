@@ -67,6 +67,7 @@ def run(argv: list[str] | None) -> int:
 
     os.environ.update(command_environment(settings.child_env(), verbose=args.verbose))
     from xmdata.models.base import ModelError
+    from xmdata.runtime.cluster_spec import ClusterUnavailable
     from xmdata.runtime.execution import ShardsFailed
     from xmdata.runtime.storage import is_url, parse_storage_options, using_storage_options
     from xmdata.runtime.storage_check import check_location
@@ -95,7 +96,7 @@ def run(argv: list[str] | None) -> int:
     except (ContractError, ModelError) as exc:
         print(f"xmdata: error: {exc}", file=sys.stderr)
         return BAD_INPUT
-    except (ShardsFailed, ServiceError) as exc:
+    except (ShardsFailed, ServiceError, ClusterUnavailable) as exc:
         print(f"xmdata: error: {exc}", file=sys.stderr)
         return FAILED
     except KeyboardInterrupt:  # the stages stopped and said so (a Prefect run: Crashed); finished shards are kept

@@ -23,6 +23,7 @@ def positive_int(text: str) -> int:
 
 def add_run_options(p: argparse.ArgumentParser) -> None:
     from xmdata.cli_params import annotated_flag
+    from xmdata.runtime.cluster_spec import ClusterOptions
     from xmdata.tasks.stage_params import DEFAULT_SHARDS, ShardCount
 
     p.add_argument("--shards", **annotated_flag(ShardCount, DEFAULT_SHARDS))  # the flows' own declaration
@@ -47,6 +48,9 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                         "e.g. dask_jobqueue.SLURMCluster or dask_kubernetes.operator.KubeCluster")
     p.add_argument("--cluster-kwargs", default=None, metavar="K=V,…", help="its arguments, e.g. cores=8,memory=64GB")
     p.add_argument("--adapt", default=None, metavar="MIN:MAX", help="scale it adaptively between MIN and MAX workers")
+    p.add_argument("--cluster-start-timeout", type=cluster_start_timeout, default=None, metavar="SECONDS",
+                   help="cancel its jobs when adapt's MIN (or --workers) did not join within this long (default "
+                        f"{ClusterOptions.model_fields['start_timeout_s'].default:g})")
     p.add_argument("--memo", default=None, metavar="FOLDER|URL|off",
                    help="the memo of model results per unit that builds reuse (default: XMDATA_MEMO, else "
                         "XMDATA_CACHE/memo); off: compute everything and store nothing")
@@ -55,6 +59,18 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--storage-option", action="append", default=None, metavar="KEY=VALUE",
                    help="for s3:// gs:// az:// URLs, repeatable, e.g. endpoint_url=http://127.0.0.1:8333 "
                         "(credentials otherwise from the usual environment: AWS_ACCESS_KEY_ID, …)")
+
+
+def cluster_start_timeout(text: str) -> float:
+    """The bound is ClusterOptions' (runtime/cluster_spec.py), the one every door checks."""
+    from pydantic import ValidationError
+
+    from xmdata.runtime.cluster_spec import ClusterOptions
+
+    try:
+        return ClusterOptions(cluster_class="-", start_timeout_s=text).start_timeout_s
+    except ValidationError as exc:
+        raise argparse.ArgumentTypeError(f"{exc.errors()[0]['msg']}, got {text}") from None
 
 
 def memo_audit(text: str) -> float:

@@ -13,8 +13,9 @@ CLOSED_PIPE = 141  # as a shell reports a command SIGPIPE ended (`xmdata status 
 EXIT_CODES = {
     OK: "done; `validate`: no row refused; `release verify`: every file matches; `release compare`: the same",
     FAILED: "some shards failed (each named with its reason; the same command reruns only those); the service "
-            "did not start or stop (`down` names what still runs); `validate` refused rows; `release verify` or "
-            "`release compare` found differences; an error xmdata did not foresee (its traceback)",
+            "did not start or stop (`down` names what still runs); a --cluster's batch queue did not answer, or "
+            "its first workers did not join within --cluster-start-timeout (the queue's state said); `validate` "
+            "refused rows; `release verify` or `release compare` found differences; an error xmdata did not foresee (its traceback)",
     BAD_INPUT: "refused before anything was written, in one line `xmdata: error: …`: a usage error, an input "
                "that breaks its contract, a model or output folder that cannot be used",
     NOT_RUNNING: "`status`: the service is not running (or runs other code)",

@@ -41,7 +41,8 @@ def run_flow(flow_fn, args, summary_dir: str | None = None, cluster=None, **para
     if not args.verbose:
         for handler in logging.getLogger().handlers:
             handler.addFilter(INPUT_ERRORS_ONCE)  # one instance: a second run adds nothing
-    cluster = cluster_options(args.cluster, args.cluster_kwargs, args.adapt) or cluster
+    cluster = cluster_options(args.cluster, args.cluster_kwargs, args.adapt,
+                              getattr(args, "cluster_start_timeout", None)) or cluster
     args.out = storage.absolute(args.out)  # workers of an external cluster have another cwd
     for folder in (args.out, summary_dir or args.out):
         if not storage.is_url(folder):  # an object store has no folders to make

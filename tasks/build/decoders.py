@@ -204,6 +204,7 @@ class WorkerDecoders:
             try:
                 self.processes = ProcessDecoders(count)
                 PROCESS_ENDS.add(self.shutdown)  # a command forked by the service ends without exit handlers
+                log.info("decoding in %d processes", count)
             except DecodersUnavailable as exc:
                 log.warning("decoder processes did not start (%s): decoding in %d threads", exc, count)
                 return ThreadDecoders(count)

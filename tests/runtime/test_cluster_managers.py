@@ -87,3 +87,27 @@ def test_the_cli_runs_a_build_on_a_named_cluster_class(cli_env, tmp_path):
     assert run.returncode == 0, run.stderr[-2000:]
     timing = json.load(open(tmp_path / "run.json"))["language_id"]
     assert timing["where"] == "cluster" and timing["shards_run"] == 3
+
+
+def test_what_a_cluster_class_gets_follows_from_what_its_constructor_takes():
+    """dask-jobqueue's SLURMCluster takes job_script_prologue and log_directory through its job class
+    (`job_cls`); LocalCluster takes neither. The prologue: the user's lines first (their kwargs', else
+    Dask's config for the job class), then the non-daemonic worker, quiet logs (unless the user set
+    DASK_LOGGING) and, told cores and processes, the worker's thread share."""
+    import dask
+    import dask_jobqueue
+    from distributed import LocalCluster
+
+    from xmdata.runtime.cluster_spec import JOB_PROLOGUE, job_prologue, takes
+
+    slurm = takes(dask_jobqueue.SLURMCluster)
+    assert {"security", "protocol", "job_script_prologue", "log_directory", "shared_temp_directory", "cores"} <= slurm
+    assert not {"job_script_prologue", "log_directory"} & takes(LocalCluster)
+    assert job_prologue(dask_jobqueue.SLURMCluster, {"cores": 8}) == list(JOB_PROLOGUE)  # processes: dask-jobqueue's
+    with dask.config.set({"jobqueue.slurm.job-script-prologue": ["module load cuda"]}):
+        lines = job_prologue(dask_jobqueue.SLURMCluster, {"cores": 8, "processes": 2})
+    assert lines[0] == "module load cuda" and lines[1] == "export DASK_DISTRIBUTED__WORKER__DAEMON=False"
+    assert lines[-1] == ("export DASK_DISTRIBUTED__NANNY__PRE_SPAWN_ENVIRON='{\"OMP_NUM_THREADS\": 4, "
+                         "\"MKL_NUM_THREADS\": 4, \"OPENBLAS_NUM_THREADS\": 4}'")
+    own = job_prologue(dask_jobqueue.SLURMCluster, {"job_script_prologue": ["export DASK_LOGGING='{}'"]})
+    assert own == ["export DASK_LOGGING='{}'", JOB_PROLOGUE[0]]
