@@ -245,3 +245,63 @@ def test_the_page_filters_by_language_and_opens_a_rows_detail_in_chromium(tmp_pa
             server.server_close()
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
     assert errors == []
+
+
+def _embedded_release(tmp_path):
+    """tiny_release with its two photographs inside clip_scores and captions (embed_images)."""
+    from PIL import Image
+
+    from xmdata.tasks.release.embed_images import ImageSources, embed_release_images
+
+    release = tiny_release(tmp_path / "r")
+    (tmp_path / "photos" / "images").mkdir(parents=True)
+    for n, colour in ((1, "red"), (2, "blue")):
+        Image.new("RGB", (40, 30), colour).save(tmp_path / "photos" / "images" / f"img-{n}.jpg")
+    sources = ImageSources(by_id={f"img-{n}": (f"images/img-{n}.jpg", str(tmp_path / "photos" / "images" / f"img-{n}.jpg"))
+                                  for n in (1, 2)}, roots={"clip_scores": str(tmp_path / "photos")})
+    done = embed_release_images(release, ["clip_scores", "captions", "translations"], sources, None)
+    assert set(done) == {"clip_scores", "captions"}
+    return release
+
+
+def test_a_release_with_its_images_inside_carries_them_to_the_page_and_one_without_is_unchanged(tmp_path):
+    from xmdata.tasks.release.explore_page import page_html
+
+    plain = tiny_release(tmp_path / "plain")
+    assert "images.js" not in write_explore(plain, "tiny")[0] + "".join(write_explore(plain, "tiny"))
+    assert open(os.path.join(plain, "explore", "index.html")).read() == page_html("tiny")
+    release = _embedded_release(tmp_path)
+    assert "explore/images.js" in write_explore(release, "tiny")
+    images = read_script(os.path.join(release, "explore", "images.js"))
+    assert sorted(images) == ["images/img-1.jpg", "images/img-2.jpg"]
+    assert images["images/img-1.jpg"].startswith("data:image/jpeg;base64,")
+
+
+@pytest.mark.browser
+def test_the_page_shows_each_rows_picture_from_the_embedded_bytes_in_chromium(tmp_path):
+    if not os.path.exists(CHROMIUM):
+        if os.environ.get("XMDATA_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"{CHROMIUM} missing: apt-get install chromium")
+        pytest.skip(f"{CHROMIUM} missing (apt-get install chromium)")
+    import shutil
+
+    from playwright.sync_api import sync_playwright
+    from support.prefect_ui import launch_chromium
+
+    release = _embedded_release(tmp_path)
+    write_explore(release, "tiny")
+    shutil.rmtree(tmp_path / "photos")  # no image folder: the pictures are the release's own
+    errors = []
+    with sync_playwright() as p:
+        browser = launch_chromium(p)
+        try:
+            page = browser.new_page(viewport={"width": 1300, "height": 900})
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.goto(f"file://{release}/explore/index.html")
+            page.wait_for_selector("body[data-ready='1']")
+            page.wait_for_function("[...document.querySelectorAll('img.thumb')].length === 2 && "
+                                   "[...document.querySelectorAll('img.thumb')].every(i => i.complete && i.naturalWidth === 40)")
+            assert "set the image folder" not in page.inner_text("body")
+        finally:
+            browser.close()
+    assert errors == []
