@@ -68,7 +68,8 @@ class HubStandIn:
         self.lfs: dict[str, bytes] = {}
         self.requests: list[Request] = []
         self.faults: list[tuple[str, str, int]] = []  # (method, path regex, status): answered once each
-        self.hang_put_after: int | None = None  # this many LFS PUTs stored, the next one hangs (a killed client)
+        self.hang_put_after: int | None = None  # after this many LFS PUTs, the next ones hang (a killed client)
+        self._puts = 0
         self.hanging = threading.Event()
         self.before_commit = None  # called once before the next commit is applied (another client's commit)
         self.lock = threading.Lock()
@@ -84,6 +85,12 @@ class HubStandIn:
         self.hanging.set()
         self.server.shutdown()
         self.server.server_close()
+
+    def arrived(self) -> int:
+        """Count an LFS PUT arriving; how many have."""
+        with self.lock:
+            self._puts += 1
+            return self._puts
 
     def signature(self, path: str) -> str:
         return hashlib.sha256(f"{self.token}:{path}".encode()).hexdigest()[:32]
@@ -138,6 +145,12 @@ def _handler(hub: HubStandIn):
         def log_message(self, *args):  # quiet: the tests read hub.requests
             pass
 
+        def handle(self):
+            try:
+                super().handle()
+            except (BrokenPipeError, ConnectionResetError):  # a client killed mid-request
+                pass
+
         def _body(self) -> bytes:
             length = int(self.headers.get("Content-Length") or 0)
             if length:
@@ -172,6 +185,13 @@ def _handler(hub: HubStandIn):
         def _handle(self, method: str):
             url = urlparse(self.path)
             path, query = unquote(url.path), parse_qs(url.query)
+            if method == "PUT" and path.startswith("/lfs-upload/") and hub.hang_put_after is not None \
+                    and hub.arrived() > hub.hang_put_after:
+                hub.hanging.set()  # mid-upload: nothing of this file read, until the client is gone
+                while hub.hang_put_after is not None:
+                    time.sleep(0.05)
+                self.close_connection = True
+                return  # its client was killed: the upload never arrived
             body = self._body() if method in ("POST", "PUT") else b""
             authorized = self.headers.get("Authorization") == f"Bearer {hub.token}"
             hub.requests.append(Request(method, path, query, body, authorized))
@@ -187,6 +207,8 @@ def _handler(hub: HubStandIn):
                 return self._route(method, path, query, body)
             except KeyError as exc:
                 return self._error(404, f"not found: {exc}", "EntryNotFound")
+            except ValueError as exc:  # a body cut short (its client killed) or not JSON
+                return self._error(400, f"bad request body: {exc}")
 
         def do_GET(self):
             self._handle("GET")
@@ -224,10 +246,6 @@ def _handler(hub: HubStandIn):
             if method == "POST" and path == "/api/validate-yaml":
                 return self._send(200, {"errors": [], "warnings": []})
             if m := re.fullmatch(r"/lfs-upload/([0-9a-f]{64})", path):
-                if hub.hang_put_after is not None and len(hub.lfs) >= hub.hang_put_after:
-                    hub.hanging.set()
-                    while hub.hang_put_after is not None:  # the client is killed meanwhile
-                        time.sleep(0.05)
                 if hashlib.sha256(body).hexdigest() != m.group(1):
                     return self._error(400, "sha256 does not match")
                 hub.lfs[m.group(1)] = body
