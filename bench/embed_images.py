@@ -12,7 +12,6 @@ were stored and then run again (the bytes sent again).
 from __future__ import annotations
 
 import glob
-import json
 import os
 import shutil
 import sys

@@ -8,7 +8,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import shutil
 
 import numpy as np
 import pyarrow as pa
@@ -16,8 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 from support.cli_in_process import run_xmdata
+from support.demo_release import sample_inputs
 
-from xmdata.data import sample_path
 from xmdata.tasks.release.embed_images import ImageSources, embed_release_images, image_bytes, images_fingerprint, \
     table_files, with_image_column, write_embedded
 from xmdata.tasks.release.hf_features import METADATA_KEY, features_of
@@ -34,21 +33,11 @@ def _png(path, size=(40, 30), colour=(200, 30, 60)):
     return path
 
 
-def _inputs(folder, config=CONFIG):
-    folder.mkdir(parents=True)
-    lines = open(sample_path("captions.jsonl"), encoding="utf-8").read().splitlines()[:4]
-    (folder / "captions.jsonl").write_text("\n".join(lines) + "\n")
-    shutil.copy(sample_path("images.csv"), folder / "images.csv")
-    shutil.copytree(os.path.join(os.path.dirname(sample_path("images.csv")), "images"), folder / "images")
-    (folder / "release.yaml").write_text(config)
-    return folder
-
-
 @pytest.mark.slow  # a scoring release with the tiny CLIP (~15 s)
 def test_datasets_loads_the_embedded_images_as_their_files_pixels(tmp_path, cli_env, monkeypatch):
     import datasets
 
-    project = _inputs(tmp_path / "project")
+    project = sample_inputs(tmp_path / "project", CONFIG, captions=4)
     monkeypatch.chdir(project)
     out = tmp_path / "release"
     result = run_xmdata(["release", "--config", "release.yaml", "--out", str(out), "--quiet"], cli_env)
