@@ -256,3 +256,23 @@ def test_retries_stop_at_their_budget_and_never_retry_a_refusal(monkeypatch):
     with pytest.raises(requests.HTTPError):
         budget.run("x", failing(503))
     assert budget.waited <= publish_module.RETRY_SECONDS
+
+
+def test_a_hub_that_keeps_failing_is_one_line_exit_1_saying_a_rerun_resumes(hub, tmp_path, monkeypatch):
+    """In this process (huggingface_hub's ENDPOINT constant pointed at the stand-in), the backoff's sleeps
+    skipped: the answers 503 until the retries are spent."""
+    from huggingface_hub import constants
+    from support.cli_in_process import run_xmdata
+
+    import xmdata.tasks.release.publish as publish_module
+
+    release = tmp_path / "release"
+    make_release(release)
+    monkeypatch.setattr(constants, "ENDPOINT", hub.url)
+    monkeypatch.setattr(publish_module.time, "sleep", lambda seconds: None)
+    hub.faults += [("POST", "/preupload/", 503)] * 10
+    result = run_xmdata(["publish", str(release), "me/tiny"], env(hub, tmp_path))
+    assert result.returncode == 1, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "the same command resumes" in result.stderr
+    assert "HTTP 503" in result.stderr and len(hub.calls("POST", "/preupload/")) == 6  # the call and 5 retries
+    assert not hub.calls("POST", "/commit/") and TOKEN not in result.stdout + result.stderr
