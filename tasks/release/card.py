@@ -72,6 +72,11 @@ def header(config, tables: dict[str, str], languages: list[str], rows: int, embe
     return "---\n" + yaml.safe_dump(meta, sort_keys=False, allow_unicode=True) + "---\n"
 
 
+def _files_named(name: str, embedded: dict | None) -> str:
+    files = (embedded or {}).get(name, {}).get("files") or [f"data/{name}.parquet"]
+    return files[0] if len(files) == 1 else f"{files[0]} … ({len(files)} files)"
+
+
 def images_section(config, embedded: dict) -> str:
     """Which tables hold their images, how many, and how (original bytes or resized JPEGs)."""
     how = ("each image's original file, byte for byte" if config.image_max_side is None else
@@ -161,7 +166,7 @@ def build_card(release: str, config, tables: dict[str, str], summary: dict, embe
              f"versions, models and the code's commit. Check a copy with `xmdata release verify DIR`. Browse it "
              f"in `explore/index.html` (or `xmdata explore DIR`), ask why a row is where it is with `xmdata explain "
              f"DIR ID`; `croissant.json` describes it in Croissant 1.1 with the Responsible-AI fields.\n",
-             "## Tables\n\n" + _table([{"config": n, "file": f"data/{n}.parquet", "rows": data[n].height or "0 (not a config)",
+             "## Tables\n\n" + _table([{"config": n, "file": _files_named(n, embedded), "rows": data[n].height or "0 (not a config)",
                                         "what": d} for n, d in tables.items()])]
     if embedded:
         parts.append(images_section(config, embedded))

@@ -127,6 +127,17 @@ def test_row_groups_and_files_are_bounded_and_datasets_reads_the_numbered_files(
     ds = datasets.load_dataset("parquet", data_files=[str(release / n) for n in names], split="train")
     assert ds.num_rows == 12 and isinstance(ds.features["image"], datasets.Image)
     assert ds[5]["image"].size == (32, 32)
+    # the card's data_files list the numbered files, and its dataset_info the features: the folder loads
+    from types import SimpleNamespace
+
+    from xmdata.tasks.release.card import header
+
+    config = SimpleNamespace(name="split", license="cc0-1.0")
+    (release / "README.md").write_text(header(config, {"rows": "rows"}, ["en"], 12, {"rows": {"files": names}},
+                                              str(release)))
+    assert f"- {names[1]}" in (release / "README.md").read_text()
+    by_folder = datasets.load_dataset(str(release), "rows", split="test")
+    assert by_folder.num_rows == 12 and isinstance(by_folder.features["image"], datasets.Image)
 
 
 def test_a_table_without_image_references_is_left_as_written(tmp_path):
@@ -138,3 +149,17 @@ def test_a_table_without_image_references_is_left_as_written(tmp_path):
     assert (release / "data" / "per_language.parquet").read_bytes() == before
     assert features_of(pa.schema([("l", pa.list_(pa.string()))])) == \
         {"l": {"feature": {"dtype": "string", "_type": "Value"}, "_type": "List"}}
+
+
+def test_each_kind_of_reference_finds_its_file(tmp_path):
+    from xmdata.tasks.release.embed_images import references
+
+    sources = ImageSources(by_id={"img-1": ("images/a.png", "/abs/images/a.png")}, roots={"clip_scores": "/root"},
+                           qa_root="/qa")
+    assert references("captions", pa.table({"id": ["c"], "image_id": ["img-1"]}), sources) == \
+        [("images/a.png", "/abs/images/a.png")]
+    assert references("captions", pa.table({"id": ["c"], "image_id": ["img-9"]}), sources) == [None]
+    assert references("clip_scores", pa.table({"image_path": ["x/b.jpg", None]}), sources) == \
+        [("x/b.jpg", "/root/x/b.jpg"), None]
+    assert references("qa_parallel", pa.table({"image": ["q.png"]}), sources) == [("q.png", "/qa/q.png")]
+    assert references("qa_counts", pa.table({"task": ["t"]}), sources) is None
