@@ -163,3 +163,24 @@ def test_each_kind_of_reference_finds_its_file(tmp_path):
         [("x/b.jpg", "/root/x/b.jpg"), None]
     assert references("qa_parallel", pa.table({"image": ["q.png"]}), sources) == [("q.png", "/qa/q.png")]
     assert references("qa_counts", pa.table({"task": ["t"]}), sources) is None
+
+
+def test_the_flag_and_the_config_key_are_one_declaration(tmp_path, capsys):
+    from xmdata.cli import main
+    from xmdata.cli_params import params_from_args
+    from xmdata.cli_parser import build_parser
+    from xmdata.flows.release_config import load_release_config
+
+    args = build_parser().parse_args(["release", "--config", "demo", "--out", str(tmp_path / "o"), "--embed-images",
+                                      "--image-max-side", "512"])
+    given = params_from_args(args).given()
+    assert given == {"embed_images": True, "image_max_side": 512}
+    release = load_release_config("demo", images=given)
+    assert release.config.embed_images and release.config.image_max_side == 512 and release.overrides == given
+    assert load_release_config("demo").overrides == {}  # not given: the manifest records nothing new
+    assert main(["release", "--config", "demo", "--out", str(tmp_path / "o"), "--image-max-side", "512"]) == 2
+    err = capsys.readouterr().err
+    assert "set embed_images too" in err and len(err.strip().splitlines()) == 1
+    assert main(["release", "--config", "demo", "--out", str(tmp_path / "o"), "--embed-images",
+                 "--image-max-side", "8"]) == 2
+    assert "--image-max-side" in capsys.readouterr().err and not (tmp_path / "o").exists()
