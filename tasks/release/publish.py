@@ -293,6 +293,9 @@ def publish(release: str, repo_id: str, options: PublishOptions, say: Callable[[
         raise
     except (HfHubHTTPError, OSError, RuntimeError, ValueError) as exc:
         status = status_of(exc)
+        if status in (401, 403):  # the token, not the network: nothing a rerun would change
+            raise ContractError(f"{where}: the Hub refused the token (HTTP {status}); give one with write access to "
+                                f"{repo_id.split('/')[0]} (HF_TOKEN or `hf auth login`)") from None
         raise PublishFailed(f"publish to {where} failed after {ATTEMPTS - retries.left} retries "
                             f"({f'HTTP {status}' if status else type(exc).__name__}: {_first_line(exc)}): no commit "
                             f"was made, the Hub keeps what it had and any large file already sent; the same command "

@@ -207,6 +207,15 @@ def test_transient_answers_are_retried_and_a_tag_on_other_content_refused_before
     assert len(hub.calls("PUT", "")) == puts and len(hub.calls("POST", "/commit/")) == 1
 
 
+def test_a_token_the_hub_refuses_is_one_line_exit_2(hub, tmp_path):
+    release = tmp_path / "release"
+    make_release(release)
+    result = publish(hub, tmp_path, release, token="hf_wrong")
+    assert result.returncode == 2 and "refused the token (HTTP 401)" in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "hf_wrong" not in result.stderr
+    assert not hub.repos and not hub.calls("PUT", "")
+
+
 @pytest.mark.parametrize("case", ["repo id", "not verified", "no token"])
 def test_bad_input_is_one_line_exit_2_before_any_request(hub, tmp_path, case):
     release = tmp_path / "release"
