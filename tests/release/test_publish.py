@@ -285,3 +285,23 @@ def test_a_hub_that_keeps_failing_is_one_line_exit_1_saying_a_rerun_resumes(hub,
     assert len(result.stderr.strip().splitlines()) == 1 and "the same command resumes" in result.stderr
     assert "HTTP 503" in result.stderr and len(hub.calls("POST", "/preupload/")) == 6  # the call and 5 retries
     assert not hub.calls("POST", "/commit/") and TOKEN not in result.stdout + result.stderr
+
+
+@pytest.mark.slow  # a flow run on the session's Prefect server
+def test_the_publish_flow_publishes_with_the_workers_own_token(hub, tmp_path, prefect_server):
+    """In a process of its own (HF_ENDPOINT is read when huggingface_hub is imported), as a worker runs it:
+    the token in the worker's environment, never among the flow's parameters."""
+    release = tmp_path / "release"
+    manifest = make_release(release)
+    code = ("import json, sys; from xmdata.flows.publish import publish_flow; "
+            "from xmdata.tasks.release.publish_options import PublishOptions; "
+            "print(json.dumps([publish_flow(release=sys.argv[1], repo_id='me/tiny', options=PublishOptions(tag='v1')), "
+            "publish_flow(release=sys.argv[1], repo_id='me/tiny')]))")
+    worker = {k: v for k, v in os.environ.items() if k.startswith(("PREFECT_", "XMDATA_"))} | env(hub, tmp_path)
+    run = subprocess.run([sys.executable, "-c", code, str(release)], env=worker, capture_output=True, text=True,
+                         timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    first, second = json.loads(run.stdout.strip().splitlines()[-1])
+    assert first["commit"] == hub.head("me/tiny") and first["release_sha256"] == manifest["release_sha256"]
+    assert hub.repos["me/tiny"].tags["v1"][0] == first["commit"] and second["commit"] is None  # already there
+    assert TOKEN not in run.stdout + run.stderr
