@@ -305,3 +305,13 @@ def test_the_publish_flow_publishes_with_the_workers_own_token(hub, tmp_path, pr
     assert first["commit"] == hub.head("me/tiny") and first["release_sha256"] == manifest["release_sha256"]
     assert hub.repos["me/tiny"].tags["v1"][0] == first["commit"] and second["commit"] is None  # already there
     assert TOKEN not in run.stdout + run.stderr
+
+
+def test_no_test_takes_the_xet_path():
+    """hf_xet is installed; the tests turn it off with huggingface_hub's own setting (tests/conftest.py)."""
+    from importlib import metadata
+
+    from huggingface_hub import constants
+
+    assert metadata.version("hf_xet")  # installed: the real Hub would take Xet, which these tests do not cover
+    assert constants.HF_HUB_DISABLE_XET
