@@ -30,6 +30,7 @@ MAX_FILE_BYTES = 500 * 1000 * 1000
 JPEG_QUALITY = 90
 IMAGE_COLUMN = "image"
 ID_TABLES = ("images", "images_optimal")  # rows that are images: their image_id is the row's own
+QA_TABLES = ("qa_parallel",)  # whose string `image` is under the Q/A input's folder (MMMEB's are not: left as they are)
 
 
 @dataclass
@@ -99,7 +100,8 @@ def references(name: str, table: pa.Table, sources: ImageSources) -> list[tuple[
     key = "image_id" if "image_id" in columns else "id" if name in ID_TABLES and "id" in columns else None
     if key:
         return [sources.by_id.get(str(i)) if i is not None else None for i in table[key].to_pylist()]
-    if IMAGE_COLUMN in columns and pa.types.is_string(table.schema.field(IMAGE_COLUMN).type) and sources.qa_root:
+    if name in QA_TABLES and IMAGE_COLUMN in columns and pa.types.is_string(table.schema.field(IMAGE_COLUMN).type) \
+            and sources.qa_root:
         return [(p, os.path.join(sources.qa_root, p)) if p else None for p in table[IMAGE_COLUMN].to_pylist()]
     return None
 

@@ -163,6 +163,8 @@ def test_each_kind_of_reference_finds_its_file(tmp_path):
         [("x/b.jpg", "/root/x/b.jpg"), None]
     assert references("qa_parallel", pa.table({"image": ["q.png"]}), sources) == [("q.png", "/qa/q.png")]
     assert references("qa_counts", pa.table({"task": ["t"]}), sources) is None
+    # another table's string image is under another folder (an import's): never looked for under the Q/A one
+    assert references("mmmeb_queries", pa.table({"image": ["q.png"]}), sources) is None
 
 
 def test_the_flag_and_the_config_key_are_one_declaration(tmp_path, capsys):
