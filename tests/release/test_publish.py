@@ -207,6 +207,19 @@ def test_transient_answers_are_retried_and_a_tag_on_other_content_refused_before
     assert len(hub.calls("PUT", "")) == puts and len(hub.calls("POST", "/commit/")) == 1
 
 
+def test_a_private_repo_is_created_private_and_read_only_with_the_token(hub, tmp_path):
+    release = tmp_path / "release"
+    make_release(release)
+    assert publish(hub, tmp_path, release, "--private").returncode == 0
+    assert hub.repos["me/tiny"].private
+    import urllib.error
+    import urllib.request
+
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(f"{hub.url}/datasets/me/tiny/resolve/main/manifest.json")
+    assert refused.value.code == 401
+
+
 def test_a_token_the_hub_refuses_is_one_line_exit_2(hub, tmp_path):
     release = tmp_path / "release"
     make_release(release)

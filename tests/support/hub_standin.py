@@ -4,7 +4,7 @@ huggingface_hub 0.36.2's client calls for a dataset repo, read from that client'
 (GET /api/datasets/ID[/revision/REV], siblings included), refs, branch, tag, tree (recursive), paths-info,
 preupload (upload modes, remote oids), the LFS batch API (`basic` transfer only: it never offers Xet), the
 LFS PUT and verify, validate-yaml, the ndjson commit (parentCommit checked: 412 when the head moved) and
-resolve (HEAD and GET with X-Repo-Commit, ETag, X-Linked-Etag/Size). Every request but a download of a
+resolve (HEAD and GET with X-Repo-Commit, ETag, X-Linked-Etag/Size). Every request but a download from a
 public repo needs the one token it was started with (Authorization: Bearer); every request is recorded
 for the tests to check, and faults can be injected (an answer's status, a PUT that hangs)."""
 from __future__ import annotations
@@ -203,6 +203,7 @@ def _handler(hub: HubStandIn):
             signed = path.startswith("/lfs-upload/") and query.get("sig") == [hub.signature(path)]
             if not authorized and not public_read and not signed:
                 return self._error(401, "Invalid credentials in Authorization header")
+            self.authorized = authorized
             try:
                 return self._route(method, path, query, body)
             except KeyError as exc:
@@ -268,6 +269,8 @@ def _handler(hub: HubStandIn):
                 return self._send(200, {"transfer": "basic", "objects": objects})  # never "xet"
             if m := re.fullmatch(r"/datasets/([^/]+/[^/]+)/resolve/([^/]+)/(.+)", path):
                 repo = self._repo(m.group(1))
+                if repo is not None and repo.private and not self.authorized:
+                    return self._error(401, "Invalid credentials in Authorization header")
                 if repo is None or (oid := self._commit_of(repo, m.group(2))) is None:
                     return
                 blob = repo.commits[oid].get(m.group(3))
