@@ -220,6 +220,16 @@ def test_a_private_repo_is_created_private_and_read_only_with_the_token(hub, tmp
     assert refused.value.code == 401
 
 
+def test_a_revision_is_a_branch_made_from_main_and_main_is_left_alone(hub, tmp_path):
+    release = tmp_path / "release"
+    make_release(release)
+    result = publish(hub, tmp_path, release, "--revision", "v1-branch")
+    assert result.returncode == 0, result.stderr
+    repo = hub.repos["me/tiny"]
+    assert set(hub.tree("me/tiny", "main")) == {".gitattributes"} and "manifest.json" in hub.tree("me/tiny", "v1-branch")
+    assert commit_lines(hub.calls("POST", "/commit/v1-branch$")[0])[0]["value"]["parentCommit"] == repo.branches["main"]
+
+
 def test_a_token_the_hub_refuses_is_one_line_exit_2(hub, tmp_path):
     release = tmp_path / "release"
     make_release(release)

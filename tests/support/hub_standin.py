@@ -302,6 +302,11 @@ def _handler(hub: HubStandIn):
                     "branches": [{"name": n, "ref": f"refs/heads/{n}", "targetCommit": o} for n, o in repo.branches.items()],
                     "converts": [], "tags": [{"name": n, "ref": f"refs/tags/{n}", "targetCommit": o}
                                             for n, (o, _) in repo.tags.items()]})
+            if method == "POST" and action == "branch":
+                start = json.loads(body or b"{}").get("startingPoint") or "main"
+                with hub.lock:
+                    repo.branches.setdefault(revision, repo.branches.get(start, start))
+                return self._send(200, {})
             oid = self._commit_of(repo, revision or "main")
             if oid is None:
                 return
@@ -323,10 +328,6 @@ def _handler(hub: HubStandIn):
                     files.append({"path": f["path"], "uploadMode": "lfs" if lfs else "regular", "shouldIgnore": False,
                                   "oid": (known.sha256 if known and known.sha256 else known.oid) if known else None})
                 return self._send(200, {"files": files, "commitOid": oid})
-            if method == "POST" and action == "branch":
-                with hub.lock:
-                    repo.branches.setdefault(revision, repo.branches["main"])
-                return self._send(200, {})
             if method == "POST" and action == "tag":
                 req = json.loads(body)
                 if req["tag"] in repo.tags:
