@@ -27,6 +27,8 @@ from xmdata.runtime.session import cluster_scope
 from xmdata.schemas.column_map import column_mapping
 from xmdata.tasks.build.plot_markdown import inline_images, plot_image
 from xmdata.tasks.release.card import build_card
+from xmdata.tasks.release.embed_images import embed_release_images, image_sources, images_fingerprint
+from xmdata.tasks.release.image_options import ImageEmbedding
 from xmdata.tasks.release.look_inside import look_inside_markdown
 from xmdata.tasks.release.publication import publication_key, record_publication, unchanged
 from xmdata.tasks.release.croissant import write_croissant
@@ -56,7 +58,8 @@ def checked_release_flow(release: Release, out: str, work: str | None = None,
 @flow(name="release")
 def release_flow(config: str = "demo", out: str = "releases/demo", shards: ShardCount | None = None,
                  seed: Seed | None = None, work: str | None = None, sample: bool = False,
-                 models: ModelChoice = "config", cluster: ClusterOptions | None = None) -> dict:
+                 models: ModelChoice = "config", cluster: ClusterOptions | None = None,
+                 images: ImageEmbedding | None = None) -> dict:
     """Build the release a config describes into OUT, resumably, and write its card and manifest.
 
     Args:
@@ -69,11 +72,13 @@ def release_flow(config: str = "demo", out: str = "releases/demo", shards: Shard
         sample: build on the config's shipped sample inputs (its `sample:` section), offline
         models: config (the models the config names) or tiny (the offline tiny models instead)
         cluster: a distributed cluster class (SLURM, Kubernetes…) for the big stages, over the config's
+        images: embed_images / image_max_side over the config's (each row's image inside the tables)
 
     Docs: docs/how-to/releases.md; every option: docs/reference/commands.md#release.
     """
     # Every stage's refusals (config, overrides, inputs, models, build folder) before the first stage writes.
-    return publish_release(checked_release(config, shards, seed, sample, models, work), out, work, cluster)
+    return publish_release(checked_release(config, shards, seed, sample, models, work, images.given() if images else None),
+                           out, work, cluster)
 
 
 def publish_release(release: Release, out: str, work: str | None, cluster: ClusterOptions | None) -> dict:
@@ -94,7 +99,10 @@ def _build_and_publish(release: Release, target: str | None, out: str, work: str
                            extra_markdown="".join(build.markdown))
     inside = ".." if storage.is_url(work) else os.path.relpath(work, out)  # a store's build is never inside
     skip = set() if inside.startswith("..") else {inside}
+    sources = image_sources(config, work) if config.embed_images else None
     facts = release_facts(release, summary, work, None if skip == set() else inside)
+    if sources:  # the images' sha256 (cached by stat): in the manifest, and so in the publication key
+        facts["images"] = images_fingerprint(sources)
     key = None if target or storage.is_url(work) else publication_key(facts, work)
     if key and (published := unchanged(out, work, skip, key)):  # nothing changed since it was published
         print(f"release {out}: unchanged since it was published; kept as it is", flush=True)
@@ -102,11 +110,12 @@ def _build_and_publish(release: Release, target: str | None, out: str, work: str
         return {"release": out, "release_sha256": published["release_sha256"], "run": summary["run"],
                 "files": len(published["release"]["files"])}
     tables = gather_tables(work, out)
-    written = [f"data/{t}.parquet" for t in tables]
+    embedded = embed_release_images(out, list(tables), sources, config.image_max_side) if sources else {}
+    written = [f for t in tables for f in (embedded[t]["files"] if t in embedded else [f"data/{t}.parquet"])]
     written += [f"rejects/{s}.parquet" for s in gather_rejects(work, out, [r.stage for r in build.reports])]
     written += copy_files(work, out)
     _remove_stale(out, set(written), skip)
-    card = build_card(out, config, tables, summary) + recipe_sections(
+    card = build_card(out, config, tables, summary, embedded) + recipe_sections(
         out, config, named_models(release.as_written), facts, work)
     write_text_atomic(card, os.path.join(out, "README.md"))
     write_explore(out, config.name)  # the browsable page (explore/), hashed by the manifest like the rest

@@ -17,8 +17,8 @@ from pydantic import Field, ValidationError, model_validator
 
 from xmdata.data import DATA_DIR
 from xmdata.runtime.cluster_spec import ClusterOptions
-from xmdata.runtime.params import Strict
 from xmdata.tasks.release.choices import ModelChoice
+from xmdata.tasks.release.image_options import ImageEmbedding
 from xmdata.tasks.release.sections import ContaminationConfig, DedupConfig, ImageDownloadConfig, ImageSelectionConfig, ImportConfig, \
     LanguageIdConfig, QATranslationConfig, ScoringConfig, TranslationConfig
 from xmdata.tasks.stage_params import DEFAULT_SHARDS, Seed, ShardCount
@@ -29,7 +29,7 @@ from .release_refs import DOWNLOAD_TABLES, DOWNLOADED, IMPORTED, INPUT_FIELDS, T
     with_tiny_models
 
 
-class ReleaseConfig(Strict):
+class ReleaseConfig(ImageEmbedding):  # embed_images, image_max_side: declared there, for the flags too
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
     version: str = "0.1.0"
     description: str = ""
@@ -164,8 +164,9 @@ def config_path(config: str) -> str:
 
 
 def load_release_config(config: str, sample: bool = False, models: ModelChoice = "config",
-                        shards: int | None = None, seed: int | None = None) -> Release:
-    """CONFIG (a path or a packaged name) read and validated once; ContractError in one line."""
+                        shards: int | None = None, seed: int | None = None, images: dict | None = None) -> Release:
+    """CONFIG (a path or a packaged name) read and validated once; ContractError in one line. IMAGES:
+    --embed-images/--image-max-side as given (ImageEmbedding.given), over the config's own keys."""
     import hashlib
 
     import yaml
@@ -173,7 +174,7 @@ def load_release_config(config: str, sample: bool = False, models: ModelChoice =
     from xmdata.schemas import ContractError
 
     path = config_path(config)
-    given = {k: v for k, v in {"shards": shards, "seed": seed}.items() if v is not None}
+    given = {k: v for k, v in {"shards": shards, "seed": seed}.items() if v is not None} | (images or {})
     try:
         text = open(path, encoding="utf-8").read()
         raw = yaml.safe_load(text) or {}

@@ -20,13 +20,13 @@ from .release_refs import BUILT, IMPORT_PATH_OPTIONS, resolve_tiny_models
 
 
 def checked_release(config: str, shards: int | None = None, seed: int | None = None, sample: bool = False,
-                    models: ModelChoice = "config", work: str | None = None) -> Release:
+                    models: ModelChoice = "config", work: str | None = None, images: dict | None = None) -> Release:
     """CONFIG read once and every check a release makes before its first stage writes; the Release
     comes back with its tiny models resolved to their folders (`resolved`, what the build runs)."""
     from xmdata.schemas.column_map import column_mapping
     from xmdata.tasks.release.upload import check_work
 
-    release = load_release_config(config, sample, models, shards, seed)
+    release = load_release_config(config, sample, models, shards, seed, images)
     check_inputs_exist(release.config)
     check_work(release.config, work)
     resolved = resolve_tiny_models(release.config)

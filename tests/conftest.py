@@ -32,6 +32,9 @@ _default("XMDATA_CACHE", os.path.join(_RUN, "cache"))  # the demo's tiny models,
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("XMDATA_IDLE_MINUTES", "15")  # a service a crashed test run left stops by itself
 os.environ.pop("PREFECT_API_URL", None)  # the service's server, never a developer's
+# hf_xet is installed (huggingface_hub's dependency): no test takes the Xet path, which the Hub stand-in
+# does not serve (tests/support/hub_standin.py). huggingface_hub's own setting, read when it is imported.
+os.environ.setdefault("HF_HUB_DISABLE_XET", "1")
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -15,7 +15,7 @@ from xmdata.runtime import settings
 from xmdata.runtime.atomic import sha256_file, write_json_atomic
 
 
-def _cache_path(path: str) -> str:
+def cache_path(path: str) -> str:
     key = hashlib.sha256(os.path.abspath(path).encode()).hexdigest()[:32]
     return os.path.join(settings.CACHE.get(), "reference-hashes", f"{key}.json")
 
@@ -34,17 +34,24 @@ def reference_fingerprint(path: str) -> dict:
     path = os.path.abspath(path)
     files = [path] if os.path.isfile(path) else sorted(
         os.path.join(d, n) for d, _, names in os.walk(path, followlinks=True) for n in names)
-    cache_file = _cache_path(path)
+    names = [os.path.relpath(file, path) if file != path else os.path.basename(file) for file in files]
+    return files_fingerprint(files, names, cache_path(path))
+
+
+def files_fingerprint(files: list[str], names: list[str], cache_file: str) -> dict:
+    """{"files", "bytes", "sha256"} of FILES under their NAMES (one sha256 over names and contents), each
+    file's sha256 kept in CACHE_FILE by size, mtime and inode: an unchanged file is not read again."""
     known, fresh, lines, total = _load(cache_file), {}, [], 0
-    for file in files:
+    for file, name in zip(files, names):
         st = os.stat(file)
         stamp = f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}"
         entry = known.get(file)
         digest = entry[1] if isinstance(entry, list) and len(entry) == 2 and entry[0] == stamp else sha256_file(file)
         fresh[file] = [stamp, digest]
         total += st.st_size
-        lines.append(f"{os.path.relpath(file, path) if file != path else os.path.basename(file)}\0{digest}\n")
+        lines.append(f"{name}\0{digest}\n")
     if fresh != known:
         os.makedirs(os.path.dirname(cache_file), mode=0o700, exist_ok=True)
         write_json_atomic(fresh, cache_file, private=True)
     return {"files": len(files), "bytes": total, "sha256": hashlib.sha256("".join(lines).encode()).hexdigest()}
+

@@ -7,18 +7,33 @@ import json
 import os
 
 import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
 import yaml
 
 from xmdata.tasks.evaluation.caption_stats import caption_statistics
 from xmdata.tasks.translation.report import report_markdown
+
+from .embed_images import IMAGE_COLUMN, JPEG_QUALITY, table_files
+from .hf_features import features_of, yaml_features
 
 TASKS = {"captions": ["image-to-text", "text-to-image"], "translations": ["translation"],
          "qa_parallel": ["visual-question-answering"], "clip_scores": ["image-to-text"]}
 
 
 def _read(release: str, name: str) -> pl.DataFrame | None:
-    path = os.path.join(release, "data", f"{name}.parquet")
-    return pl.read_parquet(path) if os.path.exists(path) else None
+    files = table_files(release, name)  # one file, or an embedded table's numbered parts
+    return pl.read_parquet(files, columns=_plain_columns(files[0])) if files else None
+
+
+def _plain_columns(path: str) -> list[str]:
+    """Every column but an embedded `image` (its bytes are not what the card counts)."""
+    return [n for n in pq.read_schema(path).names if n != IMAGE_COLUMN or not _embedded(path)]
+
+
+def _embedded(path: str) -> bool:
+    schema = pq.read_schema(path)
+    return IMAGE_COLUMN in schema.names and pa.types.is_struct(schema.field(IMAGE_COLUMN).type)
 
 
 def _fmt(value) -> str:
@@ -34,14 +49,44 @@ def _table(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def header(config, tables: dict[str, str], languages: list[str], rows: int) -> str:
+def header(config, tables: dict[str, str], languages: list[str], rows: int, embedded: dict | None = None,
+           release: str | None = None) -> str:
+    """The YAML header. EMBEDDED (a release with its images inside, tasks/release/embed_images.py): each
+    config's data_files lists its numbered files, and `dataset_info` gives every config's features (the
+    Image feature included), as the schema metadata does. Without images inside the header is as before,
+    so an existing release keeps its bytes and its release_sha256."""
     size = "n<1K" if rows < 1_000 else "1K<n<10K" if rows < 10_000 else "10K<n<100K" if rows < 100_000 else "n>100K"
+    embedded = embedded or {}
+    def paths(name):
+        files = embedded[name]["files"] if name in embedded else [f"data/{name}.parquet"]
+        return files[0] if len(files) == 1 else files
     meta = {"pretty_name": config.name, "license": config.license, "language": languages,
             "task_categories": sorted({t for name in tables for t in TASKS.get(name, [])}),
             "size_categories": [size],
-            "configs": [{"config_name": name, "data_files": [{"split": "test", "path": f"data/{name}.parquet"}]}
+            "configs": [{"config_name": name, "data_files": [{"split": "test", "path": paths(name)}]}
                         for name in tables]}
+    if embedded and release:
+        meta["dataset_info"] = [{"config_name": name, "features": yaml_features(features_of(
+            pq.read_schema(table_files(release, name)[0]), {IMAGE_COLUMN} if name in embedded else set()))}
+            for name in tables]
     return "---\n" + yaml.safe_dump(meta, sort_keys=False, allow_unicode=True) + "---\n"
+
+
+def _files_named(name: str, embedded: dict | None) -> str:
+    files = (embedded or {}).get(name, {}).get("files") or [f"data/{name}.parquet"]
+    return files[0] if len(files) == 1 else f"{files[0]} … ({len(files)} files)"
+
+
+def images_section(config, embedded: dict) -> str:
+    """Which tables hold their images, how many, and how (original bytes or resized JPEGs)."""
+    how = ("each image's original file, byte for byte" if config.image_max_side is None else
+           f"the original file where its longer side is at most {config.image_max_side} pixels, else a JPEG "
+           f"resized to {config.image_max_side} (quality {JPEG_QUALITY})")
+    rows = [{"config": n, "files": len(e["files"]), "images": e["images"], "missing files": e["missing"]}
+            for n, e in embedded.items()]
+    return ("## Images\n\nThe images are inside the tables: an `image` column of `Image` structs "
+            f"`{{bytes, path}}` holding {how}; `path` is the image's path as the source named it. A row whose "
+            "file was missing at the build has a null image.\n\n" + _table(rows))
 
 
 def caption_section(captions: pl.DataFrame) -> str:
@@ -102,7 +147,7 @@ def clean_section(config, matches: pl.DataFrame | None, summary: dict) -> str:
     return text
 
 
-def build_card(release: str, config, tables: dict[str, str], summary: dict) -> str:
+def build_card(release: str, config, tables: dict[str, str], summary: dict, embedded: dict | None = None) -> str:
     data = {name: _read(release, name) for name in tables}
     languages = set()
     if (c := data.get("captions")) is not None:
@@ -114,14 +159,17 @@ def build_card(release: str, config, tables: dict[str, str], summary: dict) -> s
     # datasets.load_dataset cannot read a Parquet file without rows, so an empty table is published
     # (a zero is a fact) but not declared as a config.
     loadable = {n: d for n, d in tables.items() if data[n].height}
-    parts = [header(config, loadable, sorted(languages), max((d.height for d in data.values()), default=0)),
+    parts = [header(config, loadable, sorted(languages), max((d.height for d in data.values()), default=0),
+                    embedded, release),
              f"# {config.name}\n\n{config.description}\n\nBuilt by xmdata from its release config (seed "
              f"{config.seed}); `manifest.json` holds the sha256 and row count of every file, the config, package "
              f"versions, models and the code's commit. Check a copy with `xmdata release verify DIR`. Browse it "
              f"in `explore/index.html` (or `xmdata explore DIR`), ask why a row is where it is with `xmdata explain "
              f"DIR ID`; `croissant.json` describes it in Croissant 1.1 with the Responsible-AI fields.\n",
-             "## Tables\n\n" + _table([{"config": n, "file": f"data/{n}.parquet", "rows": data[n].height or "0 (not a config)",
+             "## Tables\n\n" + _table([{"config": n, "file": _files_named(n, embedded), "rows": data[n].height or "0 (not a config)",
                                         "what": d} for n, d in tables.items()])]
+    if embedded:
+        parts.append(images_section(config, embedded))
     if (d := data.get("image_downloads")) is not None:
         parts.append(download_section(d))
     if getattr(config, "dedup", None) or getattr(config, "contamination", None):

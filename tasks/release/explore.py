@@ -31,7 +31,10 @@ def write_explore(release: str, name: str, folder: str | None = None) -> list[st
     """Write RELEASE/explore/ (or FOLDER) from RELEASE's data/ and rejects/; returns its files as
     `explore/<file>`. A file an earlier run left there and this one did not write is removed."""
     data, candidates = explore_data(release)
-    files = {"index.html": page_html(name), "data.js": _script("window.XM_DATA=", data)}
+    thumbs = embedded_thumbnails(release)
+    files = {"index.html": page_html(name, bool(thumbs)), "data.js": _script("window.XM_DATA=", data)}
+    if thumbs:
+        files["images.js"] = _script("window.XM_IMAGES=", thumbs)
     files |= {f"candidates/{_file_name(lang)}.js": _script(f"XM_CANDIDATES({json.dumps(lang)},", units, ")")
               for lang, units in candidates.items()}
     folder = folder or os.path.join(release, FOLDER)
@@ -58,6 +61,46 @@ def explore_data(release: str) -> tuple[dict, dict[str, dict]]:
             "candidate_languages": {lang: _file_name(lang) for lang in candidate_languages(candidates)},
             "land": land_path() if images.height else ""}  # the map's backdrop: no tiles offline
     return data, candidates_by_language(translations, candidates)
+
+
+THUMB_BYTES = 48 * 1024  # an embedded image up to this size is shown as it is, a larger one as a thumbnail
+THUMB_SIDE = 256
+
+
+def embedded_thumbnails(release: str) -> dict[str, str]:
+    """{image path: data: URL} of every image embedded in RELEASE's tables (an `image` struct column,
+    tasks/release/embed_images.py): the bytes themselves, or a JPEG of THUMB_SIDE for a big one."""
+    import base64
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    thumbs: dict[str, str] = {}
+    folder = os.path.join(release, "data")
+    for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
+        path = os.path.join(folder, name)
+        schema = pq.read_schema(path) if name.endswith(".parquet") else None
+        if schema is None or "image" not in schema.names or not pa.types.is_struct(schema.field("image").type):
+            continue
+        for cell in pq.read_table(path, columns=["image"])["image"].to_pylist():
+            if cell and cell.get("bytes") and cell.get("path") and cell["path"] not in thumbs:
+                thumbs[cell["path"]] = _data_url(cell["bytes"], base64, io)
+    return dict(sorted(thumbs.items()))
+
+
+def _data_url(data: bytes, base64, io) -> str:
+    from PIL import Image
+
+    with Image.open(io.BytesIO(data)) as image:
+        kind = (image.format or "png").lower()
+        if len(data) > THUMB_BYTES or kind not in ("png", "jpeg", "gif", "webp"):
+            image = image.convert("RGB")
+            image.thumbnail((THUMB_SIDE, THUMB_SIDE))
+            out = io.BytesIO()
+            image.save(out, "JPEG", quality=80)
+            data, kind = out.getvalue(), "jpeg"
+    return f"data:image/{kind};base64," + base64.b64encode(data).decode("ascii")
 
 
 def _columns(frame: pl.DataFrame) -> dict:

@@ -5,8 +5,20 @@ from __future__ import annotations
 import html
 
 
-def page_html(name: str) -> str:
-    return PAGE.replace("__TITLE__", html.escape(name))
+def page_html(name: str, embedded_images: bool = False) -> str:
+    """The page; EMBEDDED_IMAGES: a release with its images inside, whose thumbnails come from images.js
+    (the embedded bytes) rather than an image folder. Without them the page is byte for byte as before."""
+    page = PAGE.replace("__TITLE__", html.escape(name))
+    if embedded_images:
+        page = page.replace('<script src="data.js"></script>', '<script src="images.js"></script>\n<script src="data.js"></script>')
+        page = page.replace("\ninit();\n</script>", "\n" + EMBEDDED_THUMB + "init();\n</script>")
+    return page
+
+
+# A row's picture from the release's own bytes (window.XM_IMAGES: path -> data: URL); else as before.
+EMBEDDED_THUMB = """const EMBEDDED = window.XM_IMAGES || {}, folderThumb = thumb;
+thumb = (path, cls) => EMBEDDED[path] ? `<img class="${cls}" loading="lazy" src="${EMBEDDED[path]}" alt="${esc(path)}">` : folderThumb(path, cls);
+"""
 
 
 PAGE = r"""<!doctype html>

@@ -14,8 +14,15 @@ CANDIDATE_COLUMNS = ["segment", "beam_rank", "candidate", "sequence_score", "lid
 
 
 def read_table(release: str, name: str) -> pl.DataFrame | None:
-    path = os.path.join(release, "data", f"{name}.parquet")
-    return pl.read_parquet(path, glob=False) if os.path.exists(path) else None
+    """Table NAME of RELEASE (its numbered files too), without an embedded image's bytes (images.js has them)."""
+    from .embed_images import IMAGE_COLUMN, table_files
+
+    files = table_files(release, name)
+    if not files:
+        return None
+    schema = pl.read_parquet_schema(files[0])
+    columns = [c for c, t in schema.items() if not (c == IMAGE_COLUMN and isinstance(t, pl.Struct))]
+    return pl.read_parquet(files, columns=columns, glob=False)
 
 
 def _has(frame: pl.DataFrame | None, *columns: str) -> bool:

@@ -1,6 +1,7 @@
 """RELEASE/explore/: the browsable page, built from a tiny hand-made release with the published column
 names; its bytes do not depend on where the release sits; the command serves it only behind its token;
 and in Chromium it opens from file://, filters, and opens a row's detail."""
+import contextlib
 import json
 import os
 import threading
@@ -186,25 +187,26 @@ def test_a_release_built_before_explore_keeps_its_bytes_and_gets_the_page_beside
         server.server_close()
 
 
-@pytest.mark.browser
-def test_the_page_filters_by_language_and_opens_a_rows_detail_in_chromium(tmp_path):
+def needs_chromium():
     if not os.path.exists(CHROMIUM):
         skip_unless_required(f"{CHROMIUM} missing (apt-get install chromium)", REQUIRE_BROWSER)
+
+
+def write_photos(folder):
+    """images/img-1.jpg (red) and images/img-2.jpg (blue), 40x30, under FOLDER."""
+    from PIL import Image
+
+    (folder / "images").mkdir(parents=True)
+    for n, colour in ((1, "red"), (2, "blue")):
+        Image.new("RGB", (40, 30), colour).save(folder / "images" / f"img-{n}.jpg")
+
+
+@contextlib.contextmanager
+def page_in_chromium(release, errors):
+    """RELEASE's explore page opened from file:// in Debian's Chromium, ready; page errors go to ERRORS."""
     from playwright.sync_api import sync_playwright
     from support.prefect_ui import launch_chromium
 
-    from PIL import Image
-
-    from xmdata.commands.explore import explore_server
-
-    release = tiny_release(tmp_path / "r")
-    write_explore(release, "tiny")
-    (tmp_path / "photos" / "images").mkdir(parents=True)
-    for n, colour in ((1, "red"), (2, "blue")):
-        Image.new("RGB", (40, 30), colour).save(tmp_path / "photos" / "images" / f"img-{n}.jpg")
-    server = explore_server(release, "tok3n", 0, str(tmp_path / "photos"))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    errors = []
     with sync_playwright() as p:
         browser = launch_chromium(p)
         try:
@@ -212,6 +214,24 @@ def test_the_page_filters_by_language_and_opens_a_rows_detail_in_chromium(tmp_pa
             page.on("pageerror", lambda exc: errors.append(str(exc)))
             page.goto(f"file://{release}/explore/index.html")
             page.wait_for_selector("body[data-ready='1']")
+            yield page
+        finally:
+            browser.close()
+
+
+@pytest.mark.browser
+def test_the_page_filters_by_language_and_opens_a_rows_detail_in_chromium(tmp_path):
+    needs_chromium()
+    from xmdata.commands.explore import explore_server
+
+    release = tiny_release(tmp_path / "r")
+    write_explore(release, "tiny")
+    write_photos(tmp_path / "photos")
+    server = explore_server(release, "tok3n", 0, str(tmp_path / "photos"))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    errors = []
+    try:
+        with page_in_chromium(release, errors) as page:
             assert page.locator("#count").get_attribute("data-n") == "2"  # images
             assert page.locator("svg.map circle").count() == 2
             page.click("nav button[data-tab=texts]")
@@ -239,9 +259,50 @@ def test_the_page_filters_by_language_and_opens_a_rows_detail_in_chromium(tmp_pa
             page.wait_for_selector("body[data-ready='1']")
             page.wait_for_function("[...document.querySelectorAll('img.thumb')].length === 2 && "
                                    "[...document.querySelectorAll('img.thumb')].every(i => i.complete && i.naturalWidth === 40)")
-        finally:
-            browser.close()
-            server.shutdown()
-            server.server_close()
+    finally:
+        server.shutdown()
+        server.server_close()
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
+    assert errors == []
+
+
+def _embedded_release(tmp_path):
+    """tiny_release with its two photographs inside clip_scores and captions (embed_images)."""
+    from xmdata.tasks.release.embed_images import ImageSources, embed_release_images
+
+    release = tiny_release(tmp_path / "r")
+    write_photos(tmp_path / "photos")
+    sources = ImageSources(by_id={f"img-{n}": (f"images/img-{n}.jpg", str(tmp_path / "photos" / "images" / f"img-{n}.jpg"))
+                                  for n in (1, 2)}, roots={"clip_scores": str(tmp_path / "photos")})
+    done = embed_release_images(release, ["clip_scores", "captions", "translations"], sources, None)
+    assert set(done) == {"clip_scores", "captions"}
+    return release
+
+
+def test_a_release_with_its_images_inside_carries_them_to_the_page_and_one_without_is_unchanged(tmp_path):
+    from xmdata.tasks.release.explore_page import page_html
+
+    plain = tiny_release(tmp_path / "plain")
+    assert "images.js" not in write_explore(plain, "tiny")[0] + "".join(write_explore(plain, "tiny"))
+    assert open(os.path.join(plain, "explore", "index.html")).read() == page_html("tiny")
+    release = _embedded_release(tmp_path)
+    assert "explore/images.js" in write_explore(release, "tiny")
+    images = read_script(os.path.join(release, "explore", "images.js"))
+    assert sorted(images) == ["images/img-1.jpg", "images/img-2.jpg"]
+    assert images["images/img-1.jpg"].startswith("data:image/jpeg;base64,")
+
+
+@pytest.mark.browser
+def test_the_page_shows_each_rows_picture_from_the_embedded_bytes_in_chromium(tmp_path):
+    needs_chromium()
+    import shutil
+
+    release = _embedded_release(tmp_path)
+    write_explore(release, "tiny")
+    shutil.rmtree(tmp_path / "photos")  # no image folder: the pictures are the release's own
+    errors = []
+    with page_in_chromium(release, errors) as page:
+        page.wait_for_function("[...document.querySelectorAll('img.thumb')].length === 2 && "
+                               "[...document.querySelectorAll('img.thumb')].every(i => i.complete && i.naturalWidth === 40)")
+        assert "set the image folder" not in page.inner_text("body")
     assert errors == []

@@ -152,7 +152,7 @@ def test_prefect_yaml_declares_every_flow_and_an_inactive_nightly_release():
     entrypoints = {d["entrypoint"].rsplit(".", 1)[0] for d in spec["deployments"]}
     assert entrypoints == {f"xmdata.flows.{m}" for m in
                            ("release", "language_id", "select_images", "translate", "translate_qa", "score", "download_images",
-                            "evaluate", "train_distill", "train_clipscore")}
+                            "evaluate", "train_distill", "train_clipscore", "publish")}
     by_name = {d.name: d for d in load_deployments(os.path.join(ROOT, "prefect.yaml"), activate_schedules=False)}
     release = by_name["demo-release"]
     assert [(s.schedule.cron, s.active) for s in release.schedules] == [("0 3 * * *", False)]
@@ -163,6 +163,10 @@ def test_prefect_yaml_declares_every_flow_and_an_inactive_nightly_release():
 
     properties = parameter_schema(release_flow).properties  # the UI's form of the flow that entrypoint names
     assert properties["shards"]["description"].startswith("override the config") and properties["config"]["default"] == "demo"
+    from xmdata.flows.publish import publish_flow
+
+    form = parameter_schema(publish_flow).properties  # the token is never a parameter of the form
+    assert set(form) == {"release", "repo_id", "options"} and "token" not in json.dumps(form).lower()
     active = {d.name: d for d in load_deployments(os.path.join(ROOT, "prefect.yaml"), activate_schedules=True)}
     assert [s.active for s in active["demo-release"].schedules] == [True]
 

@@ -2,14 +2,13 @@
 tiny models are cached, which Prefect home ran the build, or the working directory."""
 import json
 import os
-import shutil
 import subprocess
 import sys
 
 import pytest
 from support.cli_in_process import run_xmdata
+from support.demo_release import sample_inputs
 
-from xmdata.data import sample_path
 from xmdata.tasks.release.manifest import model_fingerprint
 
 BIN = os.path.dirname(sys.executable)
@@ -39,13 +38,7 @@ def test_model_fingerprint_ignores_the_folder_the_models_were_built_in(tmp_path)
 
 
 def _inputs(folder):
-    folder.mkdir(parents=True)
-    lines = open(sample_path("captions.jsonl"), encoding="utf-8").read().splitlines()[:3]
-    (folder / "captions.jsonl").write_text("\n".join(lines) + "\n")
-    shutil.copy(sample_path("images.csv"), folder / "images.csv")
-    shutil.copytree(os.path.join(os.path.dirname(sample_path("images.csv")), "images"), folder / "images")
-    (folder / "release.yaml").write_text(CONFIG)
-    return folder
+    return sample_inputs(folder, CONFIG)
 
 
 @pytest.mark.slow

@@ -37,3 +37,19 @@ def release_files(root):
     assert manifest.pop("built_at")
     files["manifest.json"] = manifest
     return files
+
+
+def sample_inputs(folder, config: str, captions: int = 3):
+    """FOLDER with the first CAPTIONS sample captions, the sample images table and its images, and
+    CONFIG as release.yaml: a small release project of the shipped sample."""
+    import shutil
+
+    from xmdata.data import sample_path
+
+    folder.mkdir(parents=True)
+    lines = open(sample_path("captions.jsonl"), encoding="utf-8").read().splitlines()[:captions]
+    (folder / "captions.jsonl").write_text("\n".join(lines) + "\n")
+    shutil.copy(sample_path("images.csv"), folder / "images.csv")
+    shutil.copytree(os.path.join(os.path.dirname(sample_path("images.csv")), "images"), folder / "images")
+    (folder / "release.yaml").write_text(config)
+    return folder

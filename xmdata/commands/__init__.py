@@ -13,6 +13,7 @@ from xmdata.commands.import_dataset import IMPORT
 from xmdata.commands.lock import UNLOCK
 from xmdata.commands.memo import MEMO
 from xmdata.commands.models import MODELS
+from xmdata.commands.publish import PUBLISH
 from xmdata.commands.release import DEMO, RELEASE
 from xmdata.commands.score import SCORE
 from xmdata.commands.select_images import SELECT_IMAGES
@@ -21,6 +22,6 @@ from xmdata.commands.train import TRAIN
 from xmdata.commands.translate import SELECT_TRANSLATIONS, TRANSLATE, TRANSLATE_QA
 from xmdata.commands.validate import VALIDATE
 
-COMMANDS = (DEMO, RELEASE, UP, DOWN, WORKER, STATUS, SERVE, IDENTIFY_LANGUAGE, SELECT_IMAGES, SCORE, TRANSLATE,
+COMMANDS = (DEMO, RELEASE, PUBLISH, UP, DOWN, WORKER, STATUS, SERVE, IDENTIFY_LANGUAGE, SELECT_IMAGES, SCORE, TRANSLATE,
             SELECT_TRANSLATIONS, TRANSLATE_QA, DOWNLOAD_IMAGES, DEDUP, CONTAMINATION, EXPLAIN, EXPLORE, TRAIN, VALIDATE,
             MODELS, EVALUATE, IMPORT, MEMO, UNLOCK)

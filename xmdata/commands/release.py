@@ -6,17 +6,21 @@ import argparse
 import sys
 
 from xmdata.cli_command import Command
+from xmdata.cli_params import ParamFlags, add_param_flags
 from xmdata.cli_options import add_run_options, seed_int
 from xmdata.exit_codes import FAILED, OK
 from xmdata.tasks.release.choices import MODEL_CHOICES
 from xmdata.tasks.release.compare import TOLERANCE
+from xmdata.tasks.release.image_options import ImageEmbedding
 
 GUIDE = "how-to/releases.md"
+IMAGE_FLAGS = ParamFlags(ImageEmbedding)  # --embed-images, --image-max-side
 
 
 def add_demo_arguments(demo: argparse.ArgumentParser) -> None:
     demo.add_argument("--out", default="demo-release", help="release folder (default ./demo-release)")
     add_run_options(demo)
+    add_param_flags(demo, IMAGE_FLAGS)
     # service_early: the packaged config and sample have nothing to refuse, so the service starts
     # while the demo imports (service/run_setup.start_service_early)
     demo.set_defaults(shards=None, config="demo", seed=None, work=None, release_command=None, sample=False,
@@ -33,6 +37,7 @@ def add_release_arguments(release: argparse.ArgumentParser) -> None:
     release.add_argument("--models", choices=MODEL_CHOICES, default="config",
                          help="config: the models the config names; tiny: the offline tiny models instead")
     add_run_options(release)
+    add_param_flags(release, IMAGE_FLAGS)  # --embed-images, --image-max-side: over the config's keys
     release.set_defaults(shards=None)  # the config's
 
 
@@ -49,7 +54,8 @@ def release(args: argparse.Namespace) -> int:
     from xmdata.tasks.release.upload import release_folders
 
     # A broken config, input or model stops here, before any server starts; the flow runs on what was checked.
-    checked = checked_release(args.config, args.shards, args.seed, args.sample, args.models, args.work)
+    images = args.params.given() if getattr(args, "params", None) is not None else None
+    checked = checked_release(args.config, args.shards, args.seed, args.sample, args.models, args.work, images)
     _, _, work = release_folders(args.out, args.work)
     result = run_flow(checked_release_flow, args, summary_dir=work, cluster=checked.config.cluster, release=checked,
                       work=work)
