@@ -3,7 +3,8 @@
 
 Both yield (index, outcome, error): `outcome` is what `run_shard_job` returned, `error` why a shard
 did not finish. A bad input or a missing model (ContractError, ModelError) is the whole command's
-fault, not one shard's: it stops the stage at once and reaches the user as exit 2.
+fault, not one shard's: it stops the stage at once and reaches the user as exit 2. So does a full disk
+(runtime/faults.py), as exit 4.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from typing import Iterator
 
 from . import settings
 from .cluster import SHARD_CORES, default_workers, worker_threads
+from .faults import is_out_of_space
 from .process import gather_new_units, run_shard_job
 from .side_by_side import SHARD_FUNCTIONS, raise_if_stopping
 from .storage import is_url
@@ -26,10 +28,11 @@ UPLOAD_OVERLAP = 2  # shards in flight in this process when outputs go to an obj
 
 
 def is_input_error(exc: BaseException) -> bool:
+    """A bad input or model, or a full disk (runtime/faults.py): the command's fault, not one shard's."""
     from xmdata.models.base import ModelError
     from xmdata.schemas import ContractError
 
-    return isinstance(exc, (ContractError, ModelError))
+    return isinstance(exc, (ContractError, ModelError)) or is_out_of_space(exc)
 
 
 def failure_reason(exc: BaseException) -> str:

@@ -8,7 +8,7 @@ import sys
 
 from xmdata.cli_params import params_from_args
 from xmdata.cli_parser import build_parser
-from xmdata.exit_codes import BAD_INPUT, CLOSED_PIPE, FAILED, INTERRUPTED
+from xmdata.exit_codes import BAD_INPUT, CLOSED_PIPE, FAILED, INTERRUPTED, OUT_OF_SPACE
 from xmdata.runtime import settings
 
 def check_output_folder(path: str, flag: str) -> None:
@@ -98,6 +98,15 @@ def run(argv: list[str] | None) -> int:
     except (ShardsFailed, ServiceError) as exc:
         print(f"xmdata: error: {exc}", file=sys.stderr)
         return FAILED
+    except OSError as exc:  # a full disk: the environment's fault, said in one line (xmdata/faults.py)
+        from xmdata.runtime.faults import is_out_of_space
+
+        if not is_out_of_space(exc):
+            raise
+        from xmdata.faults import out_of_space_line
+
+        print(f"xmdata: error: {out_of_space_line(exc, getattr(args, 'out', None))}", file=sys.stderr)
+        return OUT_OF_SPACE
     except KeyboardInterrupt:  # the stages stopped and said so (a Prefect run: Crashed); finished shards are kept
         print("xmdata: interrupted (finished shards are kept: the same command resumes from them)", file=sys.stderr)
         return INTERRUPTED

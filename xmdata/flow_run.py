@@ -10,15 +10,19 @@ from xmdata.runtime import storage
 
 
 class _InputErrorsOnce(logging.Filter):
-    """A refused input or model (exit 2) or failed shards (exit 1) are printed by the CLI in one
-    line; Prefect's console copy, traceback and all, is dropped. The Prefect API (the UI's run
+    """A refused input or model (exit 2), failed shards (exit 1) or a full disk (exit 4) are printed
+    by the CLI in one line; Prefect's console copy, traceback and all, is dropped. The Prefect API (the UI's run
     logs) still gets it; -v shows it."""
 
-    NAMES = ("ContractError", "ModelError", "ShardsFailed", "FolderBusy", "ForeignLock")
+    NAMES = ("ContractError", "ModelError", "ShardsFailed", "FolderBusy", "ForeignLock", "OutOfSpace")
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.levelno < logging.ERROR:
             return True
+        from xmdata.runtime.faults import is_out_of_space
+
+        if record.exc_info and is_out_of_space(record.exc_info[1]):  # a full disk (a plain OSError too)
+            return False
         if record.exc_info and any(c.__name__ in self.NAMES for c in type(record.exc_info[1]).__mro__):
             return False  # a subclass too (NotPrivate, NonFiniteLoss): the CLI prints it in one line
         return not any(f"{name}(" in record.getMessage() or f"{name}:" in record.getMessage()

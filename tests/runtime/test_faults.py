@@ -1,0 +1,142 @@
+"""Faults of the environment end in one line and lose nothing (docs/explanation/reliability.md):
+a full disk at the output, the memo and the cache, injected at the writes (everywhere) and met for real
+on a size-limited tmpfs (as root)."""
+from __future__ import annotations
+
+import errno
+import os
+import pickle
+import random
+import string
+import subprocess
+import sys
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from support.cli_in_process import run_xmdata
+
+from xmdata.exit_codes import OUT_OF_SPACE
+from xmdata.runtime import atomic, memo
+from xmdata.runtime.faults import OutOfSpace, is_out_of_space
+
+BIN = os.path.dirname(sys.executable)
+
+
+def captions(path, rows: int, seed: int = 0) -> str:
+    """Texts of random letters: they barely compress, so their shards fill a small disk."""
+    r = random.Random(seed)
+    texts = [" ".join("".join(r.choice(string.ascii_lowercase) for _ in range(r.randint(3, 9))) for _ in range(20))
+             for _ in range(rows)]
+    pq.write_table(pa.table({"id": [f"r{i}" for i in range(rows)], "text": texts}), path)
+    return str(path)
+
+
+def full_at(monkeypatch, where):
+    """Every atomic write whose target path `where(path)` picks fails as a full disk does."""
+    real = atomic._replace_in
+
+    def write(folder, path, *args, **kwargs):
+        if where(path):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(folder, path, *args, **kwargs)
+
+    monkeypatch.setattr(atomic, "_replace_in", write)
+
+
+def finished(out) -> int:
+    return sum(len(files) for folder, _, files in os.walk(out) if os.path.basename(folder) == "_done")
+
+
+def test_a_full_output_ends_in_one_line_naming_the_folder_and_the_rerun_resumes(cli_env, tmp_path, monkeypatch):
+    source, out = captions(tmp_path / "in.parquet", 400), tmp_path / "out"
+    full_at(monkeypatch, lambda path: "language_id" in path and "shard-00003" in path)
+    result = run_xmdata(["identify-language", source, "--out", out, "--shards", "6", "-q"], cli_env)
+    assert result.returncode == OUT_OF_SPACE
+    lines = [line for line in result.stderr.splitlines() if line.startswith("xmdata:")]
+    assert lines == [f"xmdata: error: out of space: {out}/language_id/data: No space left on device; kept: "
+                     f"{finished(out)} finished shard(s) in {out}, with the memo's stored entries; the same "
+                     f"command resumes from them once space is freed there"], result.stderr
+    assert finished(out) == 6 + 3 and "Traceback" not in result.stderr  # the captions' six, language_id's 0-2
+    assert not [n for _, _, names in os.walk(out) for n in names if n.startswith(".tmp-")]  # nothing half-written
+
+    monkeypatch.undo()
+    again = run_xmdata(["identify-language", source, "--out", out, "--shards", "6"], cli_env)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "language_id: 3 shard(s) run, 3 skipped (already finished) of 6" in again.stdout
+
+
+def test_a_memo_that_fills_mid_run_stops_being_written_says_so_once_and_the_shards_go_on(tmp_path, monkeypatch, caplog):
+    """The disk full under the memo after its first entry file (the OutOfSpace the atomic writer
+    raises is an OSError the memo catches): served what it has, not written, said once."""
+    import skimage.data
+
+    from support.memo_runs import run_shard
+    from xmdata.tasks.clean.inputs import RESOLVED
+    from xmdata.tasks.clean.params import CleanParams
+    from xmdata.tasks.clean.signatures import HASH_MEMO_KIND, signature_stage
+
+    paths = [os.path.join(os.path.dirname(skimage.data.__file__), n) for n in ("astronaut.png", "coffee.png", "rocket.jpg")]
+    table = pa.table({"id": ["a", "b", "c"], "path": paths, RESOLVED: paths})
+    stage, location = signature_stage("images", CleanParams(), None), str(tmp_path / "memo")
+    assert run_shard(stage, table.slice(0, 1), location)[2] == {HASH_MEMO_KIND: {"computed": 1, "stored": 1}}
+    full_at(monkeypatch, lambda path: path.startswith(location))
+    with caplog.at_level("WARNING", logger="xmdata.memo"):
+        kept, _, counts = run_shard(stage, table, location)
+        assert run_shard(stage, table, location)[2] == {HASH_MEMO_KIND: {"served": 1, "computed": 2}}
+    assert counts == {HASH_MEMO_KIND: {"served": 1, "computed": 2}} and kept.num_rows == 3
+    said = [r.getMessage() for r in caplog.records if r.name == "xmdata.memo"]
+    assert said == [f"memo {location}: the disk is full; its entries are read, new results are not stored"]
+
+
+def test_a_full_cache_is_named_and_the_error_keeps_its_folder_across_processes(tmp_path, monkeypatch):
+    """A cache record's write (XMDATA_CACHE) on a full disk: OutOfSpace naming its folder, which a
+    Dask worker's pickled error keeps on its way to the client."""
+    from xmdata.faults import out_of_space_line
+    from xmdata.runtime.cache_records import write_cache_record
+
+    monkeypatch.setenv("XMDATA_CACHE", str(tmp_path / "cache"))
+    full_at(monkeypatch, lambda path: True)
+    with pytest.raises(OutOfSpace) as raised:
+        write_cache_record("platform", "torch-x", {"a": 1})
+    assert raised.value.folder == str(tmp_path / "cache" / "platform") and is_out_of_space(raised.value)
+    back = pickle.loads(pickle.dumps(raised.value))
+    assert (type(back), back.errno, back.folder) == (OutOfSpace, errno.ENOSPC, raised.value.folder)
+    assert out_of_space_line(back, None).startswith(f"out of space: {tmp_path}/cache/platform: No space left")
+    assert not os.listdir(tmp_path / "cache" / "platform")  # no temp file left behind
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 2 MiB tmpfs (root only: mount needs CAP_SYS_ADMIN), unmounted after."""
+    if os.geteuid() != 0:
+        pytest.skip("a real full disk needs root to mount a size-limited tmpfs; the injected tests cover the rest")
+    folder = tmp_path / "small"
+    folder.mkdir()
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(folder)], capture_output=True, text=True)
+    if made.returncode:
+        pytest.skip(f"mount -t tmpfs refused here ({made.stderr.strip()}): the injected tests cover the rest")
+    yield folder
+    subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+def test_a_real_full_disk_ends_in_one_line_without_a_traceback_and_the_rerun_resumes(cli_env, tmp_path, small_disk):
+    """The command as a user runs it (its own process, the service's Prefect server): no traceback from
+    xmdata or from Prefect's flow engine on the terminal; after the disk grows, the rerun resumes."""
+    source, out = captions(tmp_path / "in.parquet", 20_000), small_disk / "out"
+    command = [os.path.join(BIN, "xmdata"), "identify-language", source, "--out", str(out), "--shards", "8"]
+    full = subprocess.run([*command, "-q"], env=cli_env, capture_output=True, text=True)
+    assert full.returncode == OUT_OF_SPACE, full.stderr[-3000:]
+    assert f"xmdata: error: out of space: {out}" in full.stderr
+    assert [line for line in full.stderr.splitlines() if line.strip()] == [
+        line for line in full.stderr.splitlines() if line.startswith("xmdata: error: out of space")]  # one line
+    kept = finished(out)
+    assert kept >= 1 and f"kept: {kept} finished shard(s) in {out}" in full.stderr
+
+    subprocess.run(["mount", "-o", "remount,size=32m", str(small_disk)], check=True)
+    again = subprocess.run(command, env=cli_env, capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr[-3000:]
+    skipped = sum(int(line.split(" skipped")[0].rsplit(", ", 1)[1]) for line in again.stdout.splitlines()
+                  if " shard(s) run, " in line)
+    assert skipped == kept  # every shard finished before the disk filled, taken as it was
