@@ -26,6 +26,7 @@ from typing import Iterator
 
 from . import settings
 from .executors import Outcome, failure_reason, is_input_error, shard_outcome
+from .faults import killed_worker_reason
 from .placement import placement
 from .process import gather_new_units, run_shard_job
 from .side_by_side import raise_if_stopping
@@ -163,8 +164,20 @@ class DaskExecutor:
             raise exc
         if len(group) > 1:  # which of its shards kills workers? each alone tells (finished ones: a hash)
             running.update(tasks.submit([[job] for job in group]))
+        elif type(exc).__name__ == "KilledWorker":  # the stage and shard are named with it (ShardsFailed)
+            # The limits the stage started with: the killed worker is gone from the scheduler by now.
+            limits = worker_memory_limits(self.client) or tasks.memory_limits
+            yield group[0][0], None, killed_worker_reason(limits)
         else:
             yield group[0][0], None, failure_reason(exc)
+
+
+def worker_memory_limits(client) -> list[int]:
+    """Each worker's memory limit, in bytes (0: none), as the scheduler knows them; [] when it does not answer."""
+    try:
+        return [w.get("memory_limit") or 0 for w in client.scheduler_info(n_workers=-1)["workers"].values()]
+    except Exception:  # noqa: BLE001 - the reason is said without the figure
+        return []
 
 
 def no_worker_reason(client, worker_log: str, gpu: bool) -> str:
@@ -180,6 +193,7 @@ class _Tasks:
         self.client, self.stage, self.root = client, stage, root
         self.options = storage_options() or None  # a worker elsewhere shares only the store with us
         self.where = placement(client, stage.gpu)  # GPU stages on GPU workers, when there are any
+        self.memory_limits = worker_memory_limits(client)  # named if a shard keeps killing workers
         self.token = uuid.uuid4().hex[:8]
         self.groups: dict = {}
         self.rounds = 0

@@ -36,8 +36,7 @@ def is_input_error(exc: BaseException) -> bool:
 
 
 def failure_reason(exc: BaseException) -> str:
-    if type(exc).__name__ == "KilledWorker":
-        return "the workers running it died repeatedly (KilledWorker): it may exhaust memory or crash"
+    """A shard's failure in a line (a KilledWorker is said by dask_executor, with the workers' limit)."""
     return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
 
 

@@ -49,16 +49,21 @@ def writing_into(folder: str) -> Iterator[None]:
         raise
 
 
-def killed_worker_reason(stage: str, index: int, memory_limit: str | None) -> str:
-    """A shard whose workers died running it, again and again (Dask's KilledWorker): the knobs a user
-    can turn to make its share of memory larger or its work smaller."""
-    limit = f" (each worker's memory limit: {memory_limit})" if memory_limit else ""
-    return (f"stage {stage}, shard-{index:05d}: the workers running it died {_retries()} times, killed "
-            f"for memory or crashed{limit}; give a worker more memory (fewer --workers, a larger "
-            f"memory_limit in --cluster-kwargs) or a shard less work (more --shards, a smaller --batch-size)")
+def killed_worker_reason(memory_limits: list[int]) -> str:
+    """A shard whose workers died running it, again and again (Dask's KilledWorker, after
+    `distributed.scheduler.allowed-failures` retries): the limit it met, and the knobs a user can turn
+    to give a worker more memory or a shard less work. `memory_limits`: the workers' (bytes; 0: none;
+    [] unknown)."""
+    from dask.utils import format_bytes
 
-
-def _retries() -> str:
-    import dask
-
-    return str(dask.config.get("distributed.scheduler.allowed-failures") + 1)
+    limits = sorted({limit for limit in memory_limits if limit})
+    if not memory_limits:  # the scheduler did not say
+        limit = "over the worker's memory limit or crashed"
+    elif not limits:
+        limit = "no memory limit was set: the machine's memory ran out, or the stage crashes its process"
+    else:
+        shown = format_bytes(limits[0]) if len(limits) == 1 else f"{format_bytes(limits[0])} to {format_bytes(limits[-1])}"
+        limit = f"over the worker's memory limit ({shown}) or crashed"
+    return (f"its workers died running it, again after Dask's retries (KilledWorker): {limit}; give a worker "
+            f"more memory (fewer --workers, or memory_limit= in --cluster-kwargs) or the shard less work "
+            f"(more --shards, or the stage's smaller batch size)")

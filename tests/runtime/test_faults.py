@@ -140,3 +140,48 @@ def test_a_real_full_disk_ends_in_one_line_without_a_traceback_and_the_rerun_res
     skipped = sum(int(line.split(" skipped")[0].rsplit(", ", 1)[1]) for line in again.stdout.splitlines()
                   if " shard(s) run, " in line)
     assert skipped == kept  # every shard finished before the disk filled, taken as it was
+
+
+def allocates(table, params):
+    """Holds `mib` MiB, touched, on the victim shard: over a small worker's memory limit."""
+    import numpy as np
+
+    from xmdata.tasks.build.rejects import no_rejects
+
+    if table.column("id")[0].as_py().startswith(params["victim"] + "-"):
+        held = np.ones(params["mib"] << 20, dtype=np.uint8)
+        import time
+
+        time.sleep(5)  # the nanny's monitor (every 100 ms) sees it and kills the worker first
+        del held
+    return table, no_rejects()
+
+
+def test_a_stage_over_the_workers_memory_limit_is_named_with_the_limit_and_the_knobs(tmp_path):
+    """A real LocalCluster with a 400 MiB worker and a shard that takes 700 MiB: the nanny kills the
+    worker (Dask's memory `terminate` threshold), the scheduler gives up on the task after its allowed
+    failures (one death here, to keep it cheap), and the stage fails in one line; the other shard is kept."""
+    import dask
+    import distributed  # noqa: F401 — its config defaults first
+
+    from test_execution import write_shards
+    from xmdata.runtime.cluster_spec import ClusterOptions
+    from xmdata.runtime.execution import ShardsFailed, run_stage
+    from xmdata.runtime.session import execution_session
+    from xmdata.runtime.stage import Stage
+
+    small = ClusterOptions(cluster_class="distributed.LocalCluster",
+                           cluster_kwargs={"n_workers": 1, "threads_per_worker": 1, "memory_limit": "400MiB"})
+    out = str(tmp_path / "out")
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+        with execution_session("dask", cluster=small) as session:
+            session.client()
+            with pytest.raises(ShardsFailed) as failed:
+                run_stage(Stage("allocating", "1", allocates, {"victim": "s1", "mib": 700}), write_shards(tmp_path, 2), out)
+    assert failed.value.failed.keys() == {1}
+    assert str(failed.value).startswith(
+        "stage allocating: 1 shard(s) failed — shard-00001: its workers died running it, again after Dask's retries "
+        "(KilledWorker): over the worker's memory limit (400.00 MiB) or crashed; give a worker more memory "
+        "(fewer --workers, or memory_limit= in --cluster-kwargs) or the shard less work (more --shards, or the stage's "
+        "smaller batch size). Finished shards are kept")
+    assert os.path.exists(os.path.join(out, "allocating", "_done", "shard-00000.json"))
