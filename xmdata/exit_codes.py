@@ -8,6 +8,7 @@ FAILED = 1
 BAD_INPUT = 2
 NOT_RUNNING = 3
 OUT_OF_SPACE = 4  # a full disk: the environment's fault, not the input's
+SERVER_LOST = 5
 INTERRUPTED = 130  # as a shell reports a command SIGINT ended
 CLOSED_PIPE = 141  # as a shell reports a command SIGPIPE ended (`xmdata status | head -3`)
 
@@ -22,6 +23,9 @@ EXIT_CODES = {
     OUT_OF_SPACE: "a disk filled up (or a quota was reached) in the output, the memo's folder or XMDATA_CACHE: "
                   "the folder named in one line; finished shards and stored memo entries are kept, and the same "
                   "command resumes once space is freed",
+    SERVER_LOST: "the run's Prefect server stopped answering mid-run (XMDATA_PREFECT_LOST_SECONDS): the build "
+                 "stopped in one line; finished shards are kept; the next command starts the service's server "
+                 "anew (a server you named must be started again) and the same command resumes",
     INTERRUPTED: "Ctrl-C (SIGINT): the stages stopped; finished shards are kept and the same command resumes",
     CLOSED_PIPE: "stdout's reader left (`xmdata status | head -3`): the command ended quietly",
 }

@@ -42,9 +42,11 @@ def run_flow(flow_fn, args, summary_dir: str | None = None, cluster=None, **para
     from xmdata.runtime.folder_lock import one_writer, waiting_for_locks
     from xmdata.runtime.progress import showing_progress
     from xmdata.runtime.run_setup import run_environment
+    from xmdata.server_watch import SERVER_GONE_NOISE, watching_prefect_server
     if not args.verbose:
         for handler in logging.getLogger().handlers:
             handler.addFilter(INPUT_ERRORS_ONCE)  # one instance: a second run adds nothing
+            handler.addFilter(SERVER_GONE_NOISE)
     cluster = cluster_options(args.cluster, args.cluster_kwargs, args.adapt) or cluster
     args.out = storage.absolute(args.out)  # workers of an external cluster have another cwd
     for folder in (args.out, summary_dir or args.out):
@@ -59,7 +61,8 @@ def run_flow(flow_fn, args, summary_dir: str | None = None, cluster=None, **para
             memo.using(memo_options), \
             showing_progress(not args.quiet), \
             run_environment(args.executor, args.dask_address, args.workers, log_dir, args.quiet, cluster,
-                            tls=(args.tls_ca_file, args.tls_cert, args.tls_key), dashboard=args.dashboard):
+                            tls=(args.tls_ca_file, args.tls_cert, args.tls_key), dashboard=args.dashboard), \
+            watching_prefect_server(args.out):
         summary = flow_fn(out=args.out, shards=args.shards, **params)
     memo.record_run(memo_options, args.command, args.out, {stage: c.get("memo") for stage, c in summary["run"].items()})
     if not args.quiet:

@@ -185,3 +185,41 @@ def test_a_stage_over_the_workers_memory_limit_is_named_with_the_limit_and_the_k
         "(fewer --workers, or memory_limit= in --cluster-kwargs) or the shard less work (more --shards, or the stage's "
         "smaller batch size). Finished shards are kept")
     assert os.path.exists(os.path.join(out, "allocating", "_done", "shard-00000.json"))
+
+
+def test_a_prefect_server_gone_mid_run_stops_the_build_in_one_line_and_the_rerun_resumes(cli_env, service, tmp_path):
+    """A Prefect server the command was pointed at (PREFECT_API_URL, as beside --dask-address) gone once
+    the first shards are finished: the service's real server behind a proxy the test closes (every
+    connection cut, the port refusing; its process killed is the same to the client, and is measured on
+    the faults page). The command ends in one line with SERVER_LOST after XMDATA_PREFECT_LOST_SECONDS
+    without an answer (1 s here), its finished shards on disk; the same command resumes from them."""
+    import time
+    from urllib.parse import urlsplit
+
+    from support.tcp_proxy import TcpProxy
+    from xmdata.exit_codes import SERVER_LOST
+    from xmdata.runtime.service import prefect_auth
+
+    real = urlsplit(service["prefect_api_url"])
+    proxy = TcpProxy(real.hostname, real.port)
+    url = f"http://127.0.0.1:{proxy.port}/api"
+    source, out = captions(tmp_path / "in.parquet", 1000), tmp_path / "out"
+    env = {**cli_env, "XMDATA_SERVICE": "off", "PREFECT_API_URL": url, "PREFECT_API_AUTH_STRING": prefect_auth(service),
+           "XMDATA_PREFECT_LOST_SECONDS": "1"}
+    command = [os.path.join(BIN, "xmdata"), "identify-language", source, "--out", str(out), "--shards", "60", "-q"]
+    run = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        while not os.path.isdir(out / "language_id" / "_done") and run.poll() is None:
+            time.sleep(0.05)
+    finally:
+        proxy.close()
+    _, stderr = run.communicate(timeout=120)
+    assert run.returncode == SERVER_LOST, stderr[-3000:]
+    kept = finished(out)
+    assert [line for line in stderr.splitlines() if line.strip()] == [
+        f"xmdata: error: the Prefect server {url} has not answered for 1 s: the build stopped; kept: {kept} "
+        f"finished shard(s) in {out}, with the memo's stored entries; the same command resumes from them (the "
+        f"service's server is started anew by the next command; one you named must be started again)"], stderr
+    again = run_xmdata(command[1:-1], cli_env)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "captions: 0 shard(s) run, 60 skipped (already finished) of 60" in again.stdout
