@@ -26,7 +26,7 @@ from typing import Iterator
 
 from . import settings
 from .executors import Outcome, failure_reason, is_input_error, shard_outcome
-from .faults import killed_worker_reason
+from .faults import SchedulerLost, killed_worker_reason
 from .placement import placement
 from .process import gather_new_units, run_shard_job
 from .side_by_side import raise_if_stopping
@@ -101,8 +101,13 @@ class DaskExecutor:
                     size = shards_per_task(seconds, len(rest), threads)
                     running.update(tasks.submit([rest[i:i + size] for i in range(0, len(rest), size)]))
                     rest = []
+        except Exception as exc:
+            if not isinstance(exc, SchedulerLost) and scheduler_lost(self.client, exc):  # a call to it failed
+                raise SchedulerLost(self.client.scheduler.address, stage.name) from exc
+            raise
         finally:  # Ctrl-C or an input error: nothing of this stage keeps running on the cluster
-            self.client.cancel([f for f in tasks.groups if not f.done()])
+            if self.client.status == "running":  # a lost scheduler has nothing left to cancel
+                self.client.cancel([f for f in tasks.groups if not f.done()])
 
     def gather_new_units(self, stage: Stage, paths: list[str]) -> dict:
         """The pending shards' new units computed together first, in one task on a worker that can
@@ -123,6 +128,8 @@ class DaskExecutor:
         seen = asked = time.monotonic()  # the clock starts with the stage: a cluster may be starting
         while not running.is_empty():
             raise_if_stopping()  # the command was interrupted while this ran as a part of a build: cancel (run's finally)
+            if self.client.status != "running":  # the scheduler's connection is lost: Dask reconnects for 30 s
+                raise SchedulerLost(self.client.scheduler.address, tasks.stage.name)
             if running.has_ready():
                 yield running.next_batch(block=False)
                 seen = asked = time.monotonic()  # something came back: a worker was there
@@ -156,6 +163,8 @@ class DaskExecutor:
     def _failed(self, future, tasks: "_Tasks", running) -> Iterator[Outcome]:
         group = tasks.groups[future]
         if future.status == "cancelled":  # the scheduler went away or the cluster shut down
+            if self.client.status != "running":  # the connection is lost (Dask reconnects, then closes)
+                raise SchedulerLost(self.client.scheduler.address, tasks.stage.name)
             reason = "cancelled: the cluster dropped it (scheduler lost or shut down)"
             yield from ((index, None, reason) for index, _ in group)
             return
@@ -170,6 +179,13 @@ class DaskExecutor:
             yield group[0][0], None, killed_worker_reason(limits)
         else:
             yield group[0][0], None, failure_reason(exc)
+
+
+def scheduler_lost(client, exc: BaseException) -> bool:
+    """Whether `exc`, raised by a call to the scheduler, says its connection is gone."""
+    from distributed.comm import CommClosedError
+
+    return client.status != "running" or isinstance(exc, CommClosedError)
 
 
 def worker_memory_limits(client) -> list[int]:

@@ -1,4 +1,4 @@
-"""Faults of the environment (a full disk, a worker killed for memory), named where they happen so
+"""Faults of the environment (a full disk, a lost scheduler, a worker killed for memory), named where they happen so
 that the command can end in one line: which folder, which stage and shard, what is kept.
 
 A full disk is no shard's fault: every shard after it would fail the same way. So a write that finds
@@ -47,6 +47,15 @@ def writing_into(folder: str) -> Iterator[None]:
         if exc.errno in OUT_OF_SPACE_ERRNOS:
             raise OutOfSpace(exc.errno, folder) from exc
         raise
+
+
+class SchedulerLost(RuntimeError):
+    """The Dask scheduler a stage ran on went away mid-stage (its process killed, its host gone): the
+    client lost its connection and Dask cancelled every future. Not a shard's fault: the stage stops."""
+
+    def __init__(self, address: str, stage: str):
+        self.address, self.stage = address, stage
+        super().__init__(f"the Dask scheduler {address} went away during stage {stage}")
 
 
 def killed_worker_reason(memory_limits: list[int]) -> str:

@@ -8,7 +8,7 @@ import sys
 
 from xmdata.cli_params import params_from_args
 from xmdata.cli_parser import build_parser
-from xmdata.exit_codes import BAD_INPUT, CLOSED_PIPE, FAILED, INTERRUPTED, OUT_OF_SPACE
+from xmdata.exit_codes import BAD_INPUT, CLOSED_PIPE, FAILED, INTERRUPTED, OUT_OF_SPACE, SERVER_LOST
 from xmdata.runtime import settings
 
 def check_output_folder(path: str, flag: str) -> None:
@@ -68,6 +68,7 @@ def run(argv: list[str] | None) -> int:
     os.environ.update(command_environment(settings.child_env(), verbose=args.verbose))
     from xmdata.models.base import ModelError
     from xmdata.runtime.execution import ShardsFailed
+    from xmdata.runtime.faults import SchedulerLost
     from xmdata.runtime.service import ServiceError
     from xmdata.runtime.storage import is_url, parse_storage_options, using_storage_options
     from xmdata.runtime.storage_check import check_location
@@ -98,6 +99,12 @@ def run(argv: list[str] | None) -> int:
     except (ShardsFailed, ServiceError) as exc:
         print(f"xmdata: error: {exc}", file=sys.stderr)
         return FAILED
+    except SchedulerLost as exc:
+        from xmdata.faults import kept
+
+        print(f"xmdata: error: {exc}: the build stopped; {kept(getattr(args, 'out', None))} once it is back (the "
+              f"service's: the next command starts a new one)", file=sys.stderr)
+        return SERVER_LOST
     except OSError as exc:  # a full disk: the environment's fault, said in one line (xmdata/faults.py)
         from xmdata.runtime.faults import is_out_of_space
 

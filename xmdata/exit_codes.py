@@ -23,9 +23,10 @@ EXIT_CODES = {
     OUT_OF_SPACE: "a disk filled up (or a quota was reached) in the output, the memo's folder or XMDATA_CACHE: "
                   "the folder named in one line; finished shards and stored memo entries are kept, and the same "
                   "command resumes once space is freed",
-    SERVER_LOST: "the run's Prefect server stopped answering mid-run (XMDATA_PREFECT_LOST_SECONDS): the build "
-                 "stopped in one line; finished shards are kept; the next command starts the service's server "
-                 "anew (a server you named must be started again) and the same command resumes",
+    SERVER_LOST: "a server the run needs went away mid-run: its Prefect server stopped answering "
+                 "(XMDATA_PREFECT_LOST_SECONDS) or its Dask scheduler was lost; the build stopped in one line; "
+                 "finished shards are kept; the next command starts the service anew (a server you named must be "
+                 "started again) and the same command resumes",
     INTERRUPTED: "Ctrl-C (SIGINT): the stages stopped; finished shards are kept and the same command resumes",
     CLOSED_PIPE: "stdout's reader left (`xmdata status | head -3`): the command ended quietly",
 }

@@ -14,7 +14,8 @@ class _InputErrorsOnce(logging.Filter):
     by the CLI in one line; Prefect's console copy, traceback and all, is dropped. The Prefect API (the UI's run
     logs) still gets it; -v shows it."""
 
-    NAMES = ("ContractError", "ModelError", "ShardsFailed", "FolderBusy", "ForeignLock", "OutOfSpace")
+    NAMES = ("ContractError", "ModelError", "ShardsFailed", "FolderBusy", "ForeignLock", "OutOfSpace",
+             "SchedulerLost")
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.levelno < logging.ERROR:

@@ -34,13 +34,21 @@ def lost_line(url: str, silent_s: float, out: str | None) -> str:
 class _ServerGoneNoise(logging.Filter):
     """Prefect's events client, which streams a run's events over a websocket, warns of each failed
     connection and logs each event it drops: on a server that is gone, a screenful before the one line
-    above. Dropped from the console (not with -v); a refused websocket of a server that answers stays."""
+    above. Dask's client says it could not reconnect to a lost scheduler (or that its
+    reconnection was cancelled as the command closed it), which the command says too. Dropped from the console (not with -v); a refused websocket of a server that answers stays."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
         refused = "Connect call failed" in message or "Connection refused" in message
         return not ((record.name.startswith("prefect.events") and refused)
-                    or "Service 'EventsWorker' failed to process item" in message)
+                    or "Service 'EventsWorker' failed to process item" in message
+                    or (record.name == "distributed.client" and ("Failed to reconnect to scheduler" in message
+                                                                  or _lost_connection(record))))
+
+
+def _lost_connection(record: logging.LogRecord) -> bool:
+    """Dask's client closed while it reconnects to a lost scheduler: its reconnection, cancelled."""
+    return bool(record.exc_info) and type(record.exc_info[1]).__name__ in ("CancelledError", "CommClosedError")
 
 
 SERVER_GONE_NOISE = _ServerGoneNoise()

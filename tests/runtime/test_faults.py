@@ -46,7 +46,9 @@ def full_at(monkeypatch, where):
 
 
 def finished(out) -> int:
-    return sum(len(files) for folder, _, files in os.walk(out) if os.path.basename(folder) == "_done")
+    from xmdata.faults import finished_shards
+
+    return finished_shards(str(out)) or 0
 
 
 def test_a_full_output_ends_in_one_line_naming_the_folder_and_the_rerun_resumes(cli_env, tmp_path, monkeypatch):
@@ -223,3 +225,63 @@ def test_a_prefect_server_gone_mid_run_stops_the_build_in_one_line_and_the_rerun
     again = run_xmdata(command[1:-1], cli_env)
     assert again.returncode == 0, again.stderr[-2000:]
     assert "captions: 0 shard(s) run, 60 skipped (already finished) of 60" in again.stdout
+
+
+SCHEDULER = """import time
+from distributed import LocalCluster
+cluster = LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp://",
+                       host="127.0.0.1", dashboard_address=None)
+print(cluster.scheduler_address, flush=True)
+time.sleep(600)
+"""
+
+
+def slow_shard(table, params):
+    import time
+
+    from xmdata.tasks.build.rejects import no_rejects
+
+    time.sleep(params["seconds"])
+    return table, no_rejects()
+
+
+def test_a_scheduler_gone_mid_stage_stops_it_in_one_line_and_the_rerun_resumes(tmp_path):
+    """A scheduler at an address (as --dask-address names one), its process killed with SIGKILL once
+    the first shards are finished: the stage stops with SchedulerLost (the CLI's one line, SERVER_LOST)
+    instead of Dask's 30 s of reconnecting and a ClosedClientError traceback; a rerun takes every
+    finished shard as it is."""
+    import threading
+    import time
+
+    from test_execution import write_shards
+    from xmdata.runtime.execution import run_stage
+    from xmdata.runtime.faults import SchedulerLost
+    from xmdata.runtime.session import execution_session
+    from xmdata.runtime.stage import Stage
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([here, os.path.dirname(here)])}  # where slow_shard is
+    scheduler = subprocess.Popen([sys.executable, "-c", SCHEDULER], env=env, stdout=subprocess.PIPE, text=True)
+    address = scheduler.stdout.readline().strip()
+    out, paths = tmp_path / "out", write_shards(tmp_path, 12)
+    stage = Stage("slow", "1", slow_shard, {"seconds": 0.3})
+
+    def kill_after_the_first_shards():
+        while finished(out) < 2 and scheduler.poll() is None:
+            time.sleep(0.05)
+        scheduler.kill()
+
+    killer = threading.Thread(target=kill_after_the_first_shards, daemon=True)
+    killer.start()
+    try:
+        with execution_session("dask", address=address), pytest.raises(SchedulerLost) as lost:
+            run_stage(stage, paths, str(out))
+    finally:
+        scheduler.kill()
+        scheduler.wait()
+    assert str(lost.value) == f"the Dask scheduler {address} went away during stage slow"
+    kept = finished(out)
+    assert 2 <= kept < 12
+    with execution_session("inprocess"):
+        report = run_stage(stage, paths, str(out))
+    assert (report.shards_skipped, report.shards_run) == (kept, 12 - kept)
