@@ -17,7 +17,7 @@ from typing import Iterator
 
 from . import settings
 from .cluster import SHARD_CORES, default_workers, worker_threads
-from .faults import is_out_of_space
+from .faults import StoreUnreachable, is_out_of_space, store_unreachable
 from .process import gather_new_units, run_shard_job
 from .side_by_side import SHARD_FUNCTIONS, raise_if_stopping
 from .storage import is_url
@@ -28,11 +28,12 @@ UPLOAD_OVERLAP = 2  # shards in flight in this process when outputs go to an obj
 
 
 def is_input_error(exc: BaseException) -> bool:
-    """A bad input or model, or a full disk (runtime/faults.py): the command's fault, not one shard's."""
+    """A bad input or model, a full disk or an object store that does not answer (runtime/faults.py):
+    the command's fault, not one shard's."""
     from xmdata.models.base import ModelError
     from xmdata.schemas import ContractError
 
-    return isinstance(exc, (ContractError, ModelError)) or is_out_of_space(exc)
+    return isinstance(exc, (ContractError, ModelError, StoreUnreachable)) or is_out_of_space(exc)
 
 
 def failure_reason(exc: BaseException) -> str:
@@ -107,5 +108,7 @@ def shard_outcome(job) -> tuple["dict | None", "str | None"]:
     except Exception as exc:  # noqa: BLE001 — one shard's failure is recorded, the rest go on
         if is_input_error(exc):
             raise
+        if gone := store_unreachable(exc):  # after its retries: every other shard would wait for it too
+            raise gone from exc
         return None, failure_reason(exc)
 

@@ -58,6 +58,33 @@ class SchedulerLost(RuntimeError):
         super().__init__(f"the Dask scheduler {address} went away during stage {stage}")
 
 
+STORE_ATTEMPTS = 5  # an object-store request is tried this often (botocore's standard retries), then fails
+STORE_GONE = ("EndpointConnectionError", "ConnectTimeoutError", "ReadTimeoutError", "ConnectionClosedError",
+              "ClientConnectorError", "ServerDisconnectedError")
+
+
+class StoreUnreachable(RuntimeError):
+    """The object store did not answer (refused, timed out, 5xx) after STORE_ATTEMPTS tries with
+    backoff: no shard can be written, so the stage stops, as for a full disk."""
+
+
+def store_unreachable(exc: BaseException) -> StoreUnreachable | None:
+    """`exc` (or what it was raised from) as StoreUnreachable when the store itself failed: a connection
+    refused or timed out, or a 5xx answer (botocore's ClientError, or s3fs's OSError made of one)."""
+    seen = exc
+    while seen is not None:
+        if isinstance(seen, StoreUnreachable):
+            return seen
+        name = type(seen).__name__
+        status = getattr(seen, "response", {}).get("ResponseMetadata", {}).get("HTTPStatusCode") \
+            if hasattr(seen, "response") and isinstance(getattr(seen, "response"), dict) else None
+        if name in STORE_GONE or (status or 0) >= 500:
+            first = str(seen).splitlines()[0] if str(seen) else name
+            return StoreUnreachable(f"the object store did not answer after {STORE_ATTEMPTS} tries ({name}: {first})")
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
 def killed_worker_reason(memory_limits: list[int]) -> str:
     """A shard whose workers died running it, again and again (Dask's KilledWorker, after
     `distributed.scheduler.allowed-failures` retries): the limit it met, and the knobs a user can turn

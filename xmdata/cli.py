@@ -105,9 +105,15 @@ def run(argv: list[str] | None) -> int:
         print(f"xmdata: error: {exc}: the build stopped; {kept(getattr(args, 'out', None))} once it is back (the "
               f"service's: the next command starts a new one)", file=sys.stderr)
         return SERVER_LOST
-    except OSError as exc:  # a full disk: the environment's fault, said in one line (xmdata/faults.py)
-        from xmdata.runtime.faults import is_out_of_space
+    except Exception as exc:  # a full disk, a store that does not answer: said in one line (xmdata/faults.py)
+        from xmdata.runtime.faults import is_out_of_space, store_unreachable
 
+        if gone := store_unreachable(exc):
+            from xmdata.faults import kept
+
+            print(f"xmdata: error: {gone}: the build stopped; {kept(getattr(args, 'out', None))} once it answers",
+                  file=sys.stderr)
+            return SERVER_LOST
         if not is_out_of_space(exc):
             raise
         from xmdata.faults import out_of_space_line

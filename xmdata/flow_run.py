@@ -15,7 +15,7 @@ class _InputErrorsOnce(logging.Filter):
     logs) still gets it; -v shows it."""
 
     NAMES = ("ContractError", "ModelError", "ShardsFailed", "FolderBusy", "ForeignLock", "OutOfSpace",
-             "SchedulerLost")
+             "SchedulerLost", "StoreUnreachable")
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.levelno < logging.ERROR:

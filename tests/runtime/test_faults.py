@@ -285,3 +285,56 @@ def test_a_scheduler_gone_mid_stage_stops_it_in_one_line_and_the_rerun_resumes(t
     with execution_session("inprocess"):
         report = run_stage(stage, paths, str(out))
     assert (report.shards_skipped, report.shards_run) == (kept, 12 - kept)
+
+
+def test_an_object_store_gone_mid_stage_stops_it_in_one_line_and_the_rerun_resumes(tmp_path):
+    """The test S3 server (SeaweedFS) stopped once the first shards are up: each request is tried
+    STORE_ATTEMPTS times with botocore's backoff, then the stage stops with StoreUnreachable (the CLI's
+    one line, SERVER_LOST) rather than every shard failing after its own retries; the server started
+    again on the same data, the rerun takes every finished shard as it is."""
+    import threading
+    import time
+
+    from support.s3_server import start_s3_server
+    from test_execution import write_shards
+    from xmdata.runtime import storage
+    from xmdata.runtime.execution import run_stage
+    from xmdata.runtime.faults import StoreUnreachable
+    from xmdata.runtime.session import execution_session
+    from xmdata.runtime.stage import Stage
+
+    data = str(tmp_path / "s3")
+    server = start_s3_server(data)
+    server.filesystem().mkdir("xmdata")
+    paths, stage = write_shards(tmp_path, 10), Stage("slow", "1", slow_shard, {"seconds": 0.2})
+
+    def records(fs) -> int:
+        try:
+            return len([p for p in fs.ls("xmdata/out/slow/_done", detail=False) if p.endswith(".json")])
+        except FileNotFoundError:
+            return 0
+
+    def stop_after_the_first_shards():
+        fs = server.filesystem()
+        while records(fs) < 2:
+            time.sleep(0.1)
+        server.stop()
+
+    def run(endpoint: str):
+        options = {"endpoint_url": endpoint, "key": "xmdata-test-key", "secret": "xmdata-test-secret"}
+        with execution_session("inprocess"), storage.using_storage_options(options):
+            return run_stage(stage, paths, "s3://xmdata/out")
+
+    stopper = threading.Thread(target=stop_after_the_first_shards, daemon=True)
+    stopper.start()
+    try:
+        with pytest.raises(StoreUnreachable) as gone:
+            run(server.endpoint)
+        assert str(gone.value).startswith("the object store did not answer after 5 tries (EndpointConnectionError:")
+        server = start_s3_server(data)  # the same data, on new ports
+        kept = records(server.filesystem())
+        assert 2 <= kept < 10
+        report = run(server.endpoint)
+        assert (report.shards_skipped, report.shards_run) == (kept, 10 - kept)
+    finally:
+        server.stop()
