@@ -4,7 +4,7 @@
 Both yield (index, outcome, error): `outcome` is what `run_shard_job` returned, `error` why a shard
 did not finish. A bad input or a missing model (ContractError, ModelError) is the whole command's
 fault, not one shard's: it stops the stage at once and reaches the user as exit 2. So does a full disk
-(runtime/faults.py), as exit 4.
+(exit 4) or an object store that does not answer after its retries (exit 5; runtime/faults.py).
 """
 from __future__ import annotations
 

@@ -59,8 +59,7 @@ class SchedulerLost(RuntimeError):
 
 
 STORE_ATTEMPTS = 5  # an object-store request is tried this often (botocore's standard retries), then fails
-STORE_GONE = ("EndpointConnectionError", "ConnectTimeoutError", "ReadTimeoutError", "ConnectionClosedError",
-              "ClientConnectorError", "ServerDisconnectedError")
+STORE_GONE = ("EndpointConnectionError", "ConnectTimeoutError", "ReadTimeoutError", "ConnectionClosedError")
 
 
 class StoreUnreachable(RuntimeError):
@@ -76,9 +75,10 @@ def store_unreachable(exc: BaseException) -> StoreUnreachable | None:
         if isinstance(seen, StoreUnreachable):
             return seen
         name = type(seen).__name__
-        status = getattr(seen, "response", {}).get("ResponseMetadata", {}).get("HTTPStatusCode") \
-            if hasattr(seen, "response") and isinstance(getattr(seen, "response"), dict) else None
-        if name in STORE_GONE or (status or 0) >= 500:
+        response = getattr(seen, "response", None)  # botocore's ClientError: the answer's status
+        status = response.get("ResponseMetadata", {}).get("HTTPStatusCode") if isinstance(response, dict) else None
+        botocore = type(seen).__module__.startswith(("botocore", "aiobotocore"))  # not a model's or a page's server
+        if botocore and (name in STORE_GONE or (status or 0) >= 500):
             first = str(seen).splitlines()[0] if str(seen) else name
             return StoreUnreachable(f"the object store did not answer after {STORE_ATTEMPTS} tries ({name}: {first})")
         seen = seen.__cause__ or seen.__context__
