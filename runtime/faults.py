@@ -80,7 +80,7 @@ def store_unreachable(exc: BaseException) -> StoreUnreachable | None:
         botocore = type(seen).__module__.startswith(("botocore", "aiobotocore"))  # not a model's or a page's server
         if botocore and (name in STORE_GONE or (status or 0) >= 500):
             first = str(seen).splitlines()[0] if str(seen) else name
-            return StoreUnreachable(f"the object store did not answer after {STORE_ATTEMPTS} tries ({name}: {first})")
+            return StoreUnreachable(f"the object store did not answer after its retries ({name}: {first})")
         seen = seen.__cause__ or seen.__context__
     return None
 
