@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import storage
+from .faults import writing_into
 
 
 PUBLIC_FILE = 0o644  # the default: workers running as another user must read it
@@ -43,6 +44,11 @@ def write_bytes_atomic(data: bytes, path: str, *, private: bool = False, sync: b
 
 def _replace_local(path: str, write, *, private: bool, sync: bool, digest: bool) -> str | None:
     folder = os.path.dirname(path) or "."
+    with writing_into(folder):  # a full disk: OutOfSpace naming the folder, the temp file gone
+        return _replace_in(folder, path, write, private=private, sync=sync, digest=digest)
+
+
+def _replace_in(folder: str, path: str, write, *, private: bool, sync: bool, digest: bool) -> str | None:
     os.makedirs(folder, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".part")
     os.close(fd)
@@ -111,10 +117,13 @@ class ParquetStream:
         folder = None if storage.is_url(path) else os.path.dirname(storage.local(path)) or "."
         if folder:
             os.makedirs(folder, exist_ok=True)
-        fd, self._tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".part")
+        self._folder = folder or tempfile.gettempdir()
+        with writing_into(self._folder):
+            fd, self._tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".part")
         os.close(fd)
         try:
-            self._writer = pq.ParquetWriter(self._tmp, schema, **PARQUET_OPTIONS)
+            with writing_into(self._folder):
+                self._writer = pq.ParquetWriter(self._tmp, schema, **PARQUET_OPTIONS)
         except BaseException:
             os.unlink(self._tmp)
             raise
@@ -122,6 +131,10 @@ class ParquetStream:
         self._pending_rows = 0
 
     def write(self, table: pa.Table) -> None:
+        with writing_into(self._folder):
+            self._write(table)
+
+    def _write(self, table: pa.Table) -> None:
         self.rows += table.num_rows
         if self.as_written:
             if table.num_rows:
@@ -142,7 +155,8 @@ class ParquetStream:
     def __exit__(self, kind, error, trace) -> None:
         try:
             if kind is None:
-                self._finish()
+                with writing_into(self._folder):
+                    self._finish()
         finally:
             try:
                 self._writer.close()  # a second close is a no-op; on a failure, its own error hides nothing
@@ -186,10 +200,12 @@ def publish_folder(target: str, fill) -> bool:
     makes it TARGET (a killed run leaves only the temp folder). False when TARGET was already there
     (another process finished the same first): this copy is dropped and that one stands."""
     parent = os.path.dirname(os.path.abspath(target))
-    os.makedirs(parent, exist_ok=True)
-    scratch = tempfile.mkdtemp(dir=parent, prefix=TEMP_FOLDER_PREFIX)
+    with writing_into(parent):
+        os.makedirs(parent, exist_ok=True)
+        scratch = tempfile.mkdtemp(dir=parent, prefix=TEMP_FOLDER_PREFIX)
     try:
-        fill(scratch)
+        with writing_into(parent):
+            fill(scratch)
         try:
             os.rename(scratch, target)
             return True

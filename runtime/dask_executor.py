@@ -26,6 +26,7 @@ from typing import Iterator
 
 from . import settings
 from .executors import Outcome, failure_reason, is_input_error, shard_outcome
+from .faults import SchedulerLost, killed_worker_reason
 from .placement import placement
 from .process import gather_new_units, run_shard_job
 from .side_by_side import raise_if_stopping
@@ -100,8 +101,13 @@ class DaskExecutor:
                     size = shards_per_task(seconds, len(rest), threads)
                     running.update(tasks.submit([rest[i:i + size] for i in range(0, len(rest), size)]))
                     rest = []
+        except Exception as exc:
+            if not isinstance(exc, SchedulerLost) and scheduler_lost(self.client, exc):  # a call to it failed
+                raise SchedulerLost(self.client.scheduler.address, stage.name) from exc
+            raise
         finally:  # Ctrl-C or an input error: nothing of this stage keeps running on the cluster
-            self.client.cancel([f for f in tasks.groups if not f.done()])
+            if self.client.status == "running":  # a lost scheduler has nothing left to cancel
+                self.client.cancel([f for f in tasks.groups if not f.done()])
 
     def gather_new_units(self, stage: Stage, paths: list[str]) -> dict:
         """The pending shards' new units computed together first, in one task on a worker that can
@@ -122,6 +128,8 @@ class DaskExecutor:
         seen = asked = time.monotonic()  # the clock starts with the stage: a cluster may be starting
         while not running.is_empty():
             raise_if_stopping()  # the command was interrupted while this ran as a part of a build: cancel (run's finally)
+            if self.client.status != "running":  # the scheduler's connection is lost: Dask reconnects for 30 s
+                raise SchedulerLost(self.client.scheduler.address, tasks.stage.name)
             if running.has_ready():
                 yield running.next_batch(block=False)
                 seen = asked = time.monotonic()  # something came back: a worker was there
@@ -155,6 +163,8 @@ class DaskExecutor:
     def _failed(self, future, tasks: "_Tasks", running) -> Iterator[Outcome]:
         group = tasks.groups[future]
         if future.status == "cancelled":  # the scheduler went away or the cluster shut down
+            if self.client.status != "running":  # the connection is lost (Dask reconnects, then closes)
+                raise SchedulerLost(self.client.scheduler.address, tasks.stage.name)
             reason = "cancelled: the cluster dropped it (scheduler lost or shut down)"
             yield from ((index, None, reason) for index, _ in group)
             return
@@ -163,8 +173,27 @@ class DaskExecutor:
             raise exc
         if len(group) > 1:  # which of its shards kills workers? each alone tells (finished ones: a hash)
             running.update(tasks.submit([[job] for job in group]))
+        elif type(exc).__name__ == "KilledWorker":  # the stage and shard are named with it (ShardsFailed)
+            # The limits the stage started with: the killed worker is gone from the scheduler by now.
+            limits = worker_memory_limits(self.client) or tasks.memory_limits
+            yield group[0][0], None, killed_worker_reason(limits)
         else:
             yield group[0][0], None, failure_reason(exc)
+
+
+def scheduler_lost(client, exc: BaseException) -> bool:
+    """Whether `exc`, raised by a call to the scheduler, says its connection is gone."""
+    from distributed.comm import CommClosedError
+
+    return client.status != "running" or isinstance(exc, CommClosedError)
+
+
+def worker_memory_limits(client) -> list[int]:
+    """Each worker's memory limit, in bytes (0: none), as the scheduler knows them; [] when it does not answer."""
+    try:
+        return [w.get("memory_limit") or 0 for w in client.scheduler_info(n_workers=-1)["workers"].values()]
+    except Exception:  # noqa: BLE001 - the reason is said without the figure
+        return []
 
 
 def no_worker_reason(client, worker_log: str, gpu: bool) -> str:
@@ -180,6 +209,7 @@ class _Tasks:
         self.client, self.stage, self.root = client, stage, root
         self.options = storage_options() or None  # a worker elsewhere shares only the store with us
         self.where = placement(client, stage.gpu)  # GPU stages on GPU workers, when there are any
+        self.memory_limits = worker_memory_limits(client)  # named if a shard keeps killing workers
         self.token = uuid.uuid4().hex[:8]
         self.groups: dict = {}
         self.rounds = 0

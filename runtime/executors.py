@@ -3,7 +3,8 @@
 
 Both yield (index, outcome, error): `outcome` is what `run_shard_job` returned, `error` why a shard
 did not finish. A bad input or a missing model (ContractError, ModelError) is the whole command's
-fault, not one shard's: it stops the stage at once and reaches the user as exit 2.
+fault, not one shard's: it stops the stage at once and reaches the user as exit 2. So does a full disk
+(exit 4) or an object store that does not answer after its retries (exit 5; runtime/faults.py).
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from typing import Iterator
 
 from . import settings
 from .cluster import SHARD_CORES, default_workers, worker_threads
+from .faults import StoreUnreachable, is_out_of_space, store_unreachable
 from .process import gather_new_units, run_shard_job
 from .side_by_side import SHARD_FUNCTIONS, raise_if_stopping
 from .storage import is_url
@@ -26,15 +28,16 @@ UPLOAD_OVERLAP = 2  # shards in flight in this process when outputs go to an obj
 
 
 def is_input_error(exc: BaseException) -> bool:
+    """A bad input or model, a full disk or an object store that does not answer (runtime/faults.py):
+    the command's fault, not one shard's."""
     from xmdata.models.base import ModelError
     from xmdata.schemas import ContractError
 
-    return isinstance(exc, (ContractError, ModelError))
+    return isinstance(exc, (ContractError, ModelError, StoreUnreachable)) or is_out_of_space(exc)
 
 
 def failure_reason(exc: BaseException) -> str:
-    if type(exc).__name__ == "KilledWorker":
-        return "the workers running it died repeatedly (KilledWorker): it may exhaust memory or crash"
+    """A shard's failure in a line (a KilledWorker is said by dask_executor, with the workers' limit)."""
     return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
 
 
@@ -105,5 +108,7 @@ def shard_outcome(job) -> tuple["dict | None", "str | None"]:
     except Exception as exc:  # noqa: BLE001 — one shard's failure is recorded, the rest go on
         if is_input_error(exc):
             raise
+        if gone := store_unreachable(exc):  # after its retries: every other shard would wait for it too
+            raise gone from exc
         return None, failure_reason(exc)
 

@@ -9,6 +9,7 @@ left unstopped made the multiprocessing resource tracker warn of leaked semaphor
 """
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from typing import Callable
@@ -18,6 +19,7 @@ class ProcessEnds:
     def __init__(self):
         self._lock = threading.Lock()
         self._ends: list[Callable[[], None]] = []
+        self._reports: list[Callable[[int], None]] = []
 
     def add(self, end: Callable[[], None]) -> None:
         with self._lock:
@@ -35,6 +37,24 @@ class ProcessEnds:
                 end()
             except Exception as exc:  # the command's outcome is decided: an end that fails is said, not raised
                 print(f"xmdata: stopping {getattr(end, '__qualname__', end)!s} failed: {exc}", file=sys.stderr)
+
+    def report_exit_to(self, report: Callable[[int], None]) -> None:
+        """`report(code)` is told the status of an `exit_now` (the command server's client waits for it)."""
+        with self._lock:
+            self._reports.append(report)
+
+    def exit_now(self, code: int) -> None:
+        """End this process at once with `code`, from any thread (a run whose Prefect server went away,
+        xmdata/server_watch.py): the ends run, whoever waits for the status is told, no thread is waited for."""
+        self.run()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        for report in list(self._reports):
+            try:
+                report(code)
+            except Exception:  # noqa: BLE001 - the client went away: nothing to tell
+                pass
+        os._exit(code)
 
 
 PROCESS_ENDS = ProcessEnds()

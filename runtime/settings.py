@@ -108,6 +108,9 @@ PROGRESS = Setting("XMDATA_PROGRESS", False, _flag,
                    "unless --quiet)", "0 or 1")
 # A shard is what one worker holds at once: capping its rows keeps every process's memory flat in
 # the input's size (runtime/shards.py plans the shards, tasks/build/ingest.py writes them).
+PREFECT_LOST_SECONDS = Setting("XMDATA_PREFECT_LOST_SECONDS", 10.0, _at_least_zero(float),
+                               "a build stops, in one line, once the run's Prefect server has not answered its "
+                               "health check for this long (xmdata/server_watch.py); 0: never", "seconds (>= 0)")
 SHARD_ROWS = Setting("XMDATA_SHARD_ROWS", 50_000, _positive_int,
                      "the rows a shard is planned to hold (about: rows go to shards by a hash of their id); "
                      "an input gets more shards than --shards when it needs them", "a count (>= 1)")
@@ -122,7 +125,7 @@ LOCK_LEASE_S = Setting("XMDATA_LOCK_LEASE_S", 300.0, _at_least_zero(float),
                        "a folder's lock whose holder runs on another host is taken over once it has not been "
                        "renewed for this long (the holder renews it every quarter of it)", "seconds (>= 0)")
 USER = (CACHE, MEMO, EXECUTOR, DASK_ADDRESS, SERVICE, IDLE_MINUTES, MODEL_IDLE_MINUTES, MODEL_MEMORY_GB, BIND,
-        GPU_WORKERS, NO_WORKER_SECONDS, PROGRESS, SHARD_ROWS, LOCK_LEASE_S)
+        GPU_WORKERS, NO_WORKER_SECONDS, PREFECT_LOST_SECONDS, PROGRESS, SHARD_ROWS, LOCK_LEASE_S)
 
 # xmdata's own, for its tests, benchmarks and scripts only.
 TEST_RUN = Setting("XMDATA_TEST_RUN", None, str, "the folder one test run shares with its subprocesses")

@@ -26,6 +26,8 @@ import threading
 import time
 from typing import Callable, TypeVar
 
+from .faults import is_out_of_space
+
 T = TypeVar("T")
 JOIN_EVERY_S = 0.5  # the caller's thread wakes this often, so Ctrl-C reaches it while it waits
 GRACE_S = 60.0  # at most this long for the parts to stop after Ctrl-C
@@ -81,6 +83,8 @@ def side_by_side(parts: list[Callable[[], T]], log: logging.Logger | None = None
         raise
     failed = [exc for exc in errors if exc is not None]
     for other in failed[1:]:
+        if is_out_of_space(other) and is_out_of_space(failed[0]):
+            continue  # the same full disk, said once by the command
         (log or logging.getLogger(__name__)).error("another part of the build failed too: %s", other)
     if failed:
         raise failed[0]

@@ -15,6 +15,7 @@ import os
 import posixpath
 
 from . import settings
+from .faults import STORE_ATTEMPTS
 
 _options: contextvars.ContextVar[dict | None] = contextvars.ContextVar("xmdata_storage_options", default=None)
 
@@ -80,9 +81,16 @@ def filesystem(path: str):
     processes write the same folders."""
     import fsspec
 
-    options = {**({"use_listings_cache": False} if _is_s3(path) else {}), **storage_options()}
+    options = {**(_S3_DEFAULTS if _is_s3(path) else {}), **storage_options()}
     fs, inner = fsspec.core.url_to_fs(path, **options)
     return fs, inner
+
+
+# A request the store refuses, times out or answers 5xx is tried STORE_ATTEMPTS times in all, with
+# botocore's standard backoff (random, up to 2^n s, at most 20 s each; under a minute with the timeouts),
+# then fails: the stage stops in one line (runtime/faults.py). --storage-option config_kwargs=… replaces it.
+_S3_DEFAULTS = {"use_listings_cache": False, "config_kwargs": {
+    "retries": {"max_attempts": STORE_ATTEMPTS, "mode": "standard"}, "connect_timeout": 5, "read_timeout": 20}}
 
 
 def _is_s3(path: str) -> bool:

@@ -111,6 +111,14 @@ def _become_the_command(conn: socket.socket, message: dict, fds: list[int]) -> N
     from xmdata.cli import main
     from xmdata.exit_codes import FAILED, INTERRUPTED
 
+    from xmdata.runtime.process_end import PROCESS_ENDS
+
+    def report(code: int) -> None:  # a command that ends at once (process_end.exit_now) still says its status
+        finished.set()
+        send_message(conn, {"exit": code, "cpu_s": round(sum(os.times()[:2]), 3)})
+
+    PROCESS_ENDS.report_exit_to(report)
+
     try:
         code = main(message["argv"])
     except SystemExit as exc:  # argparse's --help and usage errors
@@ -122,8 +130,6 @@ def _become_the_command(conn: socket.socket, message: dict, fds: list[int]) -> N
 
         traceback.print_exc()
         code = FAILED
-    from xmdata.runtime.process_end import PROCESS_ENDS
-
     PROCESS_ENDS.run()  # what the command started (decoder processes): its end skips exit handlers
     finished.set()  # from here the client may go: its status is on its way
     sys.stdout.flush()

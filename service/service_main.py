@@ -136,6 +136,9 @@ def main() -> None:
             if folder := gone(homes):
                 why = f"{folder} was deleted"
                 break
+            if server.poll() is not None:  # the next command finds no service and starts a new one
+                why = f"its Prefect server exited (status {server.returncode})"
+                break
             if idle >= idle_s:
                 why = f"{idle_s / 60:g} min unused"
                 break

@@ -8,7 +8,7 @@ import sys
 
 from xmdata.cli_params import params_from_args
 from xmdata.cli_parser import build_parser
-from xmdata.exit_codes import BAD_INPUT, CLOSED_PIPE, FAILED, INTERRUPTED
+from xmdata.exit_codes import BAD_INPUT, CLOSED_PIPE, FAILED, INTERRUPTED, OUT_OF_SPACE, SERVER_LOST
 from xmdata.runtime import settings
 
 def check_output_folder(path: str, flag: str) -> None:
@@ -69,6 +69,7 @@ def run(argv: list[str] | None) -> int:
     from xmdata.models.base import ModelError
     from xmdata.runtime.cluster_spec import ClusterUnavailable
     from xmdata.runtime.execution import ShardsFailed
+    from xmdata.runtime.faults import SchedulerLost
     from xmdata.runtime.storage import is_url, parse_storage_options, using_storage_options
     from xmdata.runtime.storage_check import check_location
     from xmdata.schemas import ContractError
@@ -99,6 +100,27 @@ def run(argv: list[str] | None) -> int:
     except (ShardsFailed, ServiceError, ClusterUnavailable) as exc:
         print(f"xmdata: error: {exc}", file=sys.stderr)
         return FAILED
+    except SchedulerLost as exc:
+        from xmdata.faults import kept
+
+        print(f"xmdata: error: {exc}: the build stopped; {kept(getattr(args, 'out', None))} once it is back (the "
+              f"service's: the next command starts a new one)", file=sys.stderr)
+        return SERVER_LOST
+    except Exception as exc:  # a full disk, a store that does not answer: said in one line (xmdata/faults.py)
+        from xmdata.runtime.faults import is_out_of_space, store_unreachable
+
+        if gone := store_unreachable(exc):
+            from xmdata.faults import kept
+
+            print(f"xmdata: error: {gone}: the build stopped; {kept(getattr(args, 'out', None))} once it answers",
+                  file=sys.stderr)
+            return SERVER_LOST
+        if not is_out_of_space(exc):
+            raise
+        from xmdata.faults import out_of_space_line
+
+        print(f"xmdata: error: {out_of_space_line(exc, getattr(args, 'out', None))}", file=sys.stderr)
+        return OUT_OF_SPACE
     except KeyboardInterrupt:  # the stages stopped and said so (a Prefect run: Crashed); finished shards are kept
         print("xmdata: interrupted (finished shards are kept: the same command resumes from them)", file=sys.stderr)
         return INTERRUPTED

@@ -7,6 +7,8 @@ OK = 0
 FAILED = 1
 BAD_INPUT = 2
 NOT_RUNNING = 3
+OUT_OF_SPACE = 4  # a full disk: the environment's fault, not the input's
+SERVER_LOST = 5
 INTERRUPTED = 130  # as a shell reports a command SIGINT ended
 CLOSED_PIPE = 141  # as a shell reports a command SIGPIPE ended (`xmdata status | head -3`)
 
@@ -19,6 +21,13 @@ EXIT_CODES = {
     BAD_INPUT: "refused before anything was written, in one line `xmdata: error: …`: a usage error, an input "
                "that breaks its contract, a model or output folder that cannot be used",
     NOT_RUNNING: "`status`: the service is not running (or runs other code)",
+    OUT_OF_SPACE: "a disk filled up (or a quota was reached) in the output, the memo's folder or XMDATA_CACHE: "
+                  "the folder named in one line; finished shards and stored memo entries are kept, and the same "
+                  "command resumes once space is freed",
+    SERVER_LOST: "a server the run needs went away mid-run: its Prefect server stopped answering "
+                 "(XMDATA_PREFECT_LOST_SECONDS) or its Dask scheduler was lost; the build stopped in one line; "
+                 "finished shards are kept; the next command starts the service anew (a server you named must be "
+                 "started again) and the same command resumes",
     INTERRUPTED: "Ctrl-C (SIGINT): the stages stopped; finished shards are kept and the same command resumes",
     CLOSED_PIPE: "stdout's reader left (`xmdata status | head -3`): the command ended quietly",
 }

@@ -10,15 +10,20 @@ from xmdata.runtime import storage
 
 
 class _InputErrorsOnce(logging.Filter):
-    """A refused input or model (exit 2) or failed shards (exit 1) are printed by the CLI in one
-    line; Prefect's console copy, traceback and all, is dropped. The Prefect API (the UI's run
+    """A refused input or model (exit 2), failed shards (exit 1) or a full disk (exit 4) are printed
+    by the CLI in one line; Prefect's console copy, traceback and all, is dropped. The Prefect API (the UI's run
     logs) still gets it; -v shows it."""
 
-    NAMES = ("ContractError", "ModelError", "ShardsFailed", "FolderBusy", "ForeignLock")
+    NAMES = ("ContractError", "ModelError", "ShardsFailed", "FolderBusy", "ForeignLock", "OutOfSpace",
+             "SchedulerLost", "StoreUnreachable")
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.levelno < logging.ERROR:
             return True
+        from xmdata.runtime.faults import is_out_of_space
+
+        if record.exc_info and is_out_of_space(record.exc_info[1]):  # a full disk (a plain OSError too)
+            return False
         if record.exc_info and any(c.__name__ in self.NAMES for c in type(record.exc_info[1]).__mro__):
             return False  # a subclass too (NotPrivate, NonFiniteLoss): the CLI prints it in one line
         return not any(f"{name}(" in record.getMessage() or f"{name}:" in record.getMessage()
@@ -37,10 +42,12 @@ def run_flow(flow_fn, args, summary_dir: str | None = None, cluster=None, **para
     from xmdata.runtime.cluster_spec import cluster_options
     from xmdata.runtime.folder_lock import one_writer, waiting_for_locks
     from xmdata.runtime.progress import showing_progress
+    from xmdata.server_watch import SERVER_GONE_NOISE, watching_prefect_server
     from xmdata.service.run_setup import run_environment
     if not args.verbose:
         for handler in logging.getLogger().handlers:
             handler.addFilter(INPUT_ERRORS_ONCE)  # one instance: a second run adds nothing
+            handler.addFilter(SERVER_GONE_NOISE)
     cluster = cluster_options(args.cluster, args.cluster_kwargs, args.adapt,
                               getattr(args, "cluster_start_timeout", None)) or cluster
     args.out = storage.absolute(args.out)  # workers of an external cluster have another cwd
@@ -56,7 +63,8 @@ def run_flow(flow_fn, args, summary_dir: str | None = None, cluster=None, **para
             memo.using(memo_options), \
             showing_progress(not args.quiet), \
             run_environment(args.executor, args.dask_address, args.workers, log_dir, args.quiet, cluster,
-                            tls=(args.tls_ca_file, args.tls_cert, args.tls_key), dashboard=args.dashboard):
+                            tls=(args.tls_ca_file, args.tls_cert, args.tls_key), dashboard=args.dashboard), \
+            watching_prefect_server(args.out):
         summary = flow_fn(out=args.out, shards=args.shards, **params)
     memo.record_run(memo_options, args.command, args.out, {stage: c.get("memo") for stage, c in summary["run"].items()})
     if not args.quiet:
