@@ -32,6 +32,9 @@ from .finish import finish_build
 from xmdata.tasks.translation.params import TranslateParams, TranslateQaParams
 
 
+SOURCE_TAGGED = ("m2m100", "nllb")  # the backends whose tokenizer prefixes the source language's token
+
+
 def check_before_loading(translator: ModelSpec, source: str, targets: list[str], *specs: ModelSpec) -> None:
     """Missing model paths and unsupported languages stop the run before any weights load."""
     for spec in (translator, *specs):
@@ -44,7 +47,7 @@ def check_before_loading(translator: ModelSpec, source: str, targets: list[str],
     if translator.option("engine") == "ctranslate2":  # conversion on first use, refused before any shard
         ensure_converted(translator, translator.option("compute_type"))
     supported = translator_languages(translator)
-    asked = ([source] if translator.backend == "m2m100" else []) + targets  # MADLAD takes no source tag
+    asked = ([source] if translator.backend in SOURCE_TAGGED else []) + targets  # MADLAD takes no source tag
     unknown = [lang for lang in asked if lang not in supported]
     if unknown:
         raise ContractError(f"{translator.backend} model {translator.name_or_path} does not support "
