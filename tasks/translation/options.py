@@ -81,6 +81,11 @@ class BeamSearch(Params):
 class TranslatorOptions(BeamSearch, TranslatorModel):  # fields: the model's, then beam search's, then these
     split_sentences: bool = Field(False, description="split texts longer than the model takes by sentence")
 
+    def engine_label(self) -> str:
+        """What the candidates' `engine` column says of it: backend and model as written
+        (`nllb:facebook/nllb-200-distilled-600M`); two entries of a pool never share one."""
+        return f"{self.backend}:{self.model or DEFAULT_TRANSLATORS[self.backend]}"
+
     def spec(self) -> ModelSpec:
         # The transformers engine adds no options: its specs, params hashes and shards stay as they were.
         engine = {} if self.engine == "transformers" else {
