@@ -172,3 +172,36 @@ def test_bad_pools_are_refused_in_one_line_before_any_model_loads(case, tiny_mod
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) <= 3, err  # the message, and argparse's usage lines
     assert not (tmp_path / "out").exists()
+
+
+def test_a_release_config_takes_a_pool_of_tiny_engines_and_refuses_what_none_covers(tmp_path):
+    from xmdata.flows.release_preflight import checked_release
+    from xmdata.schemas import ContractError
+
+    (tmp_path / "in.jsonl").write_text('{"id": "a", "text": "A dog."}\n', encoding="utf-8")
+    config = tmp_path / "release.yaml"
+    body = ("name: t\ntranslation:\n  input: in.jsonl\n  targets: [{targets}]\n  translator:\n"
+            "    - {{backend: m2m100, model: \"tiny:m2m100\", num_beams: 2, num_candidates: 1}}\n"
+            "    - {{backend: nllb, model: \"tiny:nllb\", engine: ctranslate2}}\n")
+    config.write_text(body.format(targets="fr, te, qu"), encoding="utf-8")
+    release = checked_release(str(config), work=str(tmp_path / "work"))
+    engines = release.resolved.translation.translator
+    assert [e.backend for e in engines] == ["m2m100", "nllb"] and engines[1].spec().option("engine") == "ctranslate2"
+    assert all(e.model.startswith("/") for e in engines)  # the tiny models' folders
+    config.write_text(body.format(targets="fr, chr"), encoding="utf-8")  # Cherokee: in neither
+    with pytest.raises(ContractError, match="no translator of the pool covers chr .*chr not in its tokenizer.*nllb.*no code"):
+        checked_release(str(config), work=str(tmp_path / "work"))
+
+
+def test_dry_run_counts_units_per_engine_and_loads_no_model(tiny_models, tmp_path):
+    from xmdata.tasks.translation.memo_plan import memo_plan, plan_text
+
+    params = pool(tiny_models, "m2m100", "nllb", targets=("fr",))
+    location = str(tmp_path / "memo")
+    build(pool(tiny_models, "m2m100", targets=("fr",)), tmp_path / "out", location)
+    plan = memo_plan(table(), params, memo.MemoOptions(location))
+    m2m100, nllb = (run.label for run in engine_runs(params))
+    assert plan["engines"][m2m100] == {"units": 7, "in_memo": 7, "to_compute": 0}  # the blank: no unit
+    assert plan["engines"][nllb] == {"units": 7, "in_memo": 0, "to_compute": 7}
+    text = plan_text(plan)
+    assert f"fr · {nllb}" in text and f"{nllb}: 7 units, 0 in the memo, 7 to compute" in text
