@@ -86,6 +86,19 @@ def test_a_pooled_build_scores_every_engine_and_chooses_across_them(tiny_models,
     joined = chosen.join(best, on=["id", "target_language"], suffix="_best")
     assert (joined["qe_score_best"] - joined["qe_score"]).max() <= 1e-6
 
+    # explain ROW names the chosen candidate's engine and the best of the other engine.
+    from xmdata.tasks.explain.explain import explain
+
+    trace = explain(str(tmp_path / "pool"), "r0").traces[0]
+    fr = next(s for s in trace.steps if s.stage == "select_translations -> fr")
+    te = next(s for s in trace.steps if s.stage == "select_translations -> te")
+    if fr.outcome == "kept":
+        assert fr.values["engine"] in labels
+        other = next(label for label in labels if label != fr.values["engine"])
+        assert set(fr.values["best of each other engine"]) == {other}
+    assert te.values["best of each other engine"] == {labels[0]: "no candidate (the target was left to the other engines)"}
+    assert all("engine" in c for c in fr.candidates) and any(c["verdict"].startswith("chosen") for c in fr.candidates)
+
 
 def test_adding_an_engine_computes_its_work_only_and_removing_one_computes_nothing(tiny_models, tmp_path):
     location = str(tmp_path / "memo")
