@@ -66,3 +66,22 @@ def test_tiny_nllb_is_the_real_classes_and_translates(tiny_models):
     assert 1 <= len(candidates) <= 2 and all(c.text and "fra_Latn" not in c.text for c in candidates)
     with pytest.raises(ValueError, match="target language 'fr' is not supported"):
         translator.prepare(["the dog runs"], "eng_Latn", "fr")
+
+
+def test_the_coverage_page_is_the_table_and_each_tokenizer_has_its_codes():
+    """docs/reference/translator-coverage.md is generated from data/language_areas.json; the M2M100 and
+    NLLB columns are codes their tokenizers list (MADLAD's real vocabulary cannot be fetched here)."""
+    from transformers.models.m2m_100.tokenization_m2m_100 import FAIRSEQ_LANGUAGE_CODES as M2M100_CODES
+    from transformers.models.nllb.tokenization_nllb import FAIRSEQ_LANGUAGE_CODES as NLLB_CODES
+
+    from xmdata.docs_reference import DOCS, covering_pools, translator_coverage_page
+
+    areas = load_language_areas().languages
+    listed = {"m2m100": set(M2M100_CODES["m2m100"]), "nllb": set(NLLB_CODES)}
+    for system, codes in listed.items():
+        assert {a.codes[system] for a in areas.values() if a.codes.get(system)} <= codes, system
+    assert sorted(c for c, a in areas.items() if not a.codes.get("m2m100")) == ["mi", "qu", "te"]
+    assert covering_pools({c: a.codes for c, a in areas.items()}) == [("nllb",), ("madlad",)]
+    page = translator_coverage_page()
+    assert open(f"{DOCS}/reference/translator-coverage.md", encoding="utf-8").read() == page
+    assert "| te | – | `tel_Telu` | `te` |" in page and "M2M100 + NLLB-200" in page
