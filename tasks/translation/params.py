@@ -129,6 +129,9 @@ class TranslateQaParams(Params):
     def _over_the_methods_translator(cls, value):
         """What a config, the form or the flags set of the translator goes over the method's
         (MADLAD, plain generation), not over TranslatorOptions' beam-search defaults."""
+        if isinstance(value, (list, tuple)):
+            raise ValueError("a pool of translators is not built for the Q/A packed translation yet: name one "
+                             "translator (translate takes a pool)")
         return {**QA_TRANSLATOR.model_dump(exclude_unset=True), **value} if isinstance(value, dict) else value
 
     @model_validator(mode="after")

@@ -218,3 +218,18 @@ def test_dry_run_counts_units_per_engine_and_loads_no_model(tiny_models, tmp_pat
     assert plan["engines"][nllb] == {"units": 7, "in_memo": 0, "to_compute": 7}
     text = plan_text(plan)
     assert f"fr · {nllb}" in text and f"{nllb}: 7 units, 0 in the memo, 7 to compute" in text
+
+
+def test_the_flows_form_offers_one_translator_or_a_list_of_translator_forms():
+    """The UI form is the flow's signature: `translator` is TranslatorOptions or a list of them."""
+    from prefect.utilities.callables import parameter_schema
+
+    from xmdata.flows.translate import translate_flow
+
+    schema = parameter_schema(translate_flow.fn).model_dump()
+    definitions = schema["definitions"]
+    translator = definitions["TranslateParams"]["properties"]["translator"]
+    one, many = translator["anyOf"]
+    assert one["$ref"].endswith("/TranslatorOptions") and many["type"] == "array"
+    assert many["items"]["$ref"].endswith("/TranslatorOptions")
+    assert "nllb" in definitions["TranslatorOptions"]["properties"]["backend"]["enum"]
