@@ -51,6 +51,32 @@ def random_418m_checkpoint(tiny_dir: str) -> str:
     return str(out)
 
 
+NLLB_600M_VOCABULARY = 256206  # facebook/nllb-200-distilled-600M's config.json vocab_size; the shape is 418M's
+
+
+def random_600m_nllb_checkpoint(tiny_dir: str) -> str:
+    """A random NLLB-200 with the distilled-600M shape (M2M100's 418M layers, NLLB's 256,206-entry
+    embedding), the tiny NLLB tokenizer beside it: CTranslate2's converter fills the vocabulary up to
+    the embedding with made-up words, as it does for the real checkpoint's spare rows."""
+    import shutil
+
+    import torch
+    from transformers import M2M100Config, M2M100ForConditionalGeneration
+
+    out = Path(cache_root()) / "bench" / "nllb-600M-shape-random-seed0"
+    if (out / "model.safetensors").is_file():
+        return str(out)
+    out.mkdir(parents=True, exist_ok=True)
+    for name in Path(tiny_dir).iterdir():
+        if name.name not in ("model.safetensors", "config.json", "generation_config.json") and name.is_file():
+            shutil.copy(name, out / name.name)
+    config = M2M100Config(vocab_size=NLLB_600M_VOCABULARY, max_position_embeddings=1024, pad_token_id=1,
+                          bos_token_id=0, eos_token_id=2, decoder_start_token_id=2, **SHAPE_418M)
+    torch.manual_seed(0)
+    M2M100ForConditionalGeneration(config).save_pretrained(out)
+    return str(out)
+
+
 def fixed_length(translator) -> None:
     """Every hypothesis runs to the batch's length limit, in whichever engine this translator uses."""
     engine = translator.model
@@ -127,6 +153,8 @@ def main() -> list[dict]:
     figures = [time_engines("tiny M2M100", models["m2m100"].name_or_path, texts, "int8")]
     figures.append(time_engines("tiny NLLB-200", models["nllb"].name_or_path, texts, "int8", "nllb",
                                 LANGUAGES["nllb"]))
+    figures.append(time_engines("NLLB-200 600M shape (random)", random_600m_nllb_checkpoint(models["nllb"].name_or_path),
+                                sentences(16), "int8", "nllb", LANGUAGES["nllb"]))
     checkpoint = random_418m_checkpoint(models["m2m100"].name_or_path)
     figures.append(time_engines("M2M100 418M shape (random)", checkpoint, sentences(16), "int8"))
     return figures

@@ -77,7 +77,20 @@ def commands_page() -> str:
     return "\n".join(lines)
 
 
+def _without_metadata(annotation):
+    """Annotated[X, validators…] -> X, inside unions and lists too: a page names types, not validators
+    (whose repr holds a memory address)."""
+    if typing.get_origin(annotation) is typing.Annotated:
+        return _without_metadata(typing.get_args(annotation)[0])
+    args = typing.get_args(annotation)
+    if args and typing.get_origin(annotation) in (typing.Union, list):
+        inner = tuple(_without_metadata(a) for a in args)
+        return typing.Union[inner] if typing.get_origin(annotation) is typing.Union else list[inner[0]]
+    return annotation
+
+
 def _type_name(annotation) -> str:
+    annotation = _without_metadata(annotation)
     text = getattr(annotation, "__name__", None) if not typing.get_args(annotation) else None
     text = text or repr(annotation).replace("typing.", "")
     for prefix in ("xmdata.", "tasks.", "runtime.", "flows."):
