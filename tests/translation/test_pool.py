@@ -89,7 +89,12 @@ def test_a_pooled_build_scores_every_engine_and_chooses_across_them(tiny_models,
     # explain ROW names the chosen candidate's engine and the best of the other engine.
     from xmdata.tasks.explain.explain import explain
 
-    trace = explain(str(tmp_path / "pool"), "r0").traces[0]
+    from xmdata.tasks.explain.text import explanation_text
+
+    explanation = explain(str(tmp_path / "pool"), "r0")
+    text = explanation_text(explanation)  # as `xmdata explain` prints it: both engines' models named
+    assert f"model: m2m100 {tiny_models['m2m100'].name_or_path}" in text and "best of each other engine=" in text
+    trace = explanation.traces[0]
     fr = next(s for s in trace.steps if s.stage == "select_translations -> fr")
     te = next(s for s in trace.steps if s.stage == "select_translations -> te")
     if fr.outcome == "kept":
