@@ -146,10 +146,11 @@ def main() -> list[dict]:
     if torch.cuda.is_available():
         print("  (a GPU is present: the 1.2B shape at beam 100/25 is a GPU figure; see the note)")
     # Issue 18: the engines and COMETKiwi's Trainer reuse, on the same sentences, beams and candidates.
-    from bench import quality_estimation, translation_engines
+    from bench import quality_estimation, translation_engines, translation_pool
 
     figures += translation_engines.main()
     figures += quality_estimation.main()
+    figures += translation_pool.main()  # issue 64: a pool of engines
     return figures
 
 

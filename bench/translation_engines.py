@@ -51,6 +51,32 @@ def random_418m_checkpoint(tiny_dir: str) -> str:
     return str(out)
 
 
+NLLB_600M_VOCABULARY = 256206  # facebook/nllb-200-distilled-600M's config.json vocab_size; the shape is 418M's
+
+
+def random_600m_nllb_checkpoint(tiny_dir: str) -> str:
+    """A random NLLB-200 with the distilled-600M shape (M2M100's 418M layers, NLLB's 256,206-entry
+    embedding), the tiny NLLB tokenizer beside it: CTranslate2's converter fills the vocabulary up to
+    the embedding with made-up words, as it does for the real checkpoint's spare rows."""
+    import shutil
+
+    import torch
+    from transformers import M2M100Config, M2M100ForConditionalGeneration
+
+    out = Path(cache_root()) / "bench" / "nllb-600M-shape-random-seed0"
+    if (out / "model.safetensors").is_file():
+        return str(out)
+    out.mkdir(parents=True, exist_ok=True)
+    for name in Path(tiny_dir).iterdir():
+        if name.name not in ("model.safetensors", "config.json", "generation_config.json") and name.is_file():
+            shutil.copy(name, out / name.name)
+    config = M2M100Config(vocab_size=NLLB_600M_VOCABULARY, max_position_embeddings=1024, pad_token_id=1,
+                          bos_token_id=0, eos_token_id=2, decoder_start_token_id=2, **SHAPE_418M)
+    torch.manual_seed(0)
+    M2M100ForConditionalGeneration(config).save_pretrained(out)
+    return str(out)
+
+
 def fixed_length(translator) -> None:
     """Every hypothesis runs to the batch's length limit, in whichever engine this translator uses."""
     engine = translator.model
@@ -64,26 +90,27 @@ def fixed_length(translator) -> None:
         engine.generate = lambda **kwargs: generate(**kwargs, min_new_tokens=kwargs["max_new_tokens"])
 
 
-def time_engines(name: str, checkpoint: str, texts: list[str], compute_type: str) -> dict:
+def time_engines(name: str, checkpoint: str, texts: list[str], compute_type: str, backend: str = "m2m100",
+                 languages: tuple[str, str] = ("en", "fr")) -> dict:
     from xmdata.models.base import ModelSpec
     from xmdata.models.registry import get_model
     from xmdata.models.token_batches import length_sorted_batches, max_new_tokens
 
     started = time.perf_counter()
-    ct2 = get_model("translator", ModelSpec("m2m100", checkpoint, options={"engine": "ctranslate2",
-                                                                        "compute_type": compute_type}))
+    ct2 = get_model("translator", ModelSpec(backend, checkpoint, options={"engine": "ctranslate2",
+                                                                       "compute_type": compute_type}))
     setup_s = time.perf_counter() - started  # conversion (first run only) and load
-    hf = get_model("translator", ModelSpec("m2m100", checkpoint))
-    lengths = hf.token_lengths(texts, "en", "fr")
+    hf = get_model("translator", ModelSpec(backend, checkpoint))
+    lengths = hf.token_lengths(texts, *languages)
     batches = [sorted(b) for b in length_sorted_batches(lengths, BEAMS * 16 * 32, BEAMS)]
     timings = {}
     for label, translator in (("transformers float32", hf), (f"ctranslate2 {compute_type}", ct2)):
         fixed_length(translator)
-        translator.predict(translator.prepare(texts[:2], "en", "fr"), BEAMS, CANDIDATES, 4)  # warm-up
+        translator.predict(translator.prepare(texts[:2], *languages), BEAMS, CANDIDATES, 4)  # warm-up
         started = time.perf_counter()
         for batch in batches:
             limit = max_new_tokens(max(lengths[i] for i in batch), 1.0, 4, 1024)
-            translator.predict(translator.prepare([texts[i] for i in batch], "en", "fr"), BEAMS, CANDIDATES, limit)
+            translator.predict(translator.prepare([texts[i] for i in batch], *languages), BEAMS, CANDIDATES, limit)
         timings[label] = time.perf_counter() - started
     (hf_label, hf_s), (ct_label, ct_s) = timings.items()
     slots = len(texts) * CANDIDATES  # candidates asked for: the same in both engines
@@ -95,6 +122,9 @@ def time_engines(name: str, checkpoint: str, texts: list[str], compute_type: str
             "ratio": round(hf_s / ct_s, 2), "compute_type": compute_type}
 
 
+LANGUAGES = {"m2m100": ("en", "fr"), "madlad": ("en", "fr"), "nllb": ("eng_Latn", "fra_Latn")}
+
+
 def agreement(spec, texts: list[str], compute_type: str) -> tuple[float, int]:
     """(share of sentences whose best candidate is the same text in both engines, distinct best texts)."""
     from xmdata.models.base import ModelSpec
@@ -103,7 +133,8 @@ def agreement(spec, texts: list[str], compute_type: str) -> tuple[float, int]:
     hf = get_model("translator", spec)
     ct2 = get_model("translator", ModelSpec(spec.backend, spec.name_or_path,
                                             options={"engine": "ctranslate2", "compute_type": compute_type}))
-    best = [[c[0].text if c else None for c in t.predict(t.prepare(texts, "en", "fr"), BEAMS, CANDIDATES, 16)]
+    best = [[c[0].text if c else None for c in t.predict(t.prepare(texts, *LANGUAGES[spec.backend]), BEAMS,
+                                                          CANDIDATES, 16)]
             for t in (hf, ct2)]
     return sum(a == b for a, b in zip(*best)) / len(texts), len(set(best[0]))
 
@@ -114,12 +145,16 @@ def main() -> list[dict]:
 
     models = cached_tiny_models(seed=0)
     texts = sentences(192)
-    for backend in ("m2m100", "madlad"):
+    for backend in ("m2m100", "madlad", "nllb"):
         for compute_type in ("float32", "int8"):
             share, distinct = agreement(models[backend], texts, compute_type)
             print(f"agreement, tiny {backend}, ctranslate2 {compute_type} vs transformers float32: best candidate "
                   f"equal on {share:.1%} of {len(texts)} sentences ({distinct} distinct best texts)", flush=True)
     figures = [time_engines("tiny M2M100", models["m2m100"].name_or_path, texts, "int8")]
+    figures.append(time_engines("tiny NLLB-200", models["nllb"].name_or_path, texts, "int8", "nllb",
+                                LANGUAGES["nllb"]))
+    figures.append(time_engines("NLLB-200 600M shape (random)", random_600m_nllb_checkpoint(models["nllb"].name_or_path),
+                                sentences(4), "int8", "nllb", LANGUAGES["nllb"]))  # 4: 16 ran past 9 min here
     checkpoint = random_418m_checkpoint(models["m2m100"].name_or_path)
     figures.append(time_engines("M2M100 418M shape (random)", checkpoint, sentences(16), "int8"))
     return figures

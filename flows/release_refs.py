@@ -33,7 +33,7 @@ class ModelRef:
     where: tuple  # the object of the config that names it: ("translation", "translator")
     field: str  # its field there: model, lid_model, qe_model, clip_model
     holder: object = dataclass_field(repr=False)  # that object
-    backend: str  # fasttext, cometkiwi, open_clip, hf, m2m100, madlad
+    backend: str  # fasttext, cometkiwi, open_clip, hf, m2m100, madlad, nllb
     revision: str | None  # hub revision or open_clip pretrained tag
     tiny: tuple[str, ...] = ()  # the tiny models it may name (models/tiny.py); the first is `--models tiny`'s
     tiny_update: dict = dataclass_field(default_factory=dict)  # what `--models tiny` sets with it
@@ -60,12 +60,15 @@ def model_refs(config: Strict) -> list[ModelRef]:
                              "fasttext", None))
     for section in ("translation", "qa_translation", "benchmarks"):
         if c := getattr(config, section):
-            t, f = c.translator, c.filters
-            refs.append(ModelRef(f"{section}.translator", f"{section}.translator.model", (section, "translator"),
-                                 "model", t, t.backend, t.revision, (t.backend,),
-                                 # batch_size 1: on a sample, filling each call up to the recipe's size
-                                 # (models/token_batches.py) would cost more than batching saves
-                                 {**ON_CPU, "dtype": "float32", "batch_size": 1}))
+            f = c.filters
+            pool = isinstance(c.translator, list)  # a pool: one model a engine, named by its place
+            for i, t in enumerate(c.translator if pool else [c.translator]):
+                name, where = (f"{section}.translator.{i}", (section, "translator", i)) if pool else (
+                    f"{section}.translator", (section, "translator"))
+                refs.append(ModelRef(name, f"{name}.model", where, "model", t, t.backend, t.revision, (t.backend,),
+                                     # batch_size 1: on a sample, filling each call up to the recipe's size
+                                     # (models/token_batches.py) would cost more than batching saves
+                                     {**ON_CPU, "dtype": "float32", "batch_size": 1}))
             if f:
                 refs.append(ModelRef(f"{section}.filters.lid_model", f"{section}.filters.lid_model",
                                      (section, "filters"), "lid_model", f, "fasttext", None))

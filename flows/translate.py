@@ -5,6 +5,7 @@ candidates in the wrong language dropped, the one COMETKiwi scores highest kept.
 """
 from __future__ import annotations
 
+import dataclasses
 
 import pyarrow as pa
 from prefect import flow
@@ -25,6 +26,7 @@ from xmdata.tasks.build.ingest import ingest
 from xmdata.tasks.translation.translate import translate_stage
 from xmdata.tasks.translation.input import read_translation_input
 from xmdata.tasks.translation.languages import lid_labels_for
+from xmdata.tasks.translation.pool import SOURCE_TAGGED, engine_runs
 from xmdata.tasks.translation.outputs import write_candidates, write_run, write_selection
 from xmdata.tasks.stage_params import DEFAULT_SHARDS, ShardCount
 
@@ -44,7 +46,7 @@ def check_before_loading(translator: ModelSpec, source: str, targets: list[str],
     if translator.option("engine") == "ctranslate2":  # conversion on first use, refused before any shard
         ensure_converted(translator, translator.option("compute_type"))
     supported = translator_languages(translator)
-    asked = ([source] if translator.backend == "m2m100" else []) + targets  # MADLAD takes no source tag
+    asked = ([source] if translator.backend in SOURCE_TAGGED else []) + targets  # MADLAD takes no source tag
     unknown = [lang for lang in asked if lang not in supported]
     if unknown:
         raise ContractError(f"{translator.backend} model {translator.name_or_path} does not support "
@@ -52,38 +54,64 @@ def check_before_loading(translator: ModelSpec, source: str, targets: list[str],
 
 
 def check_models(params: TranslateParams | TranslateQaParams) -> None:
-    """The translator (and the filters' models, when set) exist and take the run's languages."""
+    """The translators (and the filters' models, when set) exist and take the run's languages; in a
+    pool, each engine the languages it covers, and every target some engine (tasks/translation/pool.py)."""
     filters = params.filters
-    check_before_loading(params.translator.spec(), params.source, params.targets,
-                         *((filters.lid_spec(), filters.qe_spec()) if filters else ()))
+    others = (filters.lid_spec(), filters.qe_spec()) if filters else ()
+    if not getattr(params, "is_pool", False):
+        check_before_loading(params.translator.spec(), params.source, params.targets, *others)
+        return
+    for run in engine_runs(params, translator_languages):  # refuses a target no engine covers
+        check_before_loading(run.params.translator.spec(), run.params.source, run.params.targets, *others)
 
 
 def preflight(source: str | pa.Table, params: TranslateParams) -> tuple[pa.Table, list[str]]:
     """Everything that can be refused before a model loads; returns the input and its list columns."""
     table, list_columns = read_translation_input(source, params.columns)
-    lid_labels_for(params.targets, params.translator.backend, params.filters.lid_accept)  # a bad --lid-accept
+    for run in engine_runs(params):  # a bad --lid-accept, with each engine's codes
+        lid_labels_for(run.params.targets, run.params.translator.backend, run.params.filters.lid_accept)
     check_models(params)
     return table, list_columns
 
 
 def translate_texts(source: str | pa.Table, out: str, shards: int, params: TranslateParams,
                     models_checked: bool = False) -> tuple[list[StageReport], dict, dict]:
-    """The build: the models are checked here unless the caller did (`models_checked`)."""
+    """The build: the models are checked here unless the caller did (`models_checked`). Each engine
+    runs its own translate, language-ID and COMETKiwi stages (a one-engine build in OUT, as before;
+    a pool's engines in OUT/engines/<name>/); the candidates table holds them all."""
     table, list_columns = read_translation_input(source, params.columns)
     if not models_checked:
         check_models(params)
-    filters, spec = params.filters, params.translator.spec()
-    accepted = lid_labels_for(params.targets, params.translator.backend, filters.lid_accept)
+    filters = params.filters
+    runs = engine_runs(params, translator_languages if params.is_pool else None)
     ingested = ingest(table, "texts", shards, out)
-    translated = run_stage(translate_stage(params, spec), ingested.data_paths, out)
-    labelled = run_stage(candidate_lid_stage(filters.lid_spec(), accepted), translated.data_paths, out)
-    scored = run_stage(candidate_qe_stage(filters.qe_spec()), labelled.data_paths, out)
-    write_candidates(scored.data_paths, out)
-    write_run(out, params, list_columns, accepted_lid_labels=accepted, translator=spec.to_dict(),
-              lid_model=filters.lid_spec().to_dict(), qe_model=filters.qe_spec().to_dict())
+    reports, scored_paths, accepted, translators = [ingested], [], {}, []
+    for run in runs:
+        root = storage.join(out, run.folder) if run.folder else out
+        one, spec = run.params, run.params.translator.spec()
+        labels = lid_labels_for(one.targets, one.translator.backend, one.filters.lid_accept)
+        translated = run_stage(translate_stage(one, spec), ingested.data_paths, root)
+        labelled = run_stage(candidate_lid_stage(filters.lid_spec(), labels), translated.data_paths, root)
+        scored = run_stage(candidate_qe_stage(filters.qe_spec()), labelled.data_paths, root)
+        for report in (translated, labelled, scored):  # a pool's stages are named by their folder
+            reports.append(dataclasses.replace(report, stage=f"{run.folder}/{report.stage}") if run.folder else report)
+        scored_paths.append(scored.data_paths)
+        accepted.update({run.to_project[code]: found for code, found in labels.items()})
+        translators.append(spec.to_dict())
+    write_candidates(scored_paths, out, runs)
+    write_run(out, params, list_columns, accepted_lid_labels=accepted,
+              translator=translators if params.is_pool else translators[0],
+              lid_model=filters.lid_spec().to_dict(), qe_model=filters.qe_spec().to_dict(),
+              **({"engines": [engine_record(run) for run in runs]} if params.is_pool else {}))
     selection = write_selection(out, params, list_columns)
     kept = {t: r["rows_out"] for t, r in selection["targets"].items()}
-    return [ingested, translated, labelled, scored], {"translations kept per target": kept}, selection
+    return reports, {"translations kept per target": kept}, selection
+
+
+def engine_record(run) -> dict:
+    """translate.json's word on a pool's engine: its folder, codes and what it left to the others."""
+    return {"engine": run.label, "folder": run.folder, "source": run.params.source,
+            "targets": run.to_project, "left_to_others": list(run.left)}
 
 
 @flow(name="translate")

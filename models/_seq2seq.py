@@ -153,9 +153,13 @@ class Seq2SeqTranslator:
 
     def dropped(self, token_id: int) -> bool:
         """A language or special token's id, or an id the tokenizer reads as a special token (M2M100
-        reads every id it has no piece for, its model's spare ones included, as `<unk>`)."""
+        reads every id it has no piece for, its model's spare ones included, as `<unk>`), or an id
+        beyond the tokenizer (an embedding's spare rows)."""
         if (known := self._dropped.get(token_id)) is not None:
             return known
+        if token_id >= len(self.tokenizer):  # an embedding row with no token (NLLB's spare rows, whose id
+            self._dropped[token_id] = True  # NllbTokenizer cannot convert: sentencepiece refuses it)
+            return True
         token = self.tokenizer.convert_ids_to_tokens(token_id)
         self._dropped[token_id] = found = token in self.tokenizer.all_special_tokens
         return found

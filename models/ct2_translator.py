@@ -1,8 +1,8 @@
-"""M2M100 and MADLAD on CTranslate2: the same tokenizer, language prefixes, length limits, decoding
+"""M2M100, NLLB-200 and MADLAD on CTranslate2: the same tokenizer, language prefixes, length limits, decoding
 and duplicate merging as the transformers path (they are inherited); only beam search runs in
 CTranslate2, on a model converted once from the same checkpoint (see ct2_convert.py).
 
-The transformers path's forced first token (M2M100's `__xx__`) becomes CTranslate2's target prefix;
+The transformers path's forced first token (M2M100's `__xx__`, NLLB's `fra_Latn`) becomes CTranslate2's target prefix;
 MADLAD's `<2xx>` stays in the source text. `max_new_tokens` is `max_decoding_length`: both count
 the generated tokens, the forced language token included.
 """
@@ -18,6 +18,7 @@ from .base import Candidate, ModelError
 from .ct2_convert import ensure_converted, import_ctranslate2, resolve_compute_type
 from .m2m100 import M2M100Translator
 from .madlad import MadladTranslator
+from .nllb import NllbTranslator
 
 
 class CTranslate2Engine:
@@ -71,3 +72,8 @@ class M2M100CT2Translator(CTranslate2Engine, M2M100Translator):
 
 class MadladCT2Translator(CTranslate2Engine, MadladTranslator):
     pass
+
+
+class NllbCT2Translator(CTranslate2Engine, NllbTranslator):
+    """CTranslate2's M2M100 converter reads NLLB checkpoints (M2M100Config; its get_vocabulary appends
+    the tokenizer's additional special tokens, the FLORES-200 codes)."""

@@ -19,6 +19,7 @@ BACKENDS: dict[str, dict[str, str]] = {
         # The spec's `engine` option picks transformers' generate() or CTranslate2 (translators.py).
         "m2m100": "xmdata.models.translators:m2m100_translator",
         "madlad": "xmdata.models.translators:madlad_translator",
+        "nllb": "xmdata.models.translators:nllb_translator",
     },
     "quality_estimator": {"cometkiwi": "xmdata.models.cometkiwi:CometKiwiEstimator"},
     "clip_scorer": {"open_clip": "xmdata.models.open_clip_scorer:OpenClipScorer"},

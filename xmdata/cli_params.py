@@ -24,9 +24,14 @@ class ParamFlags:
 
 
 def _plain(annotation):
-    """`X | None` -> X."""
+    """`X | None` -> X; `X | list[X]` (a translator or a pool of them) -> X, whose fields are the flags
+    (the list has its own flag: xmdata/commands/translate.py's --translator)."""
+    if typing.get_origin(annotation) is typing.Annotated:
+        annotation = typing.get_args(annotation)[0]
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
         annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
+    if typing.get_origin(annotation) is typing.Annotated:
+        annotation = typing.get_args(annotation)[0]
     return annotation
 
 

@@ -129,10 +129,12 @@ def stage_models(folders: Folders, stage: str) -> list[dict] | None:
         return None
     section, _, roles = STAGES[stage]
     if folders.manifest:
-        return [m for m in folders.manifest.get("models", []) if m.get("role") in roles] or None
+        # a pool's engines are translation.translator.0, .1, …
+        return [m for m in folders.manifest.get("models", []) if m.get("role") in roles
+                or str(m.get("role")).rpartition(".")[0] in roles] or None
     if section in WORK_FILES and stage in WORK_MODELS:
         spec = (folders.work_json(WORK_FILES[section]) or {}).get(WORK_MODELS[stage])
-        return [spec] if spec else None
+        return (spec if isinstance(spec, list) else [spec]) if spec else None  # a list: a pool's engines
     return None
 
 

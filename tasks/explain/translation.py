@@ -1,6 +1,6 @@
 """A text's translations: every beam candidate per target with its LID and QE scores, which one the
 selection rule (tasks/translation/select.py, rerun here on this text's candidates alone) chose and
-why each other one lost."""
+why each other one lost; in a pool, the chosen candidate's engine and each other engine's best."""
 from __future__ import annotations
 
 import polars as pl
@@ -17,7 +17,7 @@ from .lookup import find_rejects, find_rows, memo_use_of, shard_record_of, stage
 from .steps import rows_of
 from .trace import Step
 
-SHOWN = ["segment", "beam_rank", "candidate", "status", "lid_label", "lid_label_raw", "lid_prob", "lid_match",
+SHOWN = ["segment", "engine", "beam_rank", "candidate", "status", "lid_label", "lid_label_raw", "lid_prob", "lid_match",
          "qe_score"]
 CHOSEN = ["text", "beam_rank", "lid_label", "lid_prob", "qe_score", "qe_quartile", "candidates", "lid_passed"]
 
@@ -47,7 +47,9 @@ def translation_steps(folders: Folders, text_id: str, only_target: str | None = 
     if said := reused(memo_use_of(folders, "translate", steps[0].record), "beam_candidates",
                       [[r["source_text"], source, r["target_language"]] for r in searched.to_dicts()]):
         steps[0].values["model results"] = said
-    thresholds = (folders.report("translation_report.json") or {}).get("thresholds") or {}
+    report = folders.report("translation_report.json") or {}
+    thresholds = report.get("thresholds") or {}
+    engines = pool_engines(report, candidates)
     default_lid = FilterOptions.model_fields["min_lid_prob"].default  # a run without its report: the default
     min_lid_prob, min_qe = thresholds.get("min_lid_prob", default_lid), thresholds.get("min_qe")
     lid_ok = candidates.filter((pl.col("status") == "ok") & pl.col("lid_match").fill_null(False)
@@ -71,8 +73,19 @@ def translation_steps(folders: Folders, text_id: str, only_target: str | None = 
                                                                maintain_order=True):
         name = f"select_translations -> {target}" + (
             f": {column}" + ("" if element is None else f"[{element}]") if several else "")
-        steps.append(selection_step(name, group, unit_row(units, target, column, element), min_lid_prob, min_qe))
+        steps.append(selection_step(name, group, unit_row(units, target, column, element), min_lid_prob, min_qe,
+                                    engines))
     return steps
+
+
+def pool_engines(report: dict, candidates: pl.DataFrame) -> list[str] | None:
+    """A pool's engines in its order (the report lists them so, per target), else as the candidates
+    name them; None for a one-engine build."""
+    for target in (report.get("targets") or {}).values():
+        if target.get("engines"):
+            return list(target["engines"])
+    named = candidates["engine"].drop_nulls().unique().sort().to_list() if "engine" in candidates.columns else []
+    return named if len(named) > 1 else None
 
 
 def reused(use: dict | None, kind: str, inputs: list) -> str | None:
@@ -98,8 +111,8 @@ def unit_row(units: pl.DataFrame, target: str, column: str, element: int | None)
 
 
 def selection_step(name: str, candidates: pl.DataFrame, row: dict | None, min_lid_prob: float,
-                   min_qe: float | None) -> Step:
-    chosen = choose_per_segment(candidates, min_lid_prob, min_qe)
+                   min_qe: float | None, engines: list[str] | None = None) -> Step:
+    chosen = choose_per_segment(candidates, min_lid_prob, min_qe, engines)
     step = Step(name, "absent",
                 params={"min_lid_prob": min_lid_prob, "min_qe": min_qe, "tolerance": DECISION_TOLERANCE})
     if row:
@@ -109,10 +122,33 @@ def selection_step(name: str, candidates: pl.DataFrame, row: dict | None, min_li
             ["text", "qe_score"] if row["reason"] == "below_min_qe" else [])
         step.values = {k: row[k] for k in shown if k in row}
     winners = {(r["column"], r["element"], r["segment"]): r for r in chosen.to_dicts()}
-    for r in candidates.sort(["column", "element", "segment", "beam_rank"], nulls_last=False).to_dicts():
+    if engines:  # a pool: the chosen candidate's engine, and each other engine's best
+        if row and row["status"] == "ok":
+            step.values["engine"] = "+".join(sorted({w["engine"] for w in winners.values()}))
+        step.values["best of each other engine"] = other_engines_best(candidates, winners, engines, min_lid_prob)
+    order = ["column", "element", "segment"] + (["engine"] if "engine" in candidates.columns else []) + ["beam_rank"]
+    for r in candidates.sort(order, nulls_last=False).to_dicts():
         verdict = candidate_verdict(r, winners[(r["column"], r["element"], r["segment"])], min_lid_prob, min_qe)
         step.candidates.append({**{k: r[k] for k in SHOWN if k in r}, "verdict": verdict})
     return step
+
+
+def other_engines_best(candidates: pl.DataFrame, winners: dict, engines: list[str], min_lid_prob: float) -> dict:
+    """Per engine that did not write the chosen candidate: its best candidate by the selection's rule
+    (the rule run on its candidates alone), with its QE, or why it has none."""
+    chosen_engines = {w["engine"] for w in winners.values()}
+    best = {}
+    for engine in engines:
+        if engine in chosen_engines:
+            continue
+        own = candidates.filter(pl.col("engine") == engine)
+        if not own.height:
+            best[engine] = "no candidate (the target was left to the other engines)"
+            continue
+        top = choose_per_segment(own, min_lid_prob, None).row(0, named=True)
+        best[engine] = ({"candidate": top["candidate"], "beam_rank": top["beam_rank"], "qe_score": top["qe_score"]}
+                        if top["lid_passed"] else "no candidate passed language ID")
+    return best
 
 
 def candidate_verdict(c: dict, best: dict, min_lid_prob: float, min_qe: float | None) -> str:
@@ -127,11 +163,13 @@ def candidate_verdict(c: dict, best: dict, min_lid_prob: float, min_qe: float | 
         return f"lid_prob {c['lid_prob']:.4f} < min_lid_prob {min_lid_prob}"
     if c["qe_score"] is None:
         return "no QE score"
-    if c["beam_rank"] == best["beam_rank"]:
+    if c["beam_rank"] == best["beam_rank"] and c.get("engine") == best.get("engine"):
         if best["reason"] == "below_min_qe":
             return f"best QE of the {best['lid_passed']} that passed LID, but below min_qe {min_qe}: none kept"
         return f"chosen: best QE of the {best['lid_passed']} that passed LID"
     gap = best["qe_score"] - c["qe_score"]
     if gap <= DECISION_TOLERANCE:
+        if c.get("engine") != best.get("engine"):
+            return f"QE ties the chosen (within {DECISION_TOLERANCE}): its engine {best['engine']} is listed first"
         return f"QE ties the chosen (within {DECISION_TOLERANCE}): beam rank {best['beam_rank']} is better"
     return f"QE {c['qe_score']:.6f} below the chosen {best['qe_score']:.6f}"

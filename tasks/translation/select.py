@@ -3,7 +3,8 @@
 Rerun with other thresholds as often as wanted: it reads candidates.parquet only. QE scores within
 DECISION_TOLERANCE of the best are ties, won by the better beam rank, so kernel noise does not pick
 another beam (`best_first`: the one rule, which Q/A selection in tasks/qa/outputs.py uses too);
-thresholds keep `>=` and a unit decided within the tolerance is flagged `near_threshold`. Sentence
+thresholds keep `>=` and a unit decided within the tolerance is flagged `near_threshold`. A pool's
+candidates are chosen across its engines: a tie goes to the engine listed first, then to the beam rank. Sentence
 segments (long texts split on request) are joined back, and the joined text is kept only when every
 segment was.
 """
@@ -31,18 +32,32 @@ def best_first(score: pl.Expr, over: list[str], eligible: pl.Expr | None = None)
             eligible & (gap <= 2 * DECISION_TOLERANCE))
 
 
-def choose_per_segment(candidates: pl.DataFrame, min_lid_prob: float, min_qe: float | None) -> pl.DataFrame:
+def with_engine_rank(candidates: pl.DataFrame, engines: list[str] | None) -> pl.DataFrame:
+    """`engine_rank`: the candidate's engine's place in the pool (ENGINES, its labels in order): ties in
+    QE go to the engine listed first, then to the better beam rank. Candidates of a run made before
+    the `engine` column all share rank 0, as one engine's do."""
+    if "engine" not in candidates.columns:
+        candidates = candidates.with_columns(engine=pl.lit(None, pl.String))
+    if not engines or len(engines) == 1:
+        return candidates.with_columns(engine_rank=pl.lit(0, pl.Int32))
+    return candidates.with_columns(engine_rank=pl.col("engine").replace_strict(
+        engines, list(range(len(engines))), default=len(engines), return_dtype=pl.Int32))
+
+
+def choose_per_segment(candidates: pl.DataFrame, min_lid_prob: float, min_qe: float | None,
+                       engines: list[str] | None = None) -> pl.DataFrame:
+    candidates = with_engine_rank(candidates, engines)
     lid_ok = (pl.col("status") == "ok") & pl.col("lid_match").fill_null(False)
     passed = lid_ok & (pl.col("lid_prob") >= min_lid_prob) & pl.col("qe_score").is_not_null()
     qe_key, close = best_first(pl.col("qe_score"), UNIT, pl.col("passed"))
     ranked = candidates.with_columns(passed=passed).with_columns(
         qe_key=qe_key, close=close,
         lid_near=lid_ok & near(pl.col("lid_prob"), min_lid_prob),
-    ).sort([*UNIT, "passed", "qe_key", "beam_rank"], descending=[False] * 5 + [True, True, False],
+    ).sort([*UNIT, "passed", "qe_key", "engine_rank", "beam_rank"], descending=[False] * 5 + [True, True, False, False],
            nulls_last=True)
     best = ranked.group_by(UNIT, maintain_order=True).agg(
         pl.col("source_text").first(), pl.col("status").first().alias("unit_status"),
-        pl.col("candidate", "beam_rank", "sequence_score", "lid_label", "lid_prob", "qe_score").first(),
+        pl.col("candidate", "engine", "beam_rank", "sequence_score", "lid_label", "lid_prob", "qe_score").first(),
         (pl.col("status") == "ok").sum().cast(pl.Int32).alias("candidates"),
         pl.col("passed").sum().cast(pl.Int32).alias("lid_passed"),
         ((pl.col("close").sum() > 1) | pl.col("lid_near").any()).alias("near_threshold"))
@@ -66,6 +81,7 @@ def join_segments(segments: pl.DataFrame) -> pl.DataFrame:
         pl.col("text").null_count().alias("missing"),
         pl.col("beam_rank").max(), pl.col("sequence_score", "qe_score").mean(),
         pl.col("lid_label").first(), pl.col("lid_prob").min(),
+        pl.col("engine").unique(maintain_order=True).sort().str.join("+"),  # segments may come from several
         pl.col("candidates", "lid_passed").min(), pl.col("reason").drop_nulls().first(),
         pl.col("near_threshold").any(),
     ).with_columns(text=pl.when(pl.col("missing") == 0).then(
@@ -112,18 +128,20 @@ class QuartileRanks:
 ORDER = ["target_language", "id", "column", "element"]  # translations.parquet's rows, nulls first
 
 
-def shard_units(candidates: pa.Table, min_lid_prob: float = 0.5, min_qe: float | None = None) -> pl.DataFrame:
+def shard_units(candidates: pa.Table, min_lid_prob: float = 0.5, min_qe: float | None = None,
+                engines: list[str] | None = None) -> pl.DataFrame:
     """One row per unit and target of CANDIDATES (every candidate of a unit: one shard), in ORDER, with
-    the TRANSLATIONS columns but `qe_quartile`, and `near_threshold`."""
-    segments = choose_per_segment(pl.from_arrow(candidates), min_lid_prob, min_qe)
+    the TRANSLATIONS columns but `qe_quartile`, `near_threshold` and the chosen candidate's `engine`."""
+    segments = choose_per_segment(pl.from_arrow(candidates), min_lid_prob, min_qe, engines)
     units = join_segments(segments).with_columns(
         status=pl.when(pl.col("reason").is_null()).then(pl.lit("ok")).otherwise(pl.lit("rejected")))
     return units.sort(ORDER, nulls_last=False)
 
 
-def select_units(candidates: pa.Table, min_lid_prob: float = 0.5, min_qe: float | None = None) -> pl.DataFrame:
+def select_units(candidates: pa.Table, min_lid_prob: float = 0.5, min_qe: float | None = None,
+                 engines: list[str] | None = None) -> pl.DataFrame:
     """`shard_units` with `qe_quartile`, for candidates held whole."""
-    units = shard_units(candidates, min_lid_prob, min_qe)
+    units = shard_units(candidates, min_lid_prob, min_qe, engines)
     scores = QuartileRanks.kept_scores(units)
     return QuartileRanks({t: [s] for t, s in scores.items()}).assign(units)
 
@@ -134,6 +152,7 @@ def near_threshold_counts(units: pl.DataFrame) -> dict[str, int]:
     return dict(counts.iter_rows())
 
 
-def select_translations(candidates: pa.Table, min_lid_prob: float = 0.5, min_qe: float | None = None) -> pa.Table:
-    units = select_units(candidates, min_lid_prob, min_qe)
+def select_translations(candidates: pa.Table, min_lid_prob: float = 0.5, min_qe: float | None = None,
+                        engines: list[str] | None = None) -> pa.Table:
+    units = select_units(candidates, min_lid_prob, min_qe, engines)
     return units.select(TRANSLATIONS.schema.names).to_arrow().cast(TRANSLATIONS.schema)

@@ -24,7 +24,8 @@ SECTION_INPUTS = {"input", "images", "only_source_language", "include_translatio
 CLI_SPELLINGS = {"embeddings": "--embeddings --embedding-dtype", "qe_device": "--device",
                  "split_sentences": "(QA translates a packed instance whole)", "metric": "the sub-command"}
 # --dry-run: the command line's look at the memo before a build; a flow run is a build.
-CLI_ONLY = {"-h", "--help", "--out", "--map", "--embeddings", "--embedding-dtype", "--score-candidates", "--dry-run"}
+CLI_ONLY = {"-h", "--help", "--out", "--map", "--embeddings", "--embedding-dtype", "--score-candidates", "--dry-run",
+            "--translator"}  # --translator: the `translator` field as a list (a pool), one engine a flag
 
 
 def _run_options() -> set[str]:

@@ -240,3 +240,26 @@ def test_the_demo_release_compares_equal_to_its_copy_and_a_moved_clip_score_is_n
     assert result.returncode == 1
     assert result.stderr.splitlines() == [f"data/clip_scores.parquet: id={data['id'][row].as_py()!r}: clip_score "
                                           f"{old!r} (A) != {scores[row]!r} (B) (|Δ| 0.01 > {TOLERANCE:g})"]
+
+
+def test_pooled_candidates_are_matched_by_engine_and_an_older_table_without_it_still_compares(tmp_path):
+    """Two engines each give beam rank 0 of a unit: matched on (…, engine, beam_rank), a changed score
+    is named with its engine; a candidates table written before the column is matched without it."""
+    from xmdata.tasks.release.compare_tables import compare_tables
+
+    def candidates(scores, engine=True):
+        table = {"id": ["a", "a"], "column": ["text"] * 2, "element": pa.array([None, None], pa.int32()),
+                 "segment": pa.array([0, 0], pa.int32()), "target_language": ["fr", "fr"],
+                 "engine": ["nllb:x", "m2m100:y"], "beam_rank": pa.array([0, 0], pa.int32()),
+                 "qe_score": pa.array(scores, pa.float32())}
+        return pa.table({k: v for k, v in table.items() if engine or k != "engine"})
+
+    (tmp_path / "data").mkdir()
+    name = "data/translation_candidates.parquet"
+    for side, scores in (("a", [0.5, 0.3]), ("b", [0.5, 0.9])):
+        pq.write_table(candidates(scores), tmp_path / f"{side}.parquet")
+    result = compare_tables(name, str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet"), 1e-6)
+    assert len(result.lines) == 1 and "m2m100:y" in result.lines[0] and "qe_score" in result.lines[0]
+    for side, scores in (("a", [0.5, 0.3]), ("b", [0.5, 0.3])):
+        pq.write_table(candidates(scores, engine=False), tmp_path / f"{side}.parquet")
+    assert compare_tables(name, str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet"), 1e-6).lines == []

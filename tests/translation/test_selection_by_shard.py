@@ -15,6 +15,7 @@ from xmdata.schemas.translation import CANDIDATES
 from xmdata.tasks.build import sorted_merge
 from xmdata.tasks.translation.outputs import write_candidates, write_run, write_selection
 from xmdata.tasks.translation.params import TranslateParams
+from xmdata.tasks.translation.pool import engine_runs
 from xmdata.tasks.translation.select import QuartileRanks, select_translations
 
 OUTPUTS = ["translations.parquet", "translated.parquet", "translation_rejects.parquet", "translation_report.json",
@@ -66,7 +67,7 @@ def _run(folder, candidates: pa.Table, shards: int | None):
     for shard in range(shards + 1):  # the last one empty
         paths.append(str(folder / f"{shard:05d}.parquet"))
         pq.write_table(candidates.filter(pa.array(which == shard)), paths[-1])
-    write_candidates(paths, str(folder))
+    write_candidates([paths], str(folder), engine_runs(PARAMS))  # one engine's shards
     write_run(str(folder), PARAMS, ["refs"])
     return str(folder)
 

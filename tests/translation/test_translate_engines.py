@@ -25,11 +25,14 @@ def engines(spec: ModelSpec, compute_type: str = "float32"):
     return get_model("translator", spec), get_model("translator", ct2)
 
 
-@pytest.mark.parametrize("backend", ["m2m100", "madlad"])
+LANGUAGES = {"m2m100": ("en", "fr"), "madlad": ("en", "fr"), "nllb": ("eng_Latn", "fra_Latn")}
+
+
+@pytest.mark.parametrize("backend", ["m2m100", "madlad", "nllb"])
 def test_engines_agree_on_the_best_candidate_at_float32(tiny_models, backend):
     transformers, ctranslate2 = engines(tiny_models[backend])
     assert ctranslate2.supported_languages() == transformers.supported_languages()
-    results = [engine.predict(engine.prepare(SENTENCES, "en", "fr"), BEAMS, CANDIDATES, MAX_NEW)
+    results = [engine.predict(engine.prepare(SENTENCES, *LANGUAGES[backend]), BEAMS, CANDIDATES, MAX_NEW)
                for engine in (transformers, ctranslate2)]
     for per_engine in results:
         assert len(per_engine) == len(SENTENCES)

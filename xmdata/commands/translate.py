@@ -7,6 +7,7 @@ import argparse
 from xmdata.cli_command import Command
 from xmdata.cli_options import add_run_options
 from xmdata.cli_params import ParamFlags, add_param_flags, flag_of
+from xmdata.tasks.translation.options import TranslatorOptions
 from xmdata.tasks.translation.params import TranslateParams, TranslateQaParams  # pydantic only: nothing heavy
 
 GUIDE = "how-to/translate.md"
@@ -20,6 +21,32 @@ def _translate_qa_aliases(args: argparse.Namespace, data: dict) -> None:
         data.setdefault("filters", {})
 
 
+TRANSLATOR_KEYS = ", ".join(TranslatorOptions.model_fields)
+
+
+def _engine(text: str) -> dict:
+    """--translator backend=nllb,model=PATH,num_beams=8 -> the engine's TranslatorOptions fields (the
+    model validates them: an unknown key or value is refused as a config's would be)."""
+    engine = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"--translator: expected KEY=VALUE items separated by ',' (keys: {TRANSLATOR_KEYS}), "
+                             f"got {item!r}")
+        engine[key.strip()] = value.strip()
+    if not engine:
+        raise ValueError("--translator: an empty engine; give at least backend=…")
+    return engine
+
+
+def _translate_aliases(args: argparse.Namespace, data: dict) -> None:
+    """Each --translator is one engine of a pool; the translator flags given beside them (--num-beams
+    8) apply to every engine that does not set its own."""
+    if getattr(args, "translators", None):
+        shared = data.get("translator", {})
+        data["translator"] = [{**shared, **_engine(engine)} for engine in args.translators]
+
+
 def probability(text: str) -> float:
     value = float(text)
     if not 0.0 <= value <= 1.0:
@@ -29,7 +56,11 @@ def probability(text: str) -> float:
 
 def add_translate_arguments(tr: argparse.ArgumentParser) -> None:
     tr.add_argument("input", help="Parquet/CSV/JSONL with an id column and the text columns")
-    add_param_flags(tr, ParamFlags(TranslateParams, skip=("qe_device",)))
+    add_param_flags(tr, ParamFlags(TranslateParams, skip=("qe_device",), aliases=_translate_aliases))
+    tr.add_argument("--translator", dest="translators", action="append", metavar="KEY=VALUE,…",
+                    help="one engine of a pool (repeat for each; --targets are then the project's codes): "
+                         f"backend=nllb,model=PATH,… with keys {TRANSLATOR_KEYS}; the translator flags above "
+                         "apply to every engine that does not set its own")
     tr.add_argument("--out", required=True)
     tr.add_argument("--dry-run", action="store_true",
                     help="say how many beam searches the build would run and how many the memo holds; "
