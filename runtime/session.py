@@ -114,7 +114,8 @@ class ExecutionSession:
         elif self.cluster is not None:
             from .cluster_spec import start_cluster
 
-            self._cluster, self._client = start_cluster(self.cluster, self.workers, self.jobs_folder)
+            self._cluster, self._client = start_cluster(self.cluster, self.workers, self.jobs_folder,
+                                                              self.dashboard)
         else:
             self._cluster, self._client = start_local_cluster(self.workers, dashboard=self.dashboard)
 

@@ -111,3 +111,50 @@ def test_what_a_cluster_class_gets_follows_from_what_its_constructor_takes():
                          "\"MKL_NUM_THREADS\": 4, \"OPENBLAS_NUM_THREADS\": 4}'")
     own = job_prologue(dask_jobqueue.SLURMCluster, {"job_script_prologue": ["export DASK_LOGGING='{}'"]})
     assert own == ["export DASK_LOGGING='{}'", JOB_PROLOGUE[0]]
+
+
+def reaches(host: str, port: int) -> bool:
+    import socket
+
+    try:
+        socket.create_connection((host, port), timeout=2).close()
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("cluster_class, kwargs", [
+    ("dask_jobqueue.local.LocalCluster", {"cores": 1, "memory": "1GB"}),  # a JobQueueCluster: its scheduler_options
+    ("distributed.LocalCluster", {"n_workers": 0, "processes": False}),
+])
+@pytest.mark.parametrize("dashboard", [False, True])
+def test_a_named_clusters_scheduler_serves_http_on_loopback_only_and_its_dashboard_when_asked(
+        cluster_class, kwargs, dashboard, tmp_path):
+    """Both classes' default dashboard_address is ":8787", every interface, and its pages are not
+    authenticated: start_cluster puts the scheduler's HTTP server on 127.0.0.1 (unreachable at this
+    host's network address) and serves the dashboard only with the session's --dashboard."""
+    import urllib.error
+    import urllib.request
+
+    from distributed.utils import get_ip
+
+    from xmdata.runtime.cluster_spec import start_cluster
+
+    cluster, client = start_cluster(ClusterOptions(cluster_class=cluster_class, cluster_kwargs=kwargs),
+                                    jobs_folder=str(tmp_path), dashboard=dashboard)
+    try:
+        port = client.scheduler_info()["services"]["dashboard"]
+        assert reaches("127.0.0.1", port)
+        network = get_ip()
+        if network.startswith("127."):
+            pytest.skip("this host has no address but loopback")
+        assert not reaches(network, port), f"the scheduler's HTTP server answers on {network}:{port}"
+        try:
+            status = urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=10).status
+        except urllib.error.HTTPError as exc:
+            status = exc.code
+        assert (status == 200) == dashboard
+    finally:
+        client.close()
+        cluster.close()
+
