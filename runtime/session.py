@@ -14,6 +14,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import contextvars
+import os
 import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
@@ -179,15 +180,21 @@ def execution_session(executor: str | None = None, address: DaskTarget | str | N
 
 
 @contextlib.contextmanager
-def cluster_scope(options):
+def cluster_scope(options, folder: str | None = None):
     """A flow's own cluster manager (a release config's `cluster:`, a deployment's parameter), unless
-    the run already has a cluster or an address: the command line wins over the config."""
+    the run already has a cluster or an address: the command line wins over the config. `folder`:
+    the flow's local work folder, whose `_jobs/` gets the batch jobs' logs and TLS files unless the
+    run's session names its own (a command's): a deployment run's would otherwise land in the
+    worker's current folder."""
+    from .cluster_spec import JOBS_FOLDER
+
     current = current_session()
     if options is None or current.cluster is not None or current.address:
         yield current
         return
+    jobs_folder = current.jobs_folder or (folder and os.path.join(folder, JOBS_FOLDER))
     with execution_session(current.executor, workers=current.workers, cluster=options,
-                           dashboard=current.dashboard, jobs_folder=current.jobs_folder) as session:
+                           dashboard=current.dashboard, jobs_folder=jobs_folder) as session:
         yield session
 
 

@@ -158,3 +158,15 @@ def test_a_named_clusters_scheduler_serves_http_on_loopback_only_and_its_dashboa
         client.close()
         cluster.close()
 
+
+def test_a_flows_cluster_logs_its_jobs_under_the_flows_folder_unless_the_command_named_one(tmp_path):
+    """A deployment run has no command to name a jobs folder: the flow's (a release's work folder) is
+    used, not the worker's current folder; a command's own stays."""
+    from xmdata.runtime.cluster_spec import JOBS_FOLDER
+    from xmdata.runtime.session import cluster_scope, execution_session
+
+    options = ClusterOptions(cluster_class="dask_jobqueue.SLURMCluster")
+    with execution_session("dask"), cluster_scope(options, str(tmp_path / "build")) as session:
+        assert session.cluster == options and session.jobs_folder == str(tmp_path / "build" / JOBS_FOLDER)
+    with execution_session("dask", jobs_folder=str(tmp_path / "cli")), cluster_scope(options, str(tmp_path)) as session:
+        assert session.jobs_folder == str(tmp_path / "cli")
