@@ -9,6 +9,7 @@ controller and node on one host, root as the Slurm user, no cgroups, no accounti
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -31,6 +32,16 @@ def missing() -> str | None:
 
 def _which(name: str) -> str | None:
     return shutil.which(name) or shutil.which(name, path="/usr/sbin:/sbin")
+
+
+def step_daemons() -> list[int]:
+    """The pids of this host's slurmstepd processes (a job's; one SLURM runs here at a time)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        with contextlib.suppress(OSError):
+            if entry.isdigit() and open(f"/proc/{entry}/comm").read().strip() == "slurmstepd":
+                pids.append(int(entry))
+    return pids
 
 
 @dataclass
@@ -63,9 +74,17 @@ class Slurm:
         self.run("scancel", "--full", "-u", "root")
 
     def stop(self, timeout: float = 15) -> None:
-        """Every job cancelled, then slurmd, slurmctld and munged stopped together (each takes ~2 s
-        after its SIGTERM), waited for."""
+        """Every job cancelled and waited for (bounded: `timeout`) until the queue is empty and no
+        slurmstepd is left (a job's step outlives its scancel by KillWait, and a slurmd stopped
+        before would leave it running); then slurmd, slurmctld and munged stopped together (each
+        takes ~2 s after its SIGTERM), waited for."""
         self.cancel_all()
+        deadline = time.monotonic() + timeout
+        while (self.jobs() or step_daemons()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        for pid in step_daemons():  # past the bound: this host runs one SLURM, this one
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, 9)
         pids = []
         for name in ("slurmd", "slurmctld", "munged"):
             try:
