@@ -121,11 +121,16 @@ class ExecutionSession:
             self._cluster, self._client = start_local_cluster(self.workers, dashboard=self.dashboard)
 
     def close(self) -> None:
+        manager = self.cluster is not None and self._cluster is not None
         if self._cluster is not None:
             close_local_cluster(self._cluster, self._client)
         elif self._client is not None:
             self._client.close()
         self._client = self._cluster = None
+        if manager:  # a batch cluster's TLS files for its jobs (dask-jobqueue's temporary files, in the
+            import gc  # jobs folder) go when it is collected: now, not at an exit that may skip its cycles
+
+            gc.collect()
 
 
 def resolve_executor(executor: str | None) -> str:
