@@ -38,22 +38,21 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .job_logging import dask_logging
 from .storage import key_values
 from .worker_start import DAEMON
 
 JOBS_FOLDER = "_jobs"  # OUT/_jobs (a release: OUT/build/_jobs): one log per job
 # Dask's own settings, as environment variables in the job's script: the worker is not daemonic; its
-# log holds Dask's warnings and errors and xmdata's own lines ("decoding in N processes"), not the
-# info lines of its start and close nor a traceback of each connection its end broke (tornado's,
-# asyncio's and Dask's comm loggers, as Dask's `logging` config names them): a job cancelled or
-# preempted mid-run leaves one line, SLURM's `slurmstepd: error: *** JOB N … CANCELLED AT … ***`.
-# A user's prologue that sets DASK_LOGGING keeps its own.
+# log holds Dask's warnings, Dask's, tornado's and asyncio's errors and xmdata's own lines ("decoding
+# in N processes"), not the info lines of its start and close nor the traceback of each connection its
+# end broke (job_logging.EndOfConnection): a job cancelled or preempted mid-run leaves one line,
+# SLURM's `slurmstepd: error: *** JOB N … CANCELLED AT … ***`. A user's prologue that sets
+# DASK_LOGGING keeps its own.
 LOGGING_ENV = "DASK_LOGGING"
 JOB_PROLOGUE = (
     "export DASK_" + DAEMON.upper().replace(".", "__").replace("-", "_") + "=False",
-    f"""export {LOGGING_ENV}='{{"distributed": "warning", "distributed.comm": "critical", \
-"distributed.batched": "critical", "distributed.core": "critical", "tornado": "critical", \
-"tornado.application": "critical", "asyncio": "critical", "xmdata": "info"}}'""",
+    f"export {LOGGING_ENV}=" + shlex.quote(repr(dask_logging())),  # a Python literal, as Dask reads its variables
 )
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")  # Dask's nanny sets each to 1
 # Asked of a batch queue before any job, keyed by the program its job class submits with (its

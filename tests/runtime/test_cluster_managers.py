@@ -170,3 +170,46 @@ def test_a_flows_cluster_logs_its_jobs_under_the_flows_folder_unless_the_command
         assert session.cluster == options and session.jobs_folder == str(tmp_path / "build" / JOBS_FOLDER)
     with execution_session("dask", jobs_folder=str(tmp_path / "cli")), cluster_scope(options, str(tmp_path)) as session:
         assert session.jobs_folder == str(tmp_path / "cli")
+
+
+def test_a_jobs_log_keeps_dasks_errors_and_drops_only_a_connection_that_ended(tmp_path):
+    """A worker started by the job script's prologue (its DASK_LOGGING, as Dask reads it on import):
+    an error of Dask's comm or tornado's stays in the log with its traceback; one whose exception is
+    a connection that ended (CommClosedError, an SSL error, a reset) does not; info lines do not."""
+    import subprocess
+    import sys
+
+    from xmdata.runtime.cluster_spec import JOB_PROLOGUE
+
+    worker = tmp_path / "worker.py"
+    worker.write_text('''import logging, ssl
+import distributed
+from distributed.comm.core import CommClosedError
+
+def logged(name, error):
+    try:
+        raise error
+    except BaseException:
+        logging.getLogger(name).error("%s happened", type(error).__name__, exc_info=True)
+
+logged("distributed.comm.tcp", CommClosedError("in <TLS (closed)>"))
+try:
+    raise ssl.SSLError(1, "APPLICATION_DATA_AFTER_CLOSE_NOTIFY")
+except ssl.SSLError as cause:
+    try:
+        raise OSError("write failed") from cause
+    except OSError as error:
+        logged("asyncio", error)
+logged("distributed.core", ConnectionResetError("reset by peer"))
+logged("distributed.comm.tcp", ValueError("a real comm error"))
+logged("tornado.application", KeyError("a real callback error"))
+logging.getLogger("distributed.worker").info("Starting Worker plugin")
+logging.getLogger("xmdata.tasks").info("decoding in 2 processes")
+''')
+    script = "\n".join([*JOB_PROLOGUE, f"{sys.executable} {worker}"])
+    log = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=120).stderr
+    assert "ValueError: a real comm error" in log and "KeyError: 'a real callback error'" in log
+    assert log.count("Traceback") == 2, log
+    assert "decoding in 2 processes" in log and "Starting Worker plugin" not in log
+    for ended in ("CommClosedError", "SSLError", "OSError", "ConnectionResetError"):
+        assert ended not in log, log
