@@ -1,6 +1,8 @@
 """A real SLURM cluster on this host for tests and `./run bench slurm`: Debian's `slurm-wlm`
 (slurmctld, slurmd, the client commands) and `munge`, every file of it — munge key and socket,
-slurm.conf, state, spool, logs — in one owner-only temp folder, its ports free ones on 127.0.0.1.
+slurm.conf, state, spool, logs — in one owner-only temp folder; slurmctld and slurmd on free ports
+bound to 127.0.0.1 (CONF), every message between them and from sbatch, squeue and scancel
+authenticated by munge (its socket in that folder).
 Nothing mocked: sbatch, squeue and scancel talk to this slurmctld as they would to a lab's.
 
 The configuration is the one docs/how-to/clusters.md says ran here (SLURM 22.05, munge 0.5.15):
@@ -102,9 +104,13 @@ class Slurm:
             time.sleep(0.05)
 
 
+# Bound to loopback (slurm.conf(5), 22.05): SlurmctldHost's and NodeAddr's address, and
+# CommunicationParameters NoCtldInAddrAny (slurmctld) and NoInAddrAny (slurmd, slurmstepd) to bind
+# that address instead of every interface, their default. munge authenticates every message anyway.
 CONF = """\
 ClusterName=xmtest
-SlurmctldHost=localhost
+SlurmctldHost=localhost(127.0.0.1)
+CommunicationParameters=NoCtldInAddrAny,NoInAddrAny
 SlurmctldPort={ctld_port}
 SlurmdPort={slurmd_port}
 SlurmUser=root
@@ -127,7 +133,7 @@ AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none
 MpiDefault=none
 KillWait=5
-NodeName=localhost CPUs={cpus} RealMemory={memory_mb} State=UNKNOWN
+NodeName=localhost NodeAddr=127.0.0.1 CPUs={cpus} RealMemory={memory_mb} State=UNKNOWN
 PartitionName={partition} Nodes=localhost Default=YES MaxTime=INFINITE State=UP
 """
 
