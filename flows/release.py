@@ -91,7 +91,8 @@ def publish_release(release: Release, out: str, work: str | None, cluster: Clust
 
 
 def jobs_under(*folders: str) -> str | None:
-    """The first local one: a cluster manager's batch jobs log under it (cluster_scope)."""
+    """The first local one (the build folder, else the folder the release is built in): a cluster
+    manager's batch jobs log under it (cluster_scope)."""
     return next((folder for folder in folders if not storage.is_url(folder)), None)
 
 
