@@ -36,12 +36,14 @@ def _which(name: str) -> str | None:
     return shutil.which(name) or shutil.which(name, path="/usr/sbin:/sbin")
 
 
-def step_daemons() -> list[int]:
-    """The pids of this host's slurmstepd processes (a job's; one SLURM runs here at a time)."""
-    pids = []
+def step_daemons(conf: str) -> list[int]:
+    """The pids of the slurmstepd processes (a job's) of the SLURM whose slurm.conf is CONF: their
+    environment has its SLURM_CONF, from slurmd's (start_slurm); another SLURM's are not ours."""
+    pids, ours = [], f"SLURM_CONF={conf}".encode()
     for entry in os.listdir("/proc"):
         with contextlib.suppress(OSError):
-            if entry.isdigit() and open(f"/proc/{entry}/comm").read().strip() == "slurmstepd":
+            if (entry.isdigit() and open(f"/proc/{entry}/comm").read().strip() == "slurmstepd"
+                    and ours in open(f"/proc/{entry}/environ", "rb").read().split(b"\0")):
                 pids.append(int(entry))
     return pids
 
@@ -82,9 +84,9 @@ class Slurm:
         takes ~2 s after its SIGTERM), waited for."""
         self.cancel_all()
         deadline = time.monotonic() + timeout
-        while (self.jobs() or step_daemons()) and time.monotonic() < deadline:
+        while (self.jobs() or step_daemons(self.conf)) and time.monotonic() < deadline:
             time.sleep(0.1)
-        for pid in step_daemons():  # past the bound: this host runs one SLURM, this one
+        for pid in step_daemons(self.conf):  # past the bound: this SLURM's own
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, 9)
         pids = []
