@@ -90,10 +90,16 @@ def publish_release(release: Release, out: str, work: str | None, cluster: Clust
         return _build_and_publish(release, target, out, work, cluster)
 
 
+def jobs_under(*folders: str) -> str | None:
+    """The first local one (the build folder, else the folder the release is built in): a cluster
+    manager's batch jobs log under it (cluster_scope)."""
+    return next((folder for folder in folders if not storage.is_url(folder)), None)
+
+
 def _build_and_publish(release: Release, target: str | None, out: str, work: str,
                        cluster: ClusterOptions | None) -> dict:
     config = release.config
-    with column_mapping(config.columns), cluster_scope(cluster or config.cluster):
+    with column_mapping(config.columns), cluster_scope(cluster or config.cluster, jobs_under(work, out)):
         build = build_release_data(release.resolved, work)  # `columns:` applied as --map on the commands
     summary = finish_build(work, build.reports, build.distributions, f"Build of release {config.name}",
                            extra_markdown="".join(build.markdown))

@@ -14,6 +14,10 @@ of the job class it passes its other keywords on to, dask-jobqueue's `job_cls`),
   else Dask's config for the job class): the job's worker is not daemonic, so the scoring stage's
   decoders run in processes (tasks/build/decoders.py), and a job cancelled or preempted mid-run
   says so in one line of its log, not in tracebacks of its broken connections.
+- `scheduler_options` (dask-jobqueue's), else `dashboard_address` (LocalCluster's): the scheduler's
+  HTTP server on 127.0.0.1, its dashboard only when the session asked (`--dashboard`), unless the
+  user named an address; both classes' default, ":8787", is every interface, and its pages are not
+  authenticated.
 - `log_directory` and `shared_temp_directory`: the run's `_jobs/` folder (0700, in its summary
   folder: OUT, or a release's build folder), unless the user named one; the job logs and the TLS
   files the jobs read otherwise land in the folder the command started from.
@@ -34,22 +38,21 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .job_logging import dask_logging
 from .storage import key_values
 from .worker_start import DAEMON
 
 JOBS_FOLDER = "_jobs"  # OUT/_jobs (a release: OUT/build/_jobs): one log per job
 # Dask's own settings, as environment variables in the job's script: the worker is not daemonic; its
-# log holds Dask's warnings and errors and xmdata's own lines ("decoding in N processes"), not the
-# info lines of its start and close nor a traceback of each connection its end broke (tornado's,
-# asyncio's and Dask's comm loggers, as Dask's `logging` config names them): a job cancelled or
-# preempted mid-run leaves one line, SLURM's `slurmstepd: error: *** JOB N … CANCELLED AT … ***`.
-# A user's prologue that sets DASK_LOGGING keeps its own.
+# log holds Dask's warnings, Dask's, tornado's and asyncio's errors and xmdata's own lines ("decoding
+# in N processes"), not the info lines of its start and close nor the traceback of each connection its
+# end broke (job_logging.EndOfConnection): a job cancelled or preempted mid-run leaves one line,
+# SLURM's `slurmstepd: error: *** JOB N … CANCELLED AT … ***`. A user's prologue that sets
+# DASK_LOGGING keeps its own.
 LOGGING_ENV = "DASK_LOGGING"
 JOB_PROLOGUE = (
     "export DASK_" + DAEMON.upper().replace(".", "__").replace("-", "_") + "=False",
-    f"""export {LOGGING_ENV}='{{"distributed": "warning", "distributed.comm": "critical", \
-"distributed.batched": "critical", "distributed.core": "critical", "tornado": "critical", \
-"tornado.application": "critical", "asyncio": "critical", "xmdata": "info"}}'""",
+    f"export {LOGGING_ENV}=" + shlex.quote(repr(dask_logging())),  # a Python literal, as Dask reads its variables
 )
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")  # Dask's nanny sets each to 1
 # Asked of a batch queue before any job, keyed by the program its job class submits with (its
@@ -215,10 +218,25 @@ def wait_for_first_workers(cluster, client, options: ClusterOptions, count: int,
                        f"{options.start_timeout_s:g} s (--cluster-start-timeout){state}; its jobs were cancelled")
 
 
-def start_cluster(options: ClusterOptions, workers: int | None = None, jobs_folder: str | None = None):
+def scheduler_options(cls, kwargs: dict, dashboard: bool) -> dict:
+    """The user's scheduler_options (their kwargs', else Dask's config for the job class), with the
+    scheduler's HTTP server on DASHBOARD_HOST unless they named a dashboard_address, and its
+    dashboard served only when the session asked for one: dask-jobqueue's default is ":8787", every
+    interface, and with no address at all Dask's scheduler still serves on its own (the network's)."""
+    from .cluster import DASHBOARD_HOST
+
+    own = dict(configured(cls, kwargs, "scheduler_options") or {})
+    if "dashboard_address" not in own:
+        own.update(dashboard_address=f"{DASHBOARD_HOST}:0", dashboard=own.get("dashboard", dashboard))
+    return own
+
+
+def start_cluster(options: ClusterOptions, workers: int | None = None, jobs_folder: str | None = None,
+                  dashboard: bool = False):
     """(cluster, client): the class built with its kwargs, then adaptive between min and max, or
     scaled to `workers` when given; returns once adapt's MIN (or `workers`) joined. `jobs_folder`:
-    where a batch job's log goes unless the kwargs say."""
+    where a batch job's log goes unless the kwargs say; `dashboard`: whether its scheduler serves
+    its dashboard (on 127.0.0.1, as a LocalCluster's)."""
     from distributed import Client
 
     from .owner_only import new_dask_credentials
@@ -227,6 +245,14 @@ def start_cluster(options: ClusterOptions, workers: int | None = None, jobs_fold
     keywords = takes(cls)
     if "security" in keywords and "protocol" in keywords and "security" not in kwargs:
         kwargs.update(security=new_dask_credentials().security(), protocol="tls://")
+    if "scheduler_options" in keywords:  # dask-jobqueue's: it refuses a dashboard_address of its own
+        kwargs["scheduler_options"] = scheduler_options(cls, kwargs, dashboard)
+    elif "dashboard_address" in keywords and "dashboard_address" not in kwargs:  # distributed's LocalCluster
+        from .cluster import DASHBOARD_HOST
+
+        kwargs["dashboard_address"] = f"{DASHBOARD_HOST}:0"  # its default, ":8787", is every interface
+        if "scheduler_kwargs" in keywords:
+            kwargs["scheduler_kwargs"] = {"dashboard": dashboard, **(kwargs.get("scheduler_kwargs") or {})}
     if "job_script_prologue" in keywords:
         kwargs["job_script_prologue"] = job_prologue(cls, kwargs)
     for keyword in ("log_directory", "shared_temp_directory"):  # job logs; the TLS files its jobs read

@@ -14,6 +14,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import contextvars
+import os
 import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
@@ -114,16 +115,22 @@ class ExecutionSession:
         elif self.cluster is not None:
             from .cluster_spec import start_cluster
 
-            self._cluster, self._client = start_cluster(self.cluster, self.workers, self.jobs_folder)
+            self._cluster, self._client = start_cluster(self.cluster, self.workers, self.jobs_folder,
+                                                              self.dashboard)
         else:
             self._cluster, self._client = start_local_cluster(self.workers, dashboard=self.dashboard)
 
     def close(self) -> None:
+        manager = self.cluster is not None and self._cluster is not None
         if self._cluster is not None:
             close_local_cluster(self._cluster, self._client)
         elif self._client is not None:
             self._client.close()
         self._client = self._cluster = None
+        if manager:  # a batch cluster's TLS files for its jobs (dask-jobqueue's temporary files, in the
+            import gc  # jobs folder) go when it is collected: now, not at an exit that may skip its cycles
+
+            gc.collect()
 
 
 def resolve_executor(executor: str | None) -> str:
@@ -178,15 +185,21 @@ def execution_session(executor: str | None = None, address: DaskTarget | str | N
 
 
 @contextlib.contextmanager
-def cluster_scope(options):
+def cluster_scope(options, folder: str | None = None):
     """A flow's own cluster manager (a release config's `cluster:`, a deployment's parameter), unless
-    the run already has a cluster or an address: the command line wins over the config."""
+    the run already has a cluster or an address: the command line wins over the config. `folder`:
+    the flow's local work folder, whose `_jobs/` gets the batch jobs' logs and TLS files unless the
+    run's session names its own (a command's): a deployment run's would otherwise land in the
+    worker's current folder."""
+    from .cluster_spec import JOBS_FOLDER
+
     current = current_session()
     if options is None or current.cluster is not None or current.address:
         yield current
         return
+    jobs_folder = current.jobs_folder or (folder and os.path.join(folder, JOBS_FOLDER))
     with execution_session(current.executor, workers=current.workers, cluster=options,
-                           dashboard=current.dashboard, jobs_folder=current.jobs_folder) as session:
+                           dashboard=current.dashboard, jobs_folder=jobs_folder) as session:
         yield session
 
 

@@ -157,9 +157,9 @@ def slurm(tmp_path_factory):
 
 
 def pytest_collection_modifyitems(config, items):
-    # The long end-to-end tests first: spread over xdist's workers from the start (`--dist load`
-    # hands them out in this order), they do not leave one worker finishing a minute-long test while
-    # the other has nothing left. The demo release is built by the first test that needs it, put
+    # The long end-to-end tests first: spread over xdist's workers from the start (./run's `--dist
+    # loadgroup --no-loadscope-reorder` hands them out in this order), they do not leave one worker
+    # finishing a minute-long test while the other has nothing left. The demo release is built by the first test that needs it, put
     # first; the other tests that need it come after the long ones that do not, so that no worker
     # starts by waiting ~40 s on the demo's lock.
     def needs_demo(item):

@@ -111,3 +111,102 @@ def test_what_a_cluster_class_gets_follows_from_what_its_constructor_takes():
                          "\"MKL_NUM_THREADS\": 4, \"OPENBLAS_NUM_THREADS\": 4}'")
     own = job_prologue(dask_jobqueue.SLURMCluster, {"job_script_prologue": ["export DASK_LOGGING='{}'"]})
     assert own == ["export DASK_LOGGING='{}'", JOB_PROLOGUE[0]]
+
+
+def reaches(host: str, port: int) -> bool:
+    import socket
+
+    try:
+        socket.create_connection((host, port), timeout=2).close()
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("cluster_class, kwargs", [
+    ("dask_jobqueue.local.LocalCluster", {"cores": 1, "memory": "1GB"}),  # a JobQueueCluster: its scheduler_options
+    ("distributed.LocalCluster", {"n_workers": 0, "processes": False}),
+])
+@pytest.mark.parametrize("dashboard", [False, True])
+def test_a_named_clusters_scheduler_serves_http_on_loopback_only_and_its_dashboard_when_asked(
+        cluster_class, kwargs, dashboard, tmp_path):
+    """Both classes' default dashboard_address is ":8787", every interface, and its pages are not
+    authenticated: start_cluster puts the scheduler's HTTP server on 127.0.0.1 (unreachable at this
+    host's network address), and its dashboard there with the session's --dashboard."""
+    import urllib.request
+
+    from distributed.utils import get_ip
+
+    from xmdata.runtime.cluster_spec import start_cluster
+
+    cluster, client = start_cluster(ClusterOptions(cluster_class=cluster_class, cluster_kwargs=kwargs),
+                                    jobs_folder=str(tmp_path), dashboard=dashboard)
+    try:
+        port = client.scheduler_info()["services"]["dashboard"]
+        assert reaches("127.0.0.1", port)
+        network = get_ip()
+        if network.startswith("127."):
+            pytest.skip("this host has no address but loopback")
+        assert not reaches(network, port), f"the scheduler's HTTP server answers on {network}:{port}"
+        if dashboard:  # asked for: served, on loopback (without it, whether /status answers depends
+            # on what an earlier scheduler in this process registered: not asserted here)
+            assert urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=10).status == 200
+    finally:
+        client.close()
+        cluster.close()
+
+
+def test_a_flows_cluster_logs_its_jobs_under_the_flows_folder_unless_the_command_named_one(tmp_path):
+    """A deployment run has no command to name a jobs folder: the flow's (a release's work folder) is
+    used, not the worker's current folder; a command's own stays."""
+    from xmdata.runtime.cluster_spec import JOBS_FOLDER
+    from xmdata.runtime.session import cluster_scope, execution_session
+
+    options = ClusterOptions(cluster_class="dask_jobqueue.SLURMCluster")
+    with execution_session("dask"), cluster_scope(options, str(tmp_path / "build")) as session:
+        assert session.cluster == options and session.jobs_folder == str(tmp_path / "build" / JOBS_FOLDER)
+    with execution_session("dask", jobs_folder=str(tmp_path / "cli")), cluster_scope(options, str(tmp_path)) as session:
+        assert session.jobs_folder == str(tmp_path / "cli")
+
+
+def test_a_jobs_log_keeps_dasks_errors_and_drops_only_a_connection_that_ended(tmp_path):
+    """A worker started by the job script's prologue (its DASK_LOGGING, as Dask reads it on import):
+    an error of Dask's comm or tornado's stays in the log with its traceback; one whose exception is
+    a connection that ended (CommClosedError, an SSL error, a reset) does not; info lines do not."""
+    import subprocess
+    import sys
+
+    from xmdata.runtime.cluster_spec import JOB_PROLOGUE
+
+    worker = tmp_path / "worker.py"
+    worker.write_text('''import logging, ssl
+import distributed
+from distributed.comm.core import CommClosedError
+
+def logged(name, error):
+    try:
+        raise error
+    except BaseException:
+        logging.getLogger(name).error("%s happened", type(error).__name__, exc_info=True)
+
+logged("distributed.comm.tcp", CommClosedError("in <TLS (closed)>"))
+try:
+    raise ssl.SSLError(1, "APPLICATION_DATA_AFTER_CLOSE_NOTIFY")
+except ssl.SSLError as cause:
+    try:
+        raise OSError("write failed") from cause
+    except OSError as error:
+        logged("asyncio", error)
+logged("distributed.core", ConnectionResetError("reset by peer"))
+logged("distributed.comm.tcp", ValueError("a real comm error"))
+logged("tornado.application", KeyError("a real callback error"))
+logging.getLogger("distributed.worker").info("Starting Worker plugin")
+logging.getLogger("xmdata.tasks").info("decoding in 2 processes")
+''')
+    script = "\n".join([*JOB_PROLOGUE, f"{sys.executable} {worker}"])
+    log = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=120).stderr
+    assert "ValueError: a real comm error" in log and "KeyError: 'a real callback error'" in log
+    assert log.count("Traceback") == 2, log
+    assert "decoding in 2 processes" in log and "Starting Worker plugin" not in log
+    for ended in ("CommClosedError", "SSLError", "OSError", "ConnectionResetError"):
+        assert ended not in log, log

@@ -14,7 +14,8 @@ from support.demo_release import BIN, SHARDS
 from xmdata.runtime.cluster_spec import JOBS_FOLDER, ClusterOptions, start_cluster
 from xmdata.runtime.cluster_spec import ClusterUnavailable
 
-pytestmark = pytest.mark.slurm
+# One SLURM on a host: the module in one xdist worker (`--dist loadgroup`, ./run), its fixture started once.
+pytestmark = [pytest.mark.slurm, pytest.mark.xdist_group("slurm")]
 SLURM_CLUSTER = "dask_jobqueue.SLURMCluster"
 JOB = "cores=1,memory=6GB,walltime=00:30:00,processes=1"
 CANCELLED = re.compile(r"\*\*\* JOB (\d+) ON \S+ CANCELLED AT ")
@@ -34,8 +35,9 @@ def job_logs(folder) -> dict[str, str]:
 def test_a_release_on_slurm_jobs_one_cancelled_mid_run_has_the_clean_hash_and_decodes_in_processes(
         slurm, demo_release, cluster_env, tmp_path):
     """One cluster for the three checks (each would pay its jobs' starts and model loads again): two
-    jobs (--adapt 2:2); once both run and the first stage on them has finished a shard, one job is
-    scancelled (adapt asks for a replacement: how soon it joins is bench/slurm.py's). The release is
+    jobs (--adapt 2:2; one job at a time, 1:1, measured 194 s against 2:2's 67 s on this machine);
+    once both run and the first stage on them has finished a shard, one job is scancelled (adapt
+    asks for a replacement: how soon it joins is bench/slurm.py's). The release is
     the in-process one, byte for byte in its hash; every job log is under the run (OUT/build/_jobs);
     a job that scored says `decoding in N processes` (a daemonic worker would say `threads`), and
     the cancelled job's log has SLURM's one line and no traceback."""

@@ -123,9 +123,9 @@ def test_an_unusable_store_is_refused_in_one_line_before_anything_starts(case, s
     assert main(["identify-language", sample_path("captions.jsonl"), "--out", out]) == 2
     err = capsys.readouterr().err
     assert expected in err and err.count("\n") == 1 and "Traceback" not in err
-    if hanging_up:  # no retry loop: botocore's one attempt, and aiohttp's one re-send of a GET whose
-        hanging_up.close()  # connection closed unanswered (RFC 9112; s3fs's defaults made 10)
-        assert hanging_up.connections == 2
+    if hanging_up:  # no retry loop: botocore's one attempt (s3fs's defaults made 10, a retrying
+        hanging_up.close()  # client 4); aiohttp may re-send once a GET whose connection closed unanswered
+        assert hanging_up.connections <= 2  # (RFC 9112 allows it; its own choice, not pinned here)
     assert not s3.filesystem().exists("xmdata/refused")
 
 

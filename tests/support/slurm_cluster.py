@@ -1,6 +1,8 @@
 """A real SLURM cluster on this host for tests and `./run bench slurm`: Debian's `slurm-wlm`
 (slurmctld, slurmd, the client commands) and `munge`, every file of it — munge key and socket,
-slurm.conf, state, spool, logs — in one owner-only temp folder, its ports free ones on 127.0.0.1.
+slurm.conf, state, spool, logs — in one owner-only temp folder; slurmctld and slurmd on free ports
+bound to 127.0.0.1 (CONF), every message between them and from sbatch, squeue and scancel
+authenticated by munge (its socket in that folder).
 Nothing mocked: sbatch, squeue and scancel talk to this slurmctld as they would to a lab's.
 
 The configuration is the one docs/how-to/clusters.md says ran here (SLURM 22.05, munge 0.5.15):
@@ -9,6 +11,7 @@ controller and node on one host, root as the Slurm user, no cgroups, no accounti
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -31,6 +34,18 @@ def missing() -> str | None:
 
 def _which(name: str) -> str | None:
     return shutil.which(name) or shutil.which(name, path="/usr/sbin:/sbin")
+
+
+def step_daemons(conf: str) -> list[int]:
+    """The pids of the slurmstepd processes (a job's) of the SLURM whose slurm.conf is CONF: their
+    environment has its SLURM_CONF, from slurmd's (start_slurm); another SLURM's are not ours."""
+    pids, ours = [], f"SLURM_CONF={conf}".encode()
+    for entry in os.listdir("/proc"):
+        with contextlib.suppress(OSError):
+            if (entry.isdigit() and open(f"/proc/{entry}/comm").read().strip() == "slurmstepd"
+                    and ours in open(f"/proc/{entry}/environ", "rb").read().split(b"\0")):
+                pids.append(int(entry))
+    return pids
 
 
 @dataclass
@@ -63,9 +78,17 @@ class Slurm:
         self.run("scancel", "--full", "-u", "root")
 
     def stop(self, timeout: float = 15) -> None:
-        """Every job cancelled, then slurmd, slurmctld and munged stopped together (each takes ~2 s
-        after its SIGTERM), waited for."""
+        """Every job cancelled and waited for (bounded: `timeout`) until the queue is empty and no
+        slurmstepd is left (a job's step outlives its scancel by KillWait, and a slurmd stopped
+        before would leave it running); then slurmd, slurmctld and munged stopped together (each
+        takes ~2 s after its SIGTERM), waited for."""
         self.cancel_all()
+        deadline = time.monotonic() + timeout
+        while (self.jobs() or step_daemons(self.conf)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        for pid in step_daemons(self.conf):  # past the bound: this SLURM's own
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, 9)
         pids = []
         for name in ("slurmd", "slurmctld", "munged"):
             try:
@@ -83,9 +106,13 @@ class Slurm:
             time.sleep(0.05)
 
 
+# Bound to loopback (slurm.conf(5), 22.05): SlurmctldHost's and NodeAddr's address, and
+# CommunicationParameters NoCtldInAddrAny (slurmctld) and NoInAddrAny (slurmd, slurmstepd) to bind
+# that address instead of every interface, their default. munge authenticates every message anyway.
 CONF = """\
 ClusterName=xmtest
-SlurmctldHost=localhost
+SlurmctldHost=localhost(127.0.0.1)
+CommunicationParameters=NoCtldInAddrAny,NoInAddrAny
 SlurmctldPort={ctld_port}
 SlurmdPort={slurmd_port}
 SlurmUser=root
@@ -108,7 +135,7 @@ AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none
 MpiDefault=none
 KillWait=5
-NodeName=localhost CPUs={cpus} RealMemory={memory_mb} State=UNKNOWN
+NodeName=localhost NodeAddr=127.0.0.1 CPUs={cpus} RealMemory={memory_mb} State=UNKNOWN
 PartitionName={partition} Nodes=localhost Default=YES MaxTime=INFINITE State=UP
 """
 
