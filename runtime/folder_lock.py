@@ -127,8 +127,7 @@ def check_lock_file(folder: str) -> bool:
         if isinstance(data, dict) and data.get("format") == EARLIER_FORMAT:
             raise _foreign(folder, path, f"is the lock of an earlier xmdata (pid {data.get('pid')} on host "
                                          f"{data.get('host')}), which this one cannot tell alive")
-        raise _foreign(folder, path, "is not an xmdata lock file (with XMDATA_LOCK=flock its lock file is empty; "
-                                     "a lease's is filelock's)")
+        raise _foreign(folder, path)  # with flock ours is empty (a lease's marker: XMDATA_LOCK=lease here)
     return True
 
 
@@ -155,8 +154,9 @@ def read_holder(folder: str) -> Holder | None:
         raise _foreign(folder, path) from None
 
 
-def _new_lock(path: str, moved: list | None = None):
-    """The filelock lock of folder PATH, of the kind XMDATA_LOCK chooses; MOVED collects `_still_there`'s refusals."""
+def _new_lock(path: str, taken: dict | None = None):
+    """The filelock lock of folder PATH, of the kind XMDATA_LOCK chooses; with flock, TAKEN gets the
+    identity of the file it holds (`_still_there`)."""
     if settings.LOCK.get() == "lease":
         from filelock import SoftFileLease
 
@@ -164,23 +164,30 @@ def _new_lock(path: str, moved: list | None = None):
     from filelock import FileLock
 
     return FileLock(lock_path(path), thread_local=False, fallback_to_soft=False,
-                    on_acquired=lambda fd: _still_there(lock_path(path), fd, moved))
+                    on_acquired=lambda fd: _still_there(lock_path(path), fd, taken))
 
 
 class _Moved(Exception):
     """The file locked is no longer the one at its path (unlinked by its last holder while we waited on it)."""
 
 
-def _still_there(lock: str, fd: int, moved: list | None) -> None:
-    held, now = os.fstat(fd), None
+def _identity(path: str) -> tuple[int, int] | None:
     try:
-        now = os.stat(lock)
+        info = os.stat(path)
     except FileNotFoundError:
-        pass
-    if now is None or (now.st_dev, now.st_ino) != (held.st_dev, held.st_ino):
-        if moved is not None:
-            moved.append(lock)
+        return None
+    return info.st_dev, info.st_ino
+
+
+def _still_there(lock: str, fd: int, taken: dict | None) -> None:
+    """filelock's on_acquired: the file now held must be the one at LOCK (a file its last holder unlinked
+    as we took it guards no name; on NFS an unlinked open file is renamed, not gone, so a link count
+    cannot tell)."""
+    held = os.fstat(fd)
+    if _identity(lock) != (held.st_dev, held.st_ino):
         raise _Moved(lock)  # filelock lets go of it; the caller tries again
+    if taken is not None:
+        taken["file"] = (held.st_dev, held.st_ino)
 
 
 def _no_flock(folder: str) -> NoFlock:
@@ -207,7 +214,10 @@ def _try(folder: str, lock) -> bool:
 def held_by_another(folder: str) -> bool:
     """Whether a live writer other than this process holds FOLDER's lock (not one above it): a look that
     takes the lock for an instant and lets it go, or, with flock, takes it on a descriptor of its own."""
-    if os.path.realpath(folder) in _holding() or not check_lock_file(folder):
+    if os.path.realpath(folder) in _holding():
+        return False
+    read_holder(folder)  # a lock file or holder record not ours: ForeignLock
+    if not os.path.lexists(lock_path(folder)):
         return False
     if settings.LOCK.get() == "lease":
         lock = _new_lock(folder)
@@ -241,6 +251,7 @@ class _Held:
     holder: Holder
     count: int
     lock: object  # the filelock lock
+    file: tuple[int, int] | None  # with flock: the lock file held (device, inode)
 
 
 class _Holdings:
@@ -405,8 +416,8 @@ def _try_take(path: str, command: str | None) -> bool:
     existed = check_lock_file(path)
     previous = read_holder(path)  # a record not ours is refused before anything is taken
     for _ in range(100):  # each turn: the file we got was unlinked by its last holder as we took it
-        moved: list = []
-        lock = _new_lock(path, moved)
+        taken: dict = {}
+        lock = _new_lock(path, taken)
         try:
             if not _try(path, lock):
                 return False
@@ -429,7 +440,7 @@ def _try_take(path: str, command: str | None) -> bool:
     if previous is not None:
         print(f"xmdata: {path}: took over the lock of {previous.named()}: it is gone (its lock was free)",
               file=sys.stderr, flush=True)
-    _holding()[path] = _Held(mine, 1, lock)
+    _holding()[path] = _Held(mine, 1, lock, taken.get("file"))
     return True
 
 
@@ -451,18 +462,19 @@ def _release(path: str) -> None:
         if held.count:
             return
         del _holding()[path]
-        clear(path, held.holder, held.lock)
+        clear(path, held.holder, held.lock, held.file)
 
 
-def clear(path: str, holder: Holder | None, lock) -> None:
-    """Remove PATH's holder record (if still HOLDER's) and, with flock, its lock file, then let LOCK go:
-    unlinked while held, so a writer waiting on the old file takes a new one (`_still_there`)."""
+def clear(path: str, holder: Holder | None, lock, file: tuple[int, int] | None) -> None:
+    """Remove PATH's holder record (if still HOLDER's) and, with flock, its lock file (if still FILE, the one
+    held: not a new writer's after `xmdata unlock --force`), then let LOCK go. Unlinked while held, so a
+    writer waiting on the old file takes a new one (`_still_there`)."""
     try:
         if holder is None or read_holder(path) == holder:
             os.unlink(holder_path(path))
     except (OSError, ContractError):
         pass
-    if settings.LOCK.get() == "flock":
+    if file is not None and _identity(lock_path(path)) == file:
         try:
             os.unlink(lock_path(path))
         except OSError:
@@ -473,13 +485,14 @@ def clear(path: str, holder: Holder | None, lock) -> None:
 def take_to_clear(folder: str) -> bool:
     """`xmdata unlock`: take FOLDER's free lock, remove its files, let it go (True); False while it is held."""
     for _ in range(100):
-        lock = _new_lock(folder, [])
+        taken: dict = {}
+        lock = _new_lock(folder, taken)
         try:
             if not _try(folder, lock):
                 return False
         except _Moved:
             continue
-        clear(folder, None, lock)
+        clear(folder, None, lock, taken.get("file"))
         return True
     return False
 
@@ -508,7 +521,7 @@ def remove_stray_temp_files(root: str) -> int:
     if written_by_another(top, above=True):
         return 0
     for folder, subfolders, files in os.walk(top):
-        if folder != top and (LOCK_NAME in files or LOCK_NAME in subfolders) and written_by_another(folder):
+        if folder != top and {LOCK_NAME, HOLDER_NAME} & {*files, *subfolders} and written_by_another(folder):
             subfolders.clear()  # another writer's folder: its temp files are live
             continue
         if folder == top:  # local_temp_folder's folders, only at the top: never a user's
