@@ -29,6 +29,7 @@ import contextvars
 import errno
 import json
 import os
+import re
 import shlex
 import shutil
 import socket
@@ -49,6 +50,7 @@ HOLDER_NAME = LOCK_NAME + ".holder"  # who holds it
 FORMAT = "xmdata folder lock holder 2"
 EARLIER_FORMAT = "xmdata folder lock 1"  # before filelock: the holder was the lock file itself
 POLL_S = 0.5  # between looks at a busy folder, with --wait-lock
+MOUNTS = "/proc/self/mountinfo"  # where a folder's file system and its mount options are read
 UNNAMED_S = 1.0  # a held lock whose holder has not named itself yet is looked at again this long
 
 
@@ -194,6 +196,39 @@ def _no_flock(folder: str) -> NoFlock:
     return NoFlock(f"{folder}: its file system does not support flock, so a lock there would not hold; choose "
                    f"the lease instead with XMDATA_LOCK=lease (every writer of the folder alike; it is taken over "
                    f"once not renewed for XMDATA_LOCK_LEASE_S={settings.LOCK_LEASE_S.get():g} s)")
+
+
+def node_local_flock(path: str, mountinfo: str | None = None) -> str | None:
+    """Why `flock` on PATH's file system stays on this host, so a writer on another host would not see
+    the lock (None: it reaches as far as the file system does, as far as this host can tell). From the
+    mount PATH is on (/proc/self/mountinfo, or MOUNTINFO's text): NFS with local_lock=flock or all,
+    Lustre with localflock, GPFS (its flock measured node-local; docs/how-to/releases.md)."""
+    if mountinfo is None:
+        try:
+            with open(MOUNTS, encoding="utf-8", errors="surrogateescape") as f:
+                mountinfo = f.read()
+        except OSError:
+            return None
+    best = None
+    for line in mountinfo.splitlines():
+        mount, _, fs = line.partition(" - ")
+        mount, fs = mount.split(), fs.split()
+        if len(mount) < 6 or len(fs) < 3:
+            continue
+        point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), mount[4])  # \040: a space
+        if (path == point or path.startswith(point.rstrip("/") + "/")) and (best is None or len(point) >= len(best[0])):
+            best = point, fs[0], {*mount[5].split(","), *fs[2].split(",")}
+    if best is None:
+        return None
+    point, kind, options = best
+    local = sorted(options & {"local_lock=flock", "local_lock=all"})
+    if kind.startswith("nfs") and local:
+        return f"it is on NFS mounted at {point} with {local[0]}, which keeps flock on each host (nfs(5))"
+    if kind == "lustre" and "localflock" in options:
+        return f"it is on Lustre mounted at {point} with localflock, which keeps flock on each client (mount.lustre(8))"
+    if kind == "gpfs":
+        return f"it is on GPFS ({point}), whose flock has been measured node-local"
+    return None
 
 
 def _try(folder: str, lock) -> bool:
@@ -415,6 +450,9 @@ def _try_take(path: str, command: str | None) -> bool:
     """Take PATH's lock and name this process its holder (True), or False while another holds it. Under `_guard`."""
     existed = check_lock_file(path)
     previous = read_holder(path)  # a record not ours is refused before anything is taken
+    if settings.LOCK.get() == "flock" and (reason := node_local_flock(path)):
+        raise NoFlock(f"{path}: {reason}, so a writer on another host would not see its lock; choose the lease "
+                      f"instead with XMDATA_LOCK=lease (every writer of the folder alike)")
     for _ in range(100):  # each turn: the file we got was unlinked by its last holder as we took it
         taken: dict = {}
         lock = _new_lock(path, taken)

@@ -260,3 +260,43 @@ def test_a_refused_or_failed_writer_leaves_no_folder_it_made_for_the_lock(held, 
     with one_writer(str(tmp_path / "c" / "d")):
         (tmp_path / "c" / "d" / "kept.json").write_text("{}")
     assert os.listdir(tmp_path / "c" / "d") == ["kept.json"]  # what the writer wrote stays, the lock goes
+
+
+MOUNTINFO = """\
+22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw
+40 22 0:50 / /home rw,relatime shared:20 - nfs4 srv:/home rw,vers=4.2,local_lock=none,addr=10.0.0.1
+41 22 0:51 / /scratch\\040old rw,relatime shared:21 - nfs srv:/old rw,vers=3,local_lock=flock,addr=10.0.0.1
+42 22 0:52 / /lustre rw shared:22 - lustre 10.0.0.2@tcp:/fs rw,localflock
+43 22 0:53 / /lustre2 rw shared:23 - lustre 10.0.0.2@tcp:/fs2 rw,flock
+44 22 0:54 / /gpfs/fs1 rw,relatime shared:24 - gpfs fs1 rw
+"""
+
+
+def test_a_file_system_whose_flock_stays_on_each_host_is_told_from_its_mount():
+    reach = {path: folder_lock.node_local_flock(path, MOUNTINFO) for path in (
+        "/data/out", "/home/me/out", "/scratch old/out", "/scratchold", "/lustre/out", "/lustre2/out", "/gpfs/fs1")}
+    assert reach == {
+        "/data/out": None, "/home/me/out": None, "/lustre2/out": None, "/scratchold": None,
+        "/scratch old/out": "it is on NFS mounted at /scratch old with local_lock=flock, which keeps flock on each "
+                            "host (nfs(5))",
+        "/lustre/out": "it is on Lustre mounted at /lustre with localflock, which keeps flock on each client "
+                       "(mount.lustre(8))",
+        "/gpfs/fs1": "it is on GPFS (/gpfs/fs1), whose flock has been measured node-local"}
+
+
+def test_a_folder_whose_flock_stays_on_its_host_is_refused_in_one_line(tmp_path, monkeypatch):
+    planted = tmp_path.parent / f"{tmp_path.name}-mountinfo"
+    planted.write_text(open(folder_lock.MOUNTS).read()
+                       + f"99 22 0:99 / {tmp_path} rw shared:99 - lustre 10.0.0.2@tcp:/fs rw,localflock\n")
+    monkeypatch.setattr(folder_lock, "MOUNTS", str(planted))
+    with pytest.raises(folder_lock.NoFlock) as refused:
+        with one_writer(str(tmp_path / "out")):
+            pytest.fail("taken")
+    assert str(refused.value).splitlines() == [
+        f"{tmp_path / 'out'}: it is on Lustre mounted at {tmp_path} with localflock, which keeps flock on each client "
+        f"(mount.lustre(8)), so a writer on another host would not see its lock; choose the lease instead with "
+        f"XMDATA_LOCK=lease (every writer of the folder alike)"]
+    assert os.listdir(tmp_path) == []
+    monkeypatch.setenv("XMDATA_LOCK", "lease")
+    with one_writer(str(tmp_path / "out")) as fresh:
+        assert fresh
