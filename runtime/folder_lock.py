@@ -147,6 +147,8 @@ def read_holder(folder: str) -> Holder | None:
         raise ContractError(f"{folder}: cannot read its lock's holder {path}: {exc.strerror}") from None
     except IsADirectoryError:
         raise _foreign(folder, path, "is a folder, not an xmdata lock's holder") from None
+    if not text:
+        return None  # written unsynced (the lock is the truth, the record its name): a crash may leave it empty
     try:
         data = json.loads(text)
         if data.pop("format") != FORMAT:
@@ -471,7 +473,7 @@ def _try_take(path: str, command: str | None) -> bool:
         previous = read_holder(path)  # again, now that no one else may write it
         mine = this_process(command)
         write_bytes_atomic((json.dumps({"format": FORMAT, **asdict(mine)}, indent=1) + "\n").encode(),
-                           holder_path(path))
+                           holder_path(path), sync=False)
     except BaseException:
         lock.release()
         raise
