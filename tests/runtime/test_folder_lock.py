@@ -12,7 +12,7 @@ import types
 import pytest
 from support.folder_holder import holding
 
-from xmdata.runtime import folder_lock
+from xmdata.runtime import folder_lock, lock_files
 from xmdata.runtime.folder_lock import remove_stray_temp_files
 from xmdata.runtime.folder_lock import FolderBusy, ForeignLock, one_writer
 
@@ -169,14 +169,14 @@ def test_a_taker_holding_a_file_unlinked_by_its_last_holder_lets_it_go(tmp_path)
     fd = os.open(lock, os.O_RDWR)
     try:
         taken = {}
-        folder_lock._still_there(str(lock), fd, taken)
+        lock_files._still_there(str(lock), fd, taken)
         assert taken["file"] == (os.fstat(fd).st_dev, os.fstat(fd).st_ino)
         os.unlink(lock)
-        with pytest.raises(folder_lock._Moved):
-            folder_lock._still_there(str(lock), fd, {})
+        with pytest.raises(lock_files._Moved):
+            lock_files._still_there(str(lock), fd, {})
         lock.write_bytes(b"")  # a new writer's file at the name
-        with pytest.raises(folder_lock._Moved):
-            folder_lock._still_there(str(lock), fd, {})
+        with pytest.raises(lock_files._Moved):
+            lock_files._still_there(str(lock), fd, {})
     finally:
         os.close(fd)
 
@@ -286,9 +286,9 @@ def test_a_file_system_whose_flock_stays_on_each_host_is_told_from_its_mount():
 
 def test_a_folder_whose_flock_stays_on_its_host_is_refused_in_one_line(tmp_path, monkeypatch):
     planted = tmp_path.parent / f"{tmp_path.name}-mountinfo"
-    planted.write_text(open(folder_lock.MOUNTS).read()
+    planted.write_text(open(lock_files.MOUNTS).read()
                        + f"99 22 0:99 / {tmp_path} rw shared:99 - lustre 10.0.0.2@tcp:/fs rw,localflock\n")
-    monkeypatch.setattr(folder_lock, "MOUNTS", str(planted))
+    monkeypatch.setattr(lock_files, "MOUNTS", str(planted))
     with pytest.raises(folder_lock.NoFlock) as refused:
         with one_writer(str(tmp_path / "out")):
             pytest.fail("taken")
