@@ -1,20 +1,25 @@
-"""One writer per folder: a lock file inside the folder names its holder; a second writer refuses
-in one line (or waits, `waiting_for_locks`), a gone holder's lock is taken over, with a line saying so.
+"""One writer per folder, on filelock: FOLDER/.xmdata-lock is held with `flock` by the writer, and
+FOLDER/.xmdata-lock.holder beside it names that writer (pid, host, command, since when). A second
+writer refuses in one line (or waits, `waiting_for_locks`).
 
-The file, FOLDER/.xmdata-lock, is JSON: a random token, the holder's pid and that process's start
-time (/proc/PID/stat, so a reused pid is not mistaken for the holder), the boot, host, when it was
-taken and the command. It is written whole to a private name, then linked to its name: `os.link`
-fails if the name exists, so exactly one writer gets it and no reader sees half a file. A holder
-is gone when, on this host and boot, no process has its pid and start time; on another host (a
-shared filesystem), when its lease — the file's mtime, refreshed from a thread while it is held —
-is older than XMDATA_LOCK_LEASE_S. A gone holder's file is renamed to a name of the taker's own
-(one taker can move it; a taker that moved a live lock it raced for puts it back), then the
-taker's own is linked in its place. A file there that is not one of ours is refused and kept.
+The lock is `filelock.FileLock(thread_local=False, fallback_to_soft=False)`: the kernel (or the
+file system's lock manager, on a shared one) drops it when its holder ends, however it ends, so a
+killed writer's lock is simply free, and a writer is live exactly while its lock cannot be taken.
+A file system without `flock` is refused in one line (`NoFlock`), never silently soft-locked:
+`XMDATA_LOCK=lease` chooses filelock's `SoftFileLease` instead, a claim the holder renews and a
+contender takes once it is XMDATA_LOCK_LEASE_S old (or at once, on the holder's own host, when its
+process is gone). Every writer of one folder must use the same kind. docs/how-to/releases.md says
+what `flock` does on a local disk, NFS, Lustre and GPFS, with a holder on another host.
+
+The holder record is written whole (runtime/atomic.py) after the lock is taken and removed before it
+is let go; the lock file is unlinked while still held, and a taker checks that the file it holds is
+still the one at the path (`_still_there`), so a writer waiting on an unlinked file takes the new
+one instead. A lock file or holder record that is not ours is refused and kept (`ForeignLock`).
 
 A lock covers its folder and everything under it, and is re-entrant in its process: a flow called
 by a flow (a release's stages) that holds the folder or one above it takes nothing more. Folders on
-an object store (s3://, gs://, az://) are not locked: fsspec exposes neither a conditional delete nor
-a rename there, so a stale lock could not be taken over atomically; their writes are whole or
+an object store (s3://, gs://, az://) are not locked: they have no `flock`, and fsspec exposes
+neither a conditional delete nor a rename there to build a lease on; their writes are whole or
 absent and nothing sweeps them (runtime/atomic.py). Prefect's per-deployment concurrency limit
 (prefect.yaml, `xmdata serve`) still keeps a schedule from overlapping itself there.
 """
@@ -24,148 +29,30 @@ import contextvars
 import json
 import os
 import shutil
-import shlex
-import socket
 import sys
 import threading
 import time
-import uuid
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Iterator
 
 from . import settings, storage
-from .atomic import TEMP_FOLDER_PREFIX
+from .atomic import TEMP_FOLDER_PREFIX, write_bytes_atomic
+from .lock_files import (EARLIER_FORMAT, FORMAT, HOLDER_NAME, LOCK_NAME, FolderBusy, ForeignLock, Holder,  # noqa: F401
+                         NoFlock, check_lock_file, clear, held_by_another, holder_path, lock_path,
+                         node_local_flock, read_holder, take_file, this_process)
 from xmdata.schemas.contract import ContractError
 
-LOCK_NAME = ".xmdata-lock"
-FORMAT = "xmdata folder lock 1"
 POLL_S = 0.5  # between looks at a busy folder, with --wait-lock
-
-
-class FolderBusy(ContractError):
-    """A live writer holds the folder (exit 2 on the command line, as a refused input)."""
-
-
-class ForeignLock(ContractError):
-    """FOLDER/.xmdata-lock is not a lock xmdata wrote: refused, and left where it is."""
-
-
-@dataclass(frozen=True)
-class Holder:
-    token: str
-    pid: int
-    pid_start: int | None  # clock ticks after boot (/proc/PID/stat field 22); None where there is no /proc
-    boot: str | None
-    host: str
-    since: float  # seconds since the epoch
-    command: str
-
-    def named(self) -> str:
-        where = "" if self.host == socket.gethostname() else f" on host {self.host}"
-        when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(self.since))
-        return f"pid {self.pid}{where} (command {self.command}, since {when})"
-
-
-def this_process(command: str | None = None) -> Holder:
-    return Holder(uuid.uuid4().hex, os.getpid(), process_start(os.getpid()), _boot(), socket.gethostname(),
-                  round(time.time(), 3), command or _command_line())
-
-
-def _command_line(limit: int = 200) -> str:
-    """This process's command line, with the Prefect flow run it is (a UI or scheduled run's argv says little)."""
-    words = [os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "python", *sys.argv[1:]]
-    line = shlex.join(words)
-    line = line if len(line) <= limit else line[:limit - 1] + "…"
-    if "prefect" in sys.modules:  # never imported for this: `xmdata unlock` stays light
-        from prefect.runtime import flow_run
-
-        if flow_run.id:
-            line += f", Prefect flow run {flow_run.name} {flow_run.id}"
-    return line
-
-
-def process_start(pid: int) -> int | None:
-    """The start time of process PID in clock ticks after boot; None when there is no such process
-    (or no /proc to ask: then the pid alone decides)."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
-            text = f.read()
-    except FileNotFoundError:
-        return None if os.path.isdir("/proc/self") or not _pid_exists(pid) else -1
-    except OSError:
-        return -1  # exists, not ours to read: alive
-    return int(text[text.rindex(")") + 2:].split()[19])  # after the name, which may hold spaces
-
-
-def _pid_exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _boot() -> str | None:
-    try:
-        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
-            return f.read().strip()
-    except OSError:
-        return None
-
-
-def lock_path(folder: str) -> str:
-    return os.path.join(folder, LOCK_NAME)
-
-
-def read_holder(folder: str) -> tuple[Holder, float] | None:
-    """(the holder, the lease's age in seconds) of FOLDER's lock; None when there is none.
-    ForeignLock when a file is there that xmdata did not write."""
-    path = lock_path(folder)
-    try:
-        with open(path, "rb") as f:
-            text, age = f.read(), time.time() - os.fstat(f.fileno()).st_mtime
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    except PermissionError as exc:
-        raise ContractError(f"{folder}: cannot read its lock {path}: {exc.strerror}") from None
-    except IsADirectoryError:
-        raise ForeignLock(f"{folder}: {path} is a folder, not an xmdata lock; nothing was deleted "
-                          f"(remove it yourself if no writer uses it)") from None
-    try:
-        data = json.loads(text)
-        if data.pop("format") != FORMAT:
-            raise ValueError("another format")
-        return Holder(**data), age
-    except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError):
-        raise ForeignLock(f"{folder}: {path} is not an xmdata lock file; nothing was deleted "
-                          f"(remove it yourself if no writer uses it)") from None
-
-
-def gone(holder: Holder, age: float) -> str | None:
-    """Why HOLDER no longer writes (the line a takeover prints), or None while it may."""
-    if holder.host == socket.gethostname() and holder.boot == _boot():
-        start = process_start(holder.pid)
-        if start is None:
-            return f"no process {holder.pid} is running"
-        if holder.pid_start is not None and start not in (-1, holder.pid_start):
-            return f"pid {holder.pid} is another process now"
-        return None
-    if holder.host == socket.gethostname():
-        return "this host has restarted since"
-    lease = settings.LOCK_LEASE_S.get()
-    if age > lease:
-        return f"its lease was not refreshed for {age:.0f} s (XMDATA_LOCK_LEASE_S={lease:g})"
-    return None
+UNNAMED_S = 1.0  # a held lock whose holder has not named itself yet is looked at again this long
 
 
 @dataclass
 class _Held:
     holder: Holder
     count: int
-    stop: threading.Event
+    lock: object  # the filelock lock
+    file: tuple[int, int] | None  # with flock: the lock file held (device, inode)
 
 
 class _Holdings:
@@ -208,13 +95,11 @@ def written_by_another(folder: str, above: bool = False) -> bool:
     a sweep leaves such a folder alone, and one whose lock file is not ours (nothing is deleted)."""
     path = os.path.realpath(storage.local(folder))
     while True:
-        if path not in _holding():
-            try:
-                found = read_holder(path)
-            except ForeignLock:
+        try:
+            if path not in _holding() and held_by_another(path):
                 return True
-            if found and gone(*found) is None:
-                return True
+        except ForeignLock:
+            return True
         parent = os.path.dirname(path)
         if not above or parent == path:
             return False
@@ -281,122 +166,89 @@ def _take(path: str, command: str | None) -> tuple[str, bool]:
     """(the folder whose lock this process now holds, whether taken now): a folder this process holds
     already (PATH or one above it) is taken again; else PATH's lock, waited for up to --wait-lock."""
     deadline = time.monotonic() + _wait_s.get()
+    unnamed_until = time.monotonic() + UNNAMED_S
     while True:
         with _guard:  # one thread of this process at a time: a second takes it again, never refused by the first
             covering = held_here(path)
             if covering:
                 _holding()[covering].count += 1
                 return covering, False
-            busy, holder = _above(path)
-            if holder is None:
+            busy = _above(path)
+            if busy is None:
+                busy = path
                 os.makedirs(path, exist_ok=True)
-                busy, holder = path, _try_take(path, command)
-            if holder is None:
-                remove_stray_temp_files(path)
-                return path, True
+                if _try_take(path, command):
+                    remove_stray_temp_files(path)
+                    return path, True
+            holder = read_holder(busy)
+        if holder is None and time.monotonic() < unnamed_until:
+            _pause(0.05)  # taken an instant ago (its holder is writing its name), or looked at by a sweep
+            continue
         left = deadline - time.monotonic()
         if left <= 0:
             waited = f" after waiting {_wait_s.get():g} s" if _wait_s.get() else ""
-            raise FolderBusy(f"{busy} is being written by {holder.named()}{waited}; wait with --wait-lock "
+            who = holder.named() if holder else "a process that has not named itself (no holder record beside its lock)"
+            raise FolderBusy(f"{busy} is being written by {who}{waited}; wait with --wait-lock "
                              f"SECONDS or `xmdata unlock {busy}` if it is gone")
         _pause(min(POLL_S, left))
 
 
-def _above(path: str) -> tuple[str, Holder | None]:
-    """A folder above PATH that a live writer holds, and that writer (a lock covers what is under it)."""
+def _above(path: str) -> str | None:
+    """A folder above PATH that a live writer holds (a lock covers what is under it)."""
     folder = os.path.dirname(path)
     while folder != os.path.dirname(folder):
         try:
-            found = read_holder(folder)
+            if held_by_another(folder):
+                return folder
         except ForeignLock:
             raise
-        except ContractError:  # a folder above that we may not read holds no lock of ours
-            found = None
-        if found and gone(*found) is None:
-            return folder, found[0]
+        except (ContractError, PermissionError):  # a folder above that we may not read holds no lock of ours
+            pass
         folder = os.path.dirname(folder)
-    return path, None
+    return None
 
 
 def _pause(seconds: float) -> None:
     time.sleep(seconds)
 
 
-def _try_take(path: str, command: str | None) -> Holder | None:
-    """Take PATH's lock (None) or return its live holder. Under `_guard`."""
-    mine = this_process(command)
-    lock = lock_path(path)
-    body = json.dumps({"format": FORMAT, **asdict(mine)}, indent=1) + "\n"
-    private = f"{lock}.{mine.token}"
-    with open(private, "x", encoding="utf-8") as f:
-        f.write(body)
-        f.flush()
-        os.fsync(f.fileno())
+def _try_take(path: str, command: str | None) -> bool:
+    """Take PATH's lock and name this process its holder (True), or False while another holds it. Under `_guard`."""
+    existed = check_lock_file(path)
+    previous = read_holder(path)  # a record not ours is refused before anything is taken
+    if settings.LOCK.get() == "flock" and (reason := node_local_flock(path)):
+        raise NoFlock(f"{path}: {reason}, so a writer on another host would not see its lock; choose the lease "
+                      f"instead with XMDATA_LOCK=lease (every writer of the folder alike)")
     try:
-        for _ in range(100):  # each turn: someone else's lock was there and went, or was taken over
-            try:
-                os.link(private, lock)
-                break
-            except FileExistsError:
-                pass
-            found = read_holder(path)
-            if found is None:
-                continue
-            reason = gone(*found)
-            if reason is None:
-                return found[0]
-            if remove_if(path, found[0].token, mine.token):
-                print(f"xmdata: {path}: took over the lock of {found[0].named()}: {reason}", file=sys.stderr,
-                      flush=True)
-        else:
-            raise FolderBusy(f"{path}: its lock kept changing hands; try again")
-    finally:
-        os.unlink(private)
-    stop = threading.Event()
-    _holding()[path] = _Held(mine, 1, stop)
-    threading.Thread(target=_refresh, args=(path, mine.token, stop), daemon=True,
-                     name="xmdata-lock-lease").start()
-    return None
-
-
-def remove_if(folder: str, token: str, by: str) -> bool:
-    """Remove FOLDER's lock if it is still the one with TOKEN: renamed first to a name of BY's own,
-    which only one remover can do; a live lock moved by a race is put back. Whether it was removed."""
-    lock, moved = lock_path(folder), f"{lock_path(folder)}.gone-{by}"
-    try:
-        os.rename(lock, moved)
-    except FileNotFoundError:
+        got = take_file(path)
+    except NoFlock:
+        _remove_own_placeholder(path, existed)
+        raise
+    if got is None:
         return False
+    lock, file = got
     try:
-        if _token_in(moved) == token:
-            return True
-        try:  # another's, taken between our look and our rename: back where it was
-            os.link(moved, lock)
-        except FileExistsError:
-            pass
-        return False
-    finally:
-        os.unlink(moved)
+        previous = read_holder(path)  # again, now that no one else may write it
+        mine = this_process(command)
+        write_bytes_atomic((json.dumps({"format": FORMAT, **asdict(mine)}, indent=1) + "\n").encode(),
+                           holder_path(path), sync=False)
+    except BaseException:
+        lock.release()
+        raise
+    if previous is not None:
+        print(f"xmdata: {path}: took over the lock of {previous.named()}: it is gone (its lock was free)",
+              file=sys.stderr, flush=True)
+    _holding()[path] = _Held(mine, 1, lock, file)
+    return True
 
 
-def _refresh(path: str, token: str, stop: threading.Event) -> None:
-    """The lease: the lock's mtime, renewed while it is held, so a writer on another host sees it live."""
-    every = max(settings.LOCK_LEASE_S.get() / 4, 0.1)
-    while not stop.wait(every):
-        try:
-            if _token_in(lock_path(path)) != token:
-                return  # cleared (`xmdata unlock --force`) or taken over: not ours to renew
-            os.utime(lock_path(path))
-        except OSError:
-            return
-
-
-def _token_in(path: str) -> str | None:
+def _remove_own_placeholder(path: str, existed: bool) -> None:
+    """The empty lock file filelock made before finding no flock (it keeps it when it does not fall back)."""
     try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f).get("token")
-    except (OSError, ValueError):
-        return None
+        if not existed and os.path.getsize(lock_path(path)) == 0:
+            os.unlink(lock_path(path))
+    except OSError:
+        pass
 
 
 def _release(path: str) -> None:
@@ -408,26 +260,25 @@ def _release(path: str) -> None:
         if held.count:
             return
         del _holding()[path]
-        held.stop.set()
-        if _token_in(lock_path(path)) == held.holder.token:
-            remove_if(path, held.holder.token, held.holder.token)
+        clear(path, held.holder, held.lock, held.file)
 
 
 def remove_stray_temp_files(root: str) -> int:
     """Delete temp files and folders a killed run left behind (they never became outputs); returns how many.
 
     Only where no live writer but this process holds the lock (runtime/folder_lock.py): nothing when
-    ROOT or a folder above it is another's, and no folder under ROOT that another holds. Under a lock
-    of this process, the temp files are a gone writer's (`one_writer` sweeps when it takes a lock,
-    before the first write) or this run's own whose writers have all returned (run_shards, at a
-    stage's end)."""
+    ROOT or a folder above it is another's, and no folder under ROOT that another holds. A writer is
+    live while its lock cannot be taken (flock: the kernel, or a shared file system's lock manager,
+    frees it when the writer ends, on any host), so under a lock of this process the temp files are a
+    gone writer's (`one_writer` sweeps when it takes a lock, before the first write) or this run's own
+    whose writers have all returned (run_shards, at a stage's end)."""
     if storage.is_url(root):  # uploads are whole or absent: nothing half-written to remove
         return 0
     removed, top = 0, storage.local(root)
     if written_by_another(top, above=True):
         return 0
     for folder, subfolders, files in os.walk(top):
-        if folder != top and LOCK_NAME in files and written_by_another(folder):
+        if folder != top and {LOCK_NAME, HOLDER_NAME} & {*files, *subfolders} and written_by_another(folder):
             subfolders.clear()  # another writer's folder: its temp files are live
             continue
         if folder == top:  # local_temp_folder's folders, only at the top: never a user's

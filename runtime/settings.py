@@ -62,6 +62,23 @@ def _at_least_zero(parse: Callable[[str], T]) -> Callable[[str], T]:
     return parsed
 
 
+def _positive(parse: Callable[[str], T]) -> Callable[[str], T]:
+    def parsed(raw: str) -> T:
+        value = parse(raw)
+        if not 0 < value < float("inf"):  # NaN too
+            raise ValueError(raw)
+        return value
+    return parsed
+
+
+def _one_of(*choices: str) -> Callable[[str], str]:
+    def parsed(raw: str) -> str:
+        if raw not in choices:
+            raise ValueError(raw)
+        return raw
+    return parsed
+
+
 def _positive_int(raw: str) -> int:
     value = int(raw)
     if value < 1:
@@ -119,13 +136,19 @@ MEMO = Setting("XMDATA_MEMO", None, str,
                "the memo of model results per unit (beam candidates, COMETKiwi scores) every build reuses: "
                "a folder, an object-store URL (s3://…: what a multi-host cluster's workers share) or off "
                "(unset: XMDATA_CACHE/memo); --memo on a command", "a folder, a URL or off")
-# A writer's lock on a shared filesystem, seen from another host: live while its mtime is this recent
-# (the holder renews it every quarter of this; runtime/folder_lock.py). On its own host, the pid decides.
-LOCK_LEASE_S = Setting("XMDATA_LOCK_LEASE_S", 300.0, _at_least_zero(float),
-                       "a folder's lock whose holder runs on another host is taken over once it has not been "
-                       "renewed for this long (the holder renews it every quarter of it)", "seconds (>= 0)")
+# How a folder's one writer holds it (runtime/folder_lock.py). flock, the default: the kernel or the
+# shared file system's lock manager frees it when the writer ends; a file system without flock is
+# refused. lease: where flock cannot serve, filelock's SoftFileLease, renewed by its holder.
+LOCK = Setting("XMDATA_LOCK", "flock", _one_of("flock", "lease"),
+               "how a writer holds its output folder: flock (the kernel frees it when the writer ends; a file "
+               "system without flock is refused) or lease (a claim renewed by its holder, taken over once "
+               "XMDATA_LOCK_LEASE_S old); every writer of a folder alike", "flock or lease")
+LOCK_LEASE_S = Setting("XMDATA_LOCK_LEASE_S", 300.0, _positive(float),
+                       "with XMDATA_LOCK=lease: a folder's lock is taken over once its holder has not renewed it "
+                       "for this long (it renews it every third of it; on the holder's own host, at once when its "
+                       "process is gone)", "seconds (> 0)")
 USER = (CACHE, MEMO, EXECUTOR, DASK_ADDRESS, SERVICE, IDLE_MINUTES, MODEL_IDLE_MINUTES, MODEL_MEMORY_GB, BIND,
-        GPU_WORKERS, NO_WORKER_SECONDS, PREFECT_LOST_SECONDS, PROGRESS, SHARD_ROWS, LOCK_LEASE_S)
+        GPU_WORKERS, NO_WORKER_SECONDS, PREFECT_LOST_SECONDS, PROGRESS, SHARD_ROWS, LOCK, LOCK_LEASE_S)
 
 # xmdata's own, for its tests, benchmarks and scripts only.
 TEST_RUN = Setting("XMDATA_TEST_RUN", None, str, "the folder one test run shares with its subprocesses")

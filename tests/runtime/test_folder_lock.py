@@ -1,18 +1,19 @@
-"""One writer per folder (runtime/folder_lock.py): two writers interleaved by a pipe, never by timing;
-gone holders taken over; a file that is not ours refused and kept; re-entrant in its process."""
+"""One writer per folder (runtime/folder_lock.py, on filelock): two writers interleaved by a pipe, never
+by timing; a killed holder's lock taken over; a file system without flock refused; the lease when chosen;
+a file that is not ours refused and kept; re-entrant in its process."""
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
-import time
 import types
 
 import pytest
 from support.folder_holder import holding
 
-from xmdata.runtime import folder_lock
+from xmdata.runtime import folder_lock, lock_files
 from xmdata.runtime.folder_lock import remove_stray_temp_files
 from xmdata.runtime.folder_lock import FolderBusy, ForeignLock, one_writer
 
@@ -36,12 +37,15 @@ def held(tmp_path):
         yield folder, holder
 
 
-def write_lock(folder, **fields) -> None:
-    """A lock file as another writer would have left it."""
-    holder = folder_lock.this_process("xmdata translate in.jsonl --out X")
-    data = {"format": folder_lock.FORMAT, **holder.__dict__, "token": "theirs", **fields}
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / folder_lock.LOCK_NAME).write_text(json.dumps(data))
+def killed_holder(folder, env=None) -> int:
+    """The pid of a writer of FOLDER killed (SIGKILL) while it held the lock, a temp file half-written."""
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(folder)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True, env=env)
+    assert holder.stdout.readline() == "held\n"
+    holder.kill()
+    holder.wait(timeout=60)
+    assert (folder / folder_lock.LOCK_NAME).exists() and (folder / folder_lock.HOLDER_NAME).exists()
+    return holder.pid
 
 
 def test_a_second_writer_is_refused_and_its_sweep_spares_the_first_writers_temp_files(held):
@@ -107,66 +111,95 @@ def test_every_flow_takes_its_output_folder(held, monkeypatch):
     assert not (folder.parent / "rel" / folder_lock.LOCK_NAME).exists()  # let go of what it took first
 
 
-def test_a_gone_holders_lock_is_taken_over_with_a_line_and_its_temp_files_swept(tmp_path, capsys):
-    finished = subprocess.Popen(["true"])
-    finished.wait()  # its pid is free now (and not reused this soon)
-    cases = {"no such pid": {"pid": finished.pid},
-             "its pid, started at another time": {"pid_start": folder_lock.process_start(os.getpid()) + 1},
-             "another boot of this host": {"boot": "an-earlier-boot"}}
-    for n, (case, fields) in enumerate(cases.items()):
-        folder = tmp_path / str(n)
-        write_lock(folder, **fields)
-        (folder / ".tmp-gone.part").write_bytes(b"half")
-        with one_writer(str(folder)) as fresh:
-            assert fresh, case
-            mine = json.loads((folder / folder_lock.LOCK_NAME).read_text())
-            assert mine["pid"] == os.getpid() and mine["token"] != "theirs", case
-            assert not (folder / ".tmp-gone.part").exists(), case  # a gone writer's: swept
-        err = capsys.readouterr().err
-        assert f"{folder}: took over the lock of pid" in err, case
-        assert not (folder / folder_lock.LOCK_NAME).exists(), case  # let go at the end
-    assert sorted(os.listdir(tmp_path / "0")) == []  # no private or moved lock file left behind
-
-
-def test_another_hosts_lock_is_live_while_its_lease_is_renewed(tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("XMDATA_LOCK_LEASE_S", "60")
-    folder = tmp_path / "shared"
-    write_lock(folder, host="another-host", pid=1, pid_start=1)
-    with pytest.raises(FolderBusy, match=f"being written by pid 1 on host another-host"):
-        with one_writer(str(folder)):
-            pass
-    stale = time.time() - 61
-    os.utime(folder / folder_lock.LOCK_NAME, (stale, stale))
+def test_a_killed_holders_lock_is_free_and_taken_over_with_a_line_and_its_temp_files_swept(tmp_path, capsys):
+    folder = tmp_path / "out"
+    pid = killed_holder(folder)  # the kernel let its flock go; its files stay
     with one_writer(str(folder)) as fresh:
         assert fresh
-    assert "its lease was not refreshed for 61 s (XMDATA_LOCK_LEASE_S=60)" in capsys.readouterr().err
+        mine = json.loads((folder / folder_lock.HOLDER_NAME).read_text())
+        assert mine["pid"] == os.getpid() and mine["format"] == folder_lock.FORMAT
+        assert not (folder / ".tmp-holders-shard.part").exists()  # a gone writer's: swept
+    assert f"{folder}: took over the lock of pid {pid} (command -c" in capsys.readouterr().err
+    assert os.listdir(folder) == []  # let go at the end: no lock file, no holder record
 
 
-def test_the_holder_renews_its_lease(tmp_path, monkeypatch):
-    monkeypatch.setenv("XMDATA_LOCK_LEASE_S", "0.4")  # renewed every 0.1 s
+def test_a_file_system_without_flock_is_refused_in_one_line_and_nothing_is_left(tmp_path, monkeypatch):
+    """A stand-in for such a file system (Lustre mounted -o noflock answers ENOSYS): fcntl.flock refusing."""
+    import errno
+    import fcntl
+
+    def no_flock(fd, operation):
+        raise OSError(errno.ENOSYS, "Function not implemented")
+
+    monkeypatch.setattr(fcntl, "flock", no_flock)
+    for where in (tmp_path / "new" / "out", tmp_path):
+        with pytest.raises(folder_lock.NoFlock, match="choose the lease") as refused:
+            with one_writer(str(where)):
+                pytest.fail("a lock without flock was taken")
+        assert str(refused.value).splitlines() == [
+            f"{where}: its file system does not support flock, so a lock there would not hold; choose the lease "
+            f"instead with XMDATA_LOCK=lease (every writer of the folder alike; it is taken over once not renewed "
+            f"for XMDATA_LOCK_LEASE_S=300 s)"]
+    assert os.listdir(tmp_path) == []  # neither the folder made for it nor filelock's empty file
+    monkeypatch.setenv("XMDATA_LOCK", "lease")  # the lease needs no flock
+    with one_writer(str(tmp_path)) as fresh:
+        assert fresh and (tmp_path / folder_lock.LOCK_NAME).exists()
+    assert os.listdir(tmp_path) == []
+
+
+def test_the_lease_when_chosen_refuses_a_live_writer_and_takes_a_killed_ones(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("XMDATA_LOCK", "lease")
+    folder = tmp_path / "out"
+    with holding(folder, HOLDER) as holder:
+        assert (folder / folder_lock.LOCK_NAME).read_text()  # filelock's marker, not an empty flock file
+        with pytest.raises(FolderBusy, match=f"^{folder} is being written by pid {holder.pid} "):
+            with one_writer(str(folder)):
+                pass
+    assert not (folder / folder_lock.LOCK_NAME).exists()  # SoftFileLease removes its marker when let go
+    pid = killed_holder(folder, env={**os.environ, "XMDATA_LOCK": "lease"})
+    with one_writer(str(folder)) as fresh:  # on its own host, a claim whose process is gone is taken at once
+        assert fresh and not (folder / ".tmp-holders-shard.part").exists()
+    assert f"took over the lock of pid {pid}" in capsys.readouterr().err
+    assert os.listdir(folder) == []
+
+
+def test_a_taker_holding_a_file_unlinked_by_its_last_holder_lets_it_go(tmp_path):
+    """`_still_there`, filelock's on_acquired: the file held must be the one at the path still."""
     lock = tmp_path / folder_lock.LOCK_NAME
-    with one_writer(str(tmp_path)):
-        old = time.time() - 1000
-        os.utime(lock, (old, old))
-        deadline = time.monotonic() + 30
-        while os.stat(lock).st_mtime == old and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert os.stat(lock).st_mtime > old + 900
+    lock.write_bytes(b"")
+    fd = os.open(lock, os.O_RDWR)
+    try:
+        taken = {}
+        lock_files._still_there(str(lock), fd, taken)
+        assert taken["file"] == (os.fstat(fd).st_dev, os.fstat(fd).st_ino)
+        os.unlink(lock)
+        with pytest.raises(lock_files._Moved, match=re.escape(str(lock))):
+            lock_files._still_there(str(lock), fd, {})
+        lock.write_bytes(b"")  # a new writer's file at the name
+        with pytest.raises(lock_files._Moved, match=re.escape(str(lock))):
+            lock_files._still_there(str(lock), fd, {})
+    finally:
+        os.close(fd)
 
 
 def test_a_lock_file_not_ours_is_refused_and_nothing_is_deleted(tmp_path):
-    for n, text in enumerate(["not json", json.dumps({"format": "another tool 3", "pid": 1}), "{}", "[]",
-                              json.dumps({"format": folder_lock.FORMAT, "pid": 1})]):
+    earlier = json.dumps({"format": folder_lock.EARLIER_FORMAT, "pid": 1, "host": "h"})
+    holder = json.dumps({"format": folder_lock.FORMAT, "pid": 1})
+    cases = [(folder_lock.LOCK_NAME, text, "is not an xmdata lock file") for text in ["not json", "{}", "[]", holder]]
+    cases += [(folder_lock.LOCK_NAME, earlier, r"is the lock of an earlier xmdata \(pid 1 on host h\)")]
+    cases += [(folder_lock.HOLDER_NAME, text, "is not an xmdata lock file")
+              for text in ["not json", json.dumps({"format": "another tool 3", "pid": 1}), "{}", "[]", holder]]
+    for n, (name, text, expected) in enumerate(cases):
         folder = tmp_path / str(n)
         folder.mkdir()
-        (folder / folder_lock.LOCK_NAME).write_text(text)
+        (folder / name).write_text(text)
         (folder / ".tmp-x.part").write_bytes(b"half")
-        with pytest.raises(ForeignLock, match=f"^{folder}: .*is not an xmdata lock file; nothing was deleted"):
+        with pytest.raises(ForeignLock, match=f"^{folder}: {folder / name} {expected}.*; nothing was deleted"):
             with one_writer(str(folder)):
                 pass
         assert remove_stray_temp_files(str(folder)) == 0  # a sweep leaves it as it is, too
-        assert (folder / folder_lock.LOCK_NAME).read_text() == text and (folder / ".tmp-x.part").exists()
-        assert sorted(os.listdir(folder)) == sorted([folder_lock.LOCK_NAME, ".tmp-x.part"])
+        assert (folder / name).read_text() == text and (folder / ".tmp-x.part").exists()
+        assert sorted(os.listdir(folder)) == sorted([name, ".tmp-x.part"])
 
 
 def test_reentrant_in_its_process_and_taken_again_after(tmp_path):
@@ -181,32 +214,31 @@ def test_reentrant_in_its_process_and_taken_again_after(tmp_path):
     assert not (tmp_path / "release" / folder_lock.LOCK_NAME).exists()
 
 
-def test_wait_lock_waits_for_the_writer_then_takes_the_folder(tmp_path, monkeypatch):
-    folder = tmp_path / "out"
-    sleeper = subprocess.Popen(["sleep", "600"])  # a live process, named as the holder
-    try:
-        write_lock(folder, pid=sleeper.pid, pid_start=folder_lock.process_start(sleeper.pid))
-        pauses = []
+def test_wait_lock_waits_for_the_writer_then_takes_the_folder(held, monkeypatch):
+    folder, holder = held
+    pauses = []
 
-        def holder_finishes(seconds):  # the holder lets go during the first pause: no timing involved
-            pauses.append(seconds)
-            os.unlink(folder / folder_lock.LOCK_NAME)
+    def holder_finishes(seconds):  # the holder lets go during the first pause: no timing involved
+        pauses.append(seconds)
+        holder.stdin.close()
+        holder.wait(timeout=60)
 
-        monkeypatch.setattr(folder_lock, "_pause", holder_finishes)
-        with pytest.raises(FolderBusy, match="is being written by pid"):  # no wait asked: refused at once, no pause
-            with one_writer(str(folder)):
-                pass
-        assert pauses == []
-        with folder_lock.waiting_for_locks(30), one_writer(str(folder)) as fresh:
-            assert fresh and len(pauses) == 1
-        write_lock(folder, pid=sleeper.pid, pid_start=folder_lock.process_start(sleeper.pid))
-        monkeypatch.setattr(folder_lock, "_pause", lambda seconds: pauses.append(seconds))
-        with pytest.raises(FolderBusy, match=r"after waiting 0\.001 s"):
-            with folder_lock.waiting_for_locks(0.001), one_writer(str(folder)):
-                pass
-    finally:
-        sleeper.kill()
-        sleeper.wait()
+    monkeypatch.setattr(folder_lock, "_pause", holder_finishes)
+    with pytest.raises(FolderBusy, match="is being written by pid"):  # no wait asked: refused at once, no pause
+        with one_writer(str(folder)):
+            pass
+    assert pauses == []
+    with folder_lock.waiting_for_locks(30), one_writer(str(folder)) as fresh:
+        assert fresh and len(pauses) == 1
+
+
+def test_wait_lock_refuses_once_its_time_is_up(held, monkeypatch):
+    folder, _ = held
+    pauses = []
+    monkeypatch.setattr(folder_lock, "_pause", lambda seconds: pauses.append(seconds))
+    with pytest.raises(FolderBusy, match=r"after waiting 0\.001 s"):
+        with folder_lock.waiting_for_locks(0.001), one_writer(str(folder)):
+            pass
 
 
 def test_object_store_folders_are_not_locked():
@@ -229,3 +261,43 @@ def test_a_refused_or_failed_writer_leaves_no_folder_it_made_for_the_lock(held, 
     with one_writer(str(tmp_path / "c" / "d")):
         (tmp_path / "c" / "d" / "kept.json").write_text("{}")
     assert os.listdir(tmp_path / "c" / "d") == ["kept.json"]  # what the writer wrote stays, the lock goes
+
+
+MOUNTINFO = """\
+22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw
+40 22 0:50 / /home rw,relatime shared:20 - nfs4 srv:/home rw,vers=4.2,local_lock=none,addr=10.0.0.1
+41 22 0:51 / /scratch\\040old rw,relatime shared:21 - nfs srv:/old rw,vers=3,local_lock=flock,addr=10.0.0.1
+42 22 0:52 / /lustre rw shared:22 - lustre 10.0.0.2@tcp:/fs rw,localflock
+43 22 0:53 / /lustre2 rw shared:23 - lustre 10.0.0.2@tcp:/fs2 rw,flock
+44 22 0:54 / /gpfs/fs1 rw,relatime shared:24 - gpfs fs1 rw
+"""
+
+
+def test_a_file_system_whose_flock_stays_on_each_host_is_told_from_its_mount():
+    reach = {path: folder_lock.node_local_flock(path, MOUNTINFO) for path in (
+        "/data/out", "/home/me/out", "/scratch old/out", "/scratchold", "/lustre/out", "/lustre2/out", "/gpfs/fs1")}
+    assert reach == {
+        "/data/out": None, "/home/me/out": None, "/lustre2/out": None, "/scratchold": None,
+        "/scratch old/out": "it is on NFS mounted at /scratch old with local_lock=flock, which keeps flock on each "
+                            "host (nfs(5))",
+        "/lustre/out": "it is on Lustre mounted at /lustre with localflock, which keeps flock on each client "
+                       "(mount.lustre(8))",
+        "/gpfs/fs1": "it is on GPFS (/gpfs/fs1), whose flock has been measured node-local"}
+
+
+def test_a_folder_whose_flock_stays_on_its_host_is_refused_in_one_line(tmp_path, monkeypatch):
+    planted = tmp_path.parent / f"{tmp_path.name}-mountinfo"
+    planted.write_text(open(lock_files.MOUNTS).read()
+                       + f"99 22 0:99 / {tmp_path} rw shared:99 - lustre 10.0.0.2@tcp:/fs rw,localflock\n")
+    monkeypatch.setattr(lock_files, "MOUNTS", str(planted))
+    with pytest.raises(folder_lock.NoFlock, match="choose the lease") as refused:
+        with one_writer(str(tmp_path / "out")):
+            pytest.fail("taken")
+    assert str(refused.value).splitlines() == [
+        f"{tmp_path / 'out'}: it is on Lustre mounted at {tmp_path} with localflock, which keeps flock on each client "
+        f"(mount.lustre(8)), so a writer on another host would not see its lock; choose the lease instead with "
+        f"XMDATA_LOCK=lease (every writer of the folder alike)"]
+    assert os.listdir(tmp_path) == []
+    monkeypatch.setenv("XMDATA_LOCK", "lease")
+    with one_writer(str(tmp_path / "out")) as fresh:
+        assert fresh

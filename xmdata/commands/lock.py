@@ -1,5 +1,5 @@
 """`xmdata unlock FOLDER` and `xmdata status FOLDER`: who holds a folder's lock, and clearing a gone
-writer's (runtime/folder_lock.py). argparse only until a command runs."""
+writer's (runtime/lock_files.py). argparse only until a command runs."""
 from __future__ import annotations
 
 import argparse
@@ -26,7 +26,7 @@ def status(args: argparse.Namespace) -> int:
         from xmdata.service.service_status import service_command
 
         return service_command(args)
-    from xmdata.runtime import folder_lock
+    from xmdata.runtime import lock_files
     from xmdata.schemas import ContractError
 
     folder = os.path.realpath(args.folder)
@@ -34,20 +34,20 @@ def status(args: argparse.Namespace) -> int:
     path = folder
     while True:
         try:
-            found = folder_lock.read_holder(path)  # not ours: ForeignLock, one line, exit 2
-        except folder_lock.ForeignLock:
+            holder = lock_files.read_holder(path)  # not ours: ForeignLock, one line, exit 2
+            held = lock_files.held_by_another(path)
+        except lock_files.ForeignLock:
             raise
-        except ContractError:  # a folder above that we may not read
-            found = None
-        if found:
-            holder, age = found
-            reason = folder_lock.gone(holder, age)
-            whose = "" if path == folder else f" (its lock covers {folder})"
-            if reason:
-                lines.append(f"{path}: locked by {holder.named()}, which is gone: {reason}; the next writer takes "
-                             f"it over, or `xmdata unlock {path}` clears it{whose}")
-            else:
-                lines.append(f"{path}: being written by {holder.named()}; lease renewed {age:.0f} s ago{whose}")
+        except (ContractError, PermissionError):  # a folder above that we may not read
+            holder, held = None, False
+        whose = "" if path == folder else f" (its lock covers {folder})"
+        if held:
+            who = holder.named() if holder else "a process that has not named itself yet"
+            lines.append(f"{path}: being written by {who}{whose}")
+        elif holder or os.path.lexists(lock_files.lock_path(path)):
+            who = f"locked by {holder.named()}, which is gone" if holder else "a gone writer's lock file is there"
+            lines.append(f"{path}: {who} (its lock is free); the next writer takes it over, or `xmdata unlock "
+                         f"{path}` clears it{whose}")
         if os.path.dirname(path) == path:
             break
         path = os.path.dirname(path)
@@ -56,22 +56,25 @@ def status(args: argparse.Namespace) -> int:
 
 
 def unlock(args: argparse.Namespace) -> int:
-    from xmdata.runtime import folder_lock
+    """A gone writer's lock (free: its process ended) is taken, its files removed, then let go; a live
+    writer's files only with --force (its lock stays with it: a new writer locks a new file beside it)."""
+    from xmdata.runtime import lock_files
     from xmdata.schemas import ContractError
 
     folder = os.path.realpath(args.folder)
-    found = folder_lock.read_holder(folder)  # not ours: ForeignLock, one line, exit 2, nothing deleted
-    if found is None:
+    holder = lock_files.read_holder(folder)  # not ours: ForeignLock, one line, exit 2, nothing deleted
+    if holder is None and not os.path.lexists(lock_files.lock_path(folder)):
         print(f"{folder}: no lock to clear")
         return 0
-    holder, age = found
-    reason = folder_lock.gone(holder, age)
-    if reason is None and not args.force:
-        raise ContractError(f"{folder} is being written by {holder.named()}; not cleared (--force clears it "
-                            f"anyway, and a second writer may then start beside it)")
-    if not folder_lock.remove_if(folder, holder.token, folder_lock.this_process().token):
-        raise ContractError(f"{folder}: its lock changed hands while it was read; see `xmdata status {folder}`")
-    print(f"{folder}: cleared the lock of {holder.named()}" + (f": {reason}" if reason else " (--force)"))
+    named = holder.named() if holder else "a writer that did not name itself"
+    if lock_files.held_by_another(folder) or not lock_files.take_to_clear(folder):
+        if not args.force:
+            raise ContractError(f"{folder} is being written by {named}; not cleared (--force clears it "
+                                f"anyway, and a second writer may then start beside it)")
+        lock_files.clear_files(folder)
+        print(f"{folder}: cleared the lock of {named} (--force)")
+        return 0
+    print(f"{folder}: cleared the lock of {named}: it is gone (its lock was free)")
     return 0
 
 
