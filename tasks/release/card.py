@@ -82,11 +82,12 @@ def images_section(config, embedded: dict) -> str:
     how = ("each image's original file, byte for byte" if config.image_max_side is None else
            f"the original file where its longer side is at most {config.image_max_side} pixels, else a JPEG "
            f"resized to {config.image_max_side} (quality {JPEG_QUALITY})")
-    rows = [{"config": n, "files": len(e["files"]), "images": e["images"], "missing files": e["missing"]}
+    rows = [{"config": n, "files": len(e["files"]), "images": e["images"], "missing images": e["missing"]}
             for n, e in embedded.items()]
     return ("## Images\n\nThe images are inside the tables: an `image` column of `Image` structs "
             f"`{{bytes, path}}` holding {how}; `path` is the image's path as the source named it. A row whose "
-            "file was missing at the build has a null image.\n\n" + _table(rows))
+            "image is missing (its file was not there at the build, or no images table resolves its image_id) "
+            "has a null image, counted here.\n\n" + _table(rows))
 
 
 def caption_section(captions: pl.DataFrame) -> str:

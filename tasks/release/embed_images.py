@@ -56,10 +56,10 @@ def image_sources(config, work: str) -> ImageSources:
     from xmdata.schemas.readers import read_input
 
     sources = ImageSources()
-    for section, key in (("image_selection", "input"), ("scoring", "images")):
-        path = getattr(getattr(config, section, None), key, None) if getattr(config, section, None) else None
-        if not path or storage.is_url(path) or not os.path.exists(path):
-            continue
+    for where, path in images_inputs(config):
+        path = built_path(path, work)
+        if storage.is_url(path) or not os.path.isfile(path):  # refused before the build (check_embeddable);
+            continue  # an import's: its ids stay unresolved, and each row naming one is counted missing
         table = read_input(path, IMAGES)
         if "path" not in table.column_names:
             continue
@@ -74,6 +74,43 @@ def image_sources(config, work: str) -> ImageSources:
     if (qa := getattr(config, "qa_translation", None)) and not storage.is_url(qa.input):
         sources.qa_root = os.path.dirname(os.path.abspath(qa.input))
     return sources
+
+
+IMAGES_INPUTS = (("image_selection", "input"), ("scoring", "images"))  # the images tables whose ids are joined
+
+
+def images_inputs(config) -> list[tuple[str, str]]:
+    """(section.field, path) of the images tables the config reads (IMAGES_INPUTS)."""
+    return [(f"{section}.{key}", path) for section, key in IMAGES_INPUTS
+            if getattr(config, section, None) and (path := getattr(getattr(config, section), key, None))]
+
+
+def built_path(path: str, work: str) -> str:
+    """An `image_download:<table>` input as the build wrote it (WORK/image_download/<table>); any other as is."""
+    from xmdata.flows.release_refs import DOWNLOAD_FOLDER, DOWNLOADED
+
+    return os.path.join(work, DOWNLOAD_FOLDER, path[len(DOWNLOADED):]) if path.startswith(DOWNLOADED) else path
+
+
+def check_embeddable(config) -> None:
+    """With embed_images on, every images table the config names must be one the embedder reads: a local
+    table with a `path` column (or one the build writes); ContractError in one line, before the build."""
+    from xmdata.flows.release_refs import BUILT
+    from xmdata.schemas.contract import ContractError
+
+    if not config.embed_images:
+        return
+    for where, path in images_inputs(config):
+        if storage.is_url(path):
+            raise ContractError(f"embed_images: {where} {path}: the images embedded are read from a local images "
+                                f"table and its files; copy it here first (e.g. `aws s3 sync`) and name the copy")
+        if path.startswith(BUILT) or os.path.isdir(path) or not os.path.isfile(path):
+            continue  # the build writes it / a photo folder / refused as missing by the input checks
+        from xmdata.schemas import IMAGES
+        from xmdata.schemas.readers import read_input
+
+        if "path" not in read_input(path, IMAGES).column_names:
+            raise ContractError(f"embed_images: {where} {path}: no path column, so no image file to embed")
 
 
 def images_fingerprint(sources: ImageSources) -> dict:
@@ -92,14 +129,16 @@ def images_fingerprint(sources: ImageSources) -> dict:
 
 
 def references(name: str, table: pa.Table, sources: ImageSources) -> list[tuple[str, str] | None] | None:
-    """(reference, file) of each row's image, or None for a table that refers to none."""
+    """(reference, file) of each row's image (file None: an image id no images table resolves), or None for
+    a table that refers to none."""
     columns = table.column_names
     if "image_path" in columns and name in sources.roots:
         root = sources.roots[name]
         return [(p, os.path.join(root, p)) if p else None for p in table["image_path"].to_pylist()]
     key = "image_id" if "image_id" in columns else "id" if name in ID_TABLES and "id" in columns else None
     if key:
-        return [sources.by_id.get(str(i)) if i is not None else None for i in table[key].to_pylist()]
+        # an id no images table names is unresolved: (the id, no file), counted as a missing image
+        return [sources.by_id.get(str(i), (str(i), None)) if i is not None else None for i in table[key].to_pylist()]
     if name in QA_TABLES and IMAGE_COLUMN in columns and pa.types.is_string(table.schema.field(IMAGE_COLUMN).type) \
             and sources.qa_root:
         return [(p, os.path.join(sources.qa_root, p)) if p else None for p in table[IMAGE_COLUMN].to_pylist()]
@@ -129,10 +168,10 @@ def image_bytes(file: str, max_side: int | None) -> bytes | None:
 
 def with_image_column(table: pa.Table, refs: list, max_side: int | None) -> tuple[pa.Table, int]:
     """TABLE with its `image` struct (replacing a string `image` column in place); and how many rows name
-    an image whose file was not there (their image is null, counted in the card)."""
+    an image that is not there: its file missing, or its id unresolved (their image is null, counted in the card)."""
     values, missing = [], 0
     for ref in refs:
-        data = image_bytes(ref[1], max_side) if ref else None
+        data = image_bytes(ref[1], max_side) if ref and ref[1] else None
         missing += bool(ref) and data is None
         values.append({"bytes": data, "path": ref[0]} if data is not None else None)
     column = pa.array(values, IMAGE_TYPE)

@@ -158,7 +158,7 @@ def test_each_kind_of_reference_finds_its_file(tmp_path):
                            qa_root="/qa")
     assert references("captions", pa.table({"id": ["c"], "image_id": ["img-1"]}), sources) == \
         [("images/a.png", "/abs/images/a.png")]
-    assert references("captions", pa.table({"id": ["c"], "image_id": ["img-9"]}), sources) == [None]
+    assert references("captions", pa.table({"id": ["c"], "image_id": ["img-9"]}), sources) == [("img-9", None)]  # unresolved
     assert references("clip_scores", pa.table({"image_path": ["x/b.jpg", None]}), sources) == \
         [("x/b.jpg", "/root/x/b.jpg"), None]
     assert references("qa_parallel", pa.table({"image": ["q.png"]}), sources) == [("q.png", "/qa/q.png")]
@@ -186,3 +186,33 @@ def test_the_flag_and_the_config_key_are_one_declaration(tmp_path, capsys):
     assert main(["release", "--config", "demo", "--out", str(tmp_path / "o"), "--embed-images",
                  "--image-max-side", "8"]) == 2
     assert "--image-max-side" in capsys.readouterr().err and not (tmp_path / "o").exists()
+
+
+def test_an_image_id_no_images_table_resolves_is_counted_missing(tmp_path):
+    a = _png(tmp_path / "a.png")
+    release = tmp_path / "r"
+    (release / "data").mkdir(parents=True)
+    pq.write_table(pa.table({"id": ["c1", "c2", "c3"], "image_id": ["a", "nowhere", None]}),
+                   release / "data" / "captions.parquet")
+    done = embed_release_images(str(release), ["captions"], ImageSources(by_id={"a": ("a.png", str(a))}), None)
+    assert done["captions"]["images"] == 1 and done["captions"]["missing"] == 1  # the unresolved id: counted
+    cells = pq.read_table(release / "data" / "captions.parquet")["image"].to_pylist()
+    assert cells[0]["bytes"] == a.read_bytes() and cells[1] is None and cells[2] is None
+    from types import SimpleNamespace
+
+    from xmdata.tasks.release.card import images_section
+
+    assert "| captions | 1 | 1 | 1 |" in images_section(SimpleNamespace(image_max_side=None), done)
+
+
+def test_an_images_table_the_embedder_cannot_read_is_refused_before_anything_is_written(tmp_path, capsys):
+    from xmdata.cli import main
+
+    project = sample_inputs(tmp_path / "project", CONFIG, captions=2)
+    images = "s3://bucket/images.csv"  # the embedder reads local images tables and files
+    (project / "release.yaml").write_text(CONFIG.replace("images.csv", images))
+    out = tmp_path / "out"
+    assert main(["release", "--config", str(project / "release.yaml"), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "embed_images: scoring.images" in err and images in err, err
+    assert not out.exists()
