@@ -111,6 +111,10 @@ def _build_and_publish(release: Release, target: str | None, out: str, work: str
                 "files": len(published["release"]["files"])}
     tables = gather_tables(work, out)
     embedded = embed_release_images(out, list(tables), sources, config.image_max_side) if sources else {}
+    for name, e in embedded.items():  # said here and in the card's Images section
+        if e["missing"] or e["bad"]:
+            print(f"release {out}: {name}: {e['missing']} missing image(s), {e['bad']} bad image(s) (null; the "
+                  f"card's Images section names them)", flush=True)
     written = [f for t in tables for f in (embedded[t]["files"] if t in embedded else [f"data/{t}.parquet"])]
     written += [f"rejects/{s}.parquet" for s in gather_rejects(work, out, [r.stage for r in build.reports])]
     written += copy_files(work, out)
