@@ -250,3 +250,22 @@ def test_a_resized_image_is_turned_upright_as_its_exif_orientation_says(tmp_path
     shown = Image.open(io.BytesIO(image_bytes(str(path), 32)))
     assert shown.size == (16, 32)  # upright: as a viewer displays the original, portrait
     assert image_bytes(str(path), None) == path.read_bytes()  # not resized: the original bytes, EXIF and all
+
+
+def test_image_max_side_alone_is_taken_over_a_config_that_embeds(tmp_path):
+    from xmdata.cli_params import params_from_args
+    from xmdata.cli_parser import build_parser
+    from xmdata.flows.release_config import load_release_config
+
+    project = sample_inputs(tmp_path / "project", CONFIG, captions=2)  # CONFIG: embed_images: true
+    args = build_parser().parse_args(["release", "--config", str(project / "release.yaml"), "--out",
+                                      str(tmp_path / "o"), "--image-max-side", "512"])
+    given = params_from_args(args).given()  # the flag alone: no rule across the two keys here
+    assert given == {"image_max_side": 512}
+    release = load_release_config(str(project / "release.yaml"), images=given)
+    assert release.config.embed_images and release.config.image_max_side == 512  # the merged config's rule holds
+    from xmdata.schemas.contract import ContractError
+
+    (project / "plain.yaml").write_text(CONFIG.replace("embed_images: true\n", ""))
+    with pytest.raises(ContractError, match="set embed_images too"):
+        load_release_config(str(project / "plain.yaml"), images=given)
