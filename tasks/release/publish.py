@@ -200,6 +200,11 @@ def plan_commit(files: dict[str, LocalFile], remote: dict[str, tuple[str, int]],
     return plan
 
 
+def landed(files: dict[str, LocalFile], remote: dict[str, tuple[str, int]]) -> bool:
+    """Every path the release lists is in REMOTE with our content."""
+    return all(name in remote and same(local, remote[name]) for name, local in files.items())
+
+
 class Hub:
     """The repo through HfApi, each call under the publish's retries."""
 
@@ -326,7 +331,15 @@ def _commit(hub: Hub, files: dict[str, LocalFile], plan: Plan, manifest: dict, r
                 raise
         hub.retries.left -= 1
         head = hub.head(create=False)
+        if head is None:
+            raise PublishFailed(f"{hub.repo_id}@{hub.options.revision}: the branch was deleted while publishing; no "
+                                f"commit of this release is on it; publish again to make it anew")
         now = hub.tree(head)
+        if landed(files, now) and hub.release_sha256_at(head, now) == sha:
+            # our own commit: it landed, and its answer was lost (the retried create_commit then found a moved head)
+            say(f"{hub.repo_id}@{hub.options.revision}: commit {head[:12]} holds this release (its answer was lost on "
+                f"the way back)")
+            return head
         moved = sorted(name for name in files if now.get(name) != read.get(name))
         if moved:
             raise PublishFailed(f"{hub.repo_id}@{hub.options.revision} moved to {head[:12]} while publishing, and that "

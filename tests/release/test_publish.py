@@ -192,6 +192,26 @@ def test_a_moved_head_is_built_on_unless_it_changed_the_releases_paths(hub, tmp_
     assert len(refused.stderr.strip().splitlines()) == 1
 
 
+def test_a_commit_whose_answer_was_lost_is_a_success_and_a_vanished_branch_one_line(hub, tmp_path):
+    release = tmp_path / "release"
+    manifest = make_release(release)
+    hub.create("me/tiny", private=False)
+    hub.drop_commit_answer = True  # committed; the client sees a dropped connection, retries, gets 412
+    ok = publish(hub, tmp_path, release)
+    assert ok.returncode == 0, ok.stderr
+    assert len(hub.calls("POST", "/commit/")) == 2 and "answer was lost" in ok.stdout
+    head = hub.head("me/tiny")
+    assert manifest["release_sha256"] in hub.repos["me/tiny"].messages[head]["summary"]
+    assert len(hub.repos["me/tiny"].commits) == 2  # the initial one and ours: nothing committed twice
+
+    make_release(release, rows=5)
+    hub.before_commit = lambda: hub.commit_outside("me/tiny", {"notes.md": b"meanwhile\n"})
+    hub.after_412 = lambda: hub.repos["me/tiny"].branches.pop("main")
+    gone = publish(hub, tmp_path, release)
+    assert gone.returncode == 1 and "branch was deleted" in gone.stderr, gone.stderr
+    assert len(gone.stderr.strip().splitlines()) == 1 and "Traceback" not in gone.stderr
+
+
 def test_transient_answers_are_retried_and_a_tag_on_other_content_refused_before_any_upload(hub, tmp_path):
     release = tmp_path / "release"
     make_release(release)
