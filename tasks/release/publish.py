@@ -38,6 +38,7 @@ MAX_FOLDER_ENTRIES = 10_000
 ATTEMPTS = 5  # retries of transient failures, over the whole publish
 RETRY_SECONDS = 120.0  # and the most time they may take in all
 BACKOFF_SECONDS = 1.0  # the first wait, doubled each retry
+REFUSED = (400, 404, 409, 422)  # the Hub refusing the request itself (bad input, exit 2); 429, 5xx: retried, exit 1
 
 
 class PublishFailed(Exception):
@@ -297,10 +298,18 @@ def publish(release: str, repo_id: str, options: PublishOptions, say: Callable[[
     except (ContractError, PublishFailed):
         raise
     except (HfHubHTTPError, OSError, RuntimeError, ValueError) as exc:
+        from huggingface_hub.errors import RepositoryNotFoundError
+
         status = status_of(exc)
+        if isinstance(exc, RepositoryNotFoundError):
+            raise ContractError(f"{where}: the Hub has no repo {repo_id} this token may write to (HTTP {status}: "
+                                f"{_first_line(exc)})") from None
         if status in (401, 403):  # the token, not the network: nothing a rerun would change
             raise ContractError(f"{where}: the Hub refused the token (HTTP {status}); give one with write access to "
                                 f"{repo_id.split('/')[0]} (HF_TOKEN or `hf auth login`)") from None
+        if status in REFUSED:  # the request itself: the same command would be refused again
+            raise ContractError(f"{where}: the Hub refused the request (HTTP {status}: {_first_line(exc)}); check "
+                                f"the repo id, --revision and --tag") from None
         raise PublishFailed(f"publish to {where} failed after {ATTEMPTS - retries.left} retries "
                             f"({f'HTTP {status}' if status else type(exc).__name__}: {_first_line(exc)}): no commit "
                             f"was made, the Hub keeps what it had and any large file already sent; the same command "

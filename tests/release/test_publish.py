@@ -273,6 +273,27 @@ def test_bad_input_is_one_line_exit_2_before_any_request(hub, tmp_path, case):
     assert not hub.requests
 
 
+@pytest.mark.parametrize("flag", [["--revision", "bad..name"], ["--tag", "v 1"], ["--revision", "x.lock"]])
+def test_a_revision_or_tag_that_is_no_git_ref_name_is_one_line_exit_2_before_any_request(hub, tmp_path, flag):
+    release = tmp_path / "release"
+    make_release(release)
+    result = publish(hub, tmp_path, release, *flag)
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert flag[0] in result.stderr and "git branch or tag name" in result.stderr
+    assert not hub.requests
+
+
+def test_the_hub_refusing_the_request_is_exit_2_and_its_failing_is_exit_1(hub, tmp_path):
+    release = tmp_path / "release"
+    make_release(release)
+    hub.faults += [("POST", "/commit/", 422)]  # a commit the Hub will not take: the same command would fail again
+    refused = publish(hub, tmp_path, release)
+    assert refused.returncode == 2 and "HTTP 422" in refused.stderr and "refused the request" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1 and len(hub.calls("POST", "/commit/")) == 1  # no retry
+    hub.faults += [("GET", r"^/api/datasets/me/tiny/revision/", 409)]
+    assert publish(hub, tmp_path, release).returncode == 2
+
+
 def test_the_hubs_per_file_and_per_folder_limits_are_refused():
     with pytest.raises(ContractError, match="per-file limit of 50 GB"):
         check_limits({"data/big.parquet": LocalFile("x", 50 * 1000**3 + 1, "0")})
