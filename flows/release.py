@@ -159,7 +159,7 @@ def release_facts(release: Release, summary: dict, work: str, work_folder: str |
 
 def reference_facts(config, base: str) -> dict:
     """contamination.against: each reference's files, their count and one sha256 (a folder's hashes kept
-    by size, mtime and inode in XMDATA_CACHE, so re-checking a large reference reads none of it again)."""
+    by size, mtime, inode and ctime in XMDATA_CACHE, so re-checking a large reference reads none of it again)."""
     from xmdata.tasks.clean.fingerprint import reference_fingerprint
 
     if not config.contamination:

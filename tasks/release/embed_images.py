@@ -116,8 +116,8 @@ def check_embeddable(config) -> None:
 
 def images_fingerprint(sources: ImageSources) -> dict:
     """The images' sha256, path-independent, for the manifest and so the publication key: the files the ids
-    name and every file under each recorded image folder, hashed once and then known by size, mtime and
-    inode (tasks/clean/fingerprint.py), so a rebuild with unchanged images reads none of them again."""
+    name and every file under each recorded image folder, hashed once and then known by size, mtime, inode
+    and ctime (tasks/clean/fingerprint.py), so a rebuild with unchanged images reads none of them again."""
     from xmdata.tasks.clean.fingerprint import cache_path, files_fingerprint, reference_fingerprint
 
     refs = sorted(set(sources.by_id.values()))

@@ -269,3 +269,20 @@ def test_image_max_side_alone_is_taken_over_a_config_that_embeds(tmp_path):
     (project / "plain.yaml").write_text(CONFIG.replace("embed_images: true\n", ""))
     with pytest.raises(ContractError, match="set embed_images too"):
         load_release_config(str(project / "plain.yaml"), images=given)
+
+
+def test_a_rewrite_that_keeps_size_and_mtime_is_read_again(tmp_path):
+    import time
+
+    a = _png(tmp_path / "a.png", colour=(1, 2, 3))
+    sources = ImageSources(by_id={"a": ("a.png", str(a))})
+    first = images_fingerprint(sources)
+    st = os.stat(a)
+    time.sleep(0.05)  # past the kernel's timestamp granularity
+    data = bytearray(a.read_bytes())
+    data[-20] ^= 0xFF  # same size, other bytes
+    with open(a, "r+b") as f:  # in place: the same inode
+        f.write(bytes(data))
+    os.utime(a, ns=(st.st_atime_ns, st.st_mtime_ns))  # mtime put back
+    assert os.stat(a).st_mtime_ns == st.st_mtime_ns and os.stat(a).st_ino == st.st_ino
+    assert images_fingerprint(sources)["by_id"]["sha256"] != first["by_id"]["sha256"]
