@@ -281,10 +281,13 @@ def publish(release: str, repo_id: str, options: PublishOptions, say: Callable[[
                 raise ContractError(f"tag {options.tag} of {repo_id} is on commit {target[:12]}, which holds "
                                     f"release_sha256 {tagged or 'none'}, not this release's {sha}")
         head = hub.head(create=not options.dry_run)
+        if head is None and options.dry_run:  # a branch the publish would make from main: planned on main's head
+            head = hub.call("head", "repo_info", revision="main").sha
+            where += f" (a new branch from main {head[:12]})"
         remote = hub.tree(head)
         if head and hub.release_sha256_at(head, remote) == sha:
             say(f"{where}: commit {head[:12]} already holds release_sha256 {sha}; no commit made")
-            return result | _tag(hub, options, head, manifest, say) | {"head": head}
+            return result | ({} if options.dry_run else _tag(hub, options, head, manifest, say)) | {"head": head}
         plan = plan_commit(files, remote, head)
         if options.dry_run:
             say("\n".join([f"{where} (head {head[:12] if head else 'none'}): publishing would", *plan.lines(),

@@ -250,6 +250,21 @@ def test_a_revision_is_a_branch_made_from_main_and_main_is_left_alone(hub, tmp_p
     assert commit_lines(hub.calls("POST", "/commit/v1-branch$")[0])[0]["value"]["parentCommit"] == repo.branches["main"]
 
 
+def test_a_dry_run_to_a_missing_branch_plans_against_mains_head_and_sends_nothing(hub, tmp_path):
+    release = tmp_path / "release"
+    make_release(release)
+    assert publish(hub, tmp_path, release).returncode == 0
+    make_release(release, rows=5)  # data/t.parquet changes; the rest is on main already
+    requests_before = len(hub.requests)
+    dry = publish(hub, tmp_path, release, "--dry-run", "--revision", "next", "--tag", "v2")
+    assert dry.returncode == 0, dry.stderr
+    assert "change data/t.parquet (" in dry.stdout and "add data/t.parquet" not in dry.stdout
+    assert "add README.md" not in dry.stdout and "new branch from main" in dry.stdout
+    sent = hub.requests[requests_before:]
+    assert all(r.method in ("GET", "HEAD") or "/paths-info/" in r.path for r in sent), [r.path for r in sent]
+    assert set(hub.repos["me/tiny"].branches) == {"main"} and not hub.repos["me/tiny"].tags
+
+
 def test_a_token_the_hub_refuses_is_one_line_exit_2(hub, tmp_path):
     release = tmp_path / "release"
     make_release(release)
