@@ -47,18 +47,24 @@ class PublishFailed(Exception):
 
 @dataclass
 class Retries:
-    """One budget of retries for a publish: ATTEMPTS of them, RETRY_SECONDS in all."""
+    """One budget of retries for a publish: ATTEMPTS of them, RETRY_SECONDS in all, on the monotonic clock:
+    the waits and the time the failed calls took (a call that hangs until its timeout counts). The calls
+    that succeed do not count: a large upload that takes minutes leaves the budget whole. huggingface_hub
+    itself retries each LFS PUT (http_backoff: 5 times on 500/502/503/504 and lost connections) inside one
+    preupload call, which this budget sees as one call."""
 
     left: int = ATTEMPTS
-    waited: float = 0.0
+    waited: float = 0.0  # seconds spent failing and waiting, in all
     wait: float = BACKOFF_SECONDS
     log: list[str] = field(default_factory=list)
 
     def run(self, what: str, call: Callable):
         while True:
+            started = time.monotonic()
             try:
                 return call()
             except Exception as exc:  # noqa: BLE001 — sorted below: only transient failures are retried
+                self.waited += time.monotonic() - started
                 reason = transient(exc)
                 if reason is None or self.left == 0 or self.waited + self.wait > RETRY_SECONDS:
                     raise

@@ -346,6 +346,28 @@ def test_retries_stop_at_their_budget_and_never_retry_a_refusal(monkeypatch):
     assert budget.waited <= publish_module.RETRY_SECONDS
 
 
+def test_the_retry_budget_counts_the_time_failing_calls_take_on_the_monotonic_clock(monkeypatch):
+    import requests
+
+    import xmdata.tasks.release.publish as publish_module
+
+    clock = [0.0]
+    monkeypatch.setattr(publish_module.time, "sleep", lambda s: clock.__setitem__(0, clock[0] + s))
+    monkeypatch.setattr(publish_module.time, "monotonic", lambda: clock[0])
+    calls = []
+
+    def hanging():  # each attempt times out after 50 s, then fails as a lost connection
+        calls.append(1)
+        clock[0] += 50.0
+        raise requests.ConnectionError("timed out")
+
+    budget = Retries()
+    with pytest.raises(requests.ConnectionError):
+        budget.run("x", hanging)
+    # 50 + 1 + 50 + 2 = 103 s when the third call starts; after it (153 s) no wait fits: 3 calls, not 6
+    assert len(calls) == 3 and budget.waited - 50 <= publish_module.RETRY_SECONDS
+
+
 def test_a_hub_that_keeps_failing_is_one_line_exit_1_saying_a_rerun_resumes(hub, tmp_path, monkeypatch):
     """In this process (huggingface_hub's ENDPOINT constant pointed at the stand-in), the backoff's sleeps
     skipped: the answers 503 until the retries are spent."""
