@@ -117,6 +117,10 @@ def _build_and_publish(release: Release, target: str | None, out: str, work: str
                 "files": len(published["release"]["files"])}
     tables = gather_tables(work, out)
     embedded = embed_release_images(out, list(tables), sources, config.image_max_side) if sources else {}
+    for name, e in embedded.items():  # said here and in the card's Images section
+        if e["missing"] or e["bad"]:
+            print(f"release {out}: {name}: {e['missing']} missing image(s), {e['bad']} bad image(s) (null; the "
+                  f"card's Images section names them)", flush=True)
     written = [f for t in tables for f in (embedded[t]["files"] if t in embedded else [f"data/{t}.parquet"])]
     written += [f"rejects/{s}.parquet" for s in gather_rejects(work, out, [r.stage for r in build.reports])]
     written += copy_files(work, out)
@@ -161,7 +165,7 @@ def release_facts(release: Release, summary: dict, work: str, work_folder: str |
 
 def reference_facts(config, base: str) -> dict:
     """contamination.against: each reference's files, their count and one sha256 (a folder's hashes kept
-    by size, mtime and inode in XMDATA_CACHE, so re-checking a large reference reads none of it again)."""
+    by size, mtime, inode and ctime in XMDATA_CACHE, so re-checking a large reference reads none of it again)."""
     from xmdata.tasks.clean.fingerprint import reference_fingerprint
 
     if not config.contamination:

@@ -18,7 +18,7 @@ from pydantic import Field, ValidationError, model_validator
 from xmdata.data import DATA_DIR
 from xmdata.runtime.cluster_spec import ClusterOptions
 from xmdata.tasks.release.choices import ModelChoice
-from xmdata.tasks.release.image_options import ImageEmbedding
+from xmdata.tasks.release.image_options import EmbeddedImagesConfig
 from xmdata.tasks.release.sections import ContaminationConfig, DedupConfig, ImageDownloadConfig, ImageSelectionConfig, ImportConfig, \
     LanguageIdConfig, QATranslationConfig, ScoringConfig, TranslationConfig
 from xmdata.tasks.stage_params import DEFAULT_SHARDS, Seed, ShardCount
@@ -29,7 +29,7 @@ from .release_refs import DOWNLOAD_TABLES, DOWNLOADED, IMPORTED, INPUT_FIELDS, T
     with_tiny_models
 
 
-class ReleaseConfig(ImageEmbedding):  # embed_images, image_max_side: declared there, for the flags too
+class ReleaseConfig(EmbeddedImagesConfig):  # embed_images, image_max_side: declared there, for the flags too
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
     version: str = "0.1.0"
     description: str = ""

@@ -15,6 +15,8 @@ from xmdata.schemas import CAPTIONS, IMAGES, ContractError
 from xmdata.schemas.readers import read_any, read_input
 from xmdata.tasks.scoring.input import check_clip_model, check_some_pair_scorable, pairs_from_captions
 
+from xmdata.tasks.release.embed_images import check_embeddable
+
 from .release_config import ModelChoice, Release, ReleaseConfig, load_release_config
 from .release_refs import BUILT, IMPORT_PATH_OPTIONS, resolve_tiny_models
 
@@ -27,6 +29,7 @@ def checked_release(config: str, shards: int | None = None, seed: int | None = N
     from xmdata.tasks.release.upload import check_work
 
     release = load_release_config(config, sample, models, shards, seed, images)
+    check_embeddable(release.config)  # embed_images: images tables it can read, named if not (a URL's store unasked)
     check_inputs_exist(release.config)
     check_work(release.config, work)
     resolved = resolve_tiny_models(release.config)

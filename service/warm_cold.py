@@ -27,8 +27,14 @@ COLD_WHEN_DIFFERENT = (
     (("LD_", "MALLOC_"), "the shared libraries and allocator a process starts with"),
     (("TZ", "LANG", "LC_", "HOME", "TMPDIR", "XDG_"), "locale, time zone and home folders, resolved as the libraries load"),
 )
+# Credentials: read when a command calls the Hub or a store (huggingface_hub's get_token reads HF_TOKEN then;
+# s3fs/botocore read AWS_* as a client is made), never as the libraries load; the fork has the command's own.
+# Never hashed into commands.json (a hash of a token is a thing to guess it against), never a reason for cold.
+CREDENTIALS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
 # ... but these, whose difference changes nothing a command writes or prints, leave it warm.
 WARM_WHEN_DIFFERENT = {
+    **{name: "a credential, read as the command calls the Hub or a store, from the command's own environment; "
+             "never hashed into the service's files" for name in CREDENTIALS},
     settings.PYTHONDONTWRITEBYTECODE.name: "whether .pyc files are written: the fork follows the command's value "
                                            "for what it imports (sys.dont_write_bytecode)",
     settings.PYTHONUNBUFFERED.name: "when output reaches its reader, not what it is: the fork makes the command's "

@@ -2,7 +2,7 @@
 over relative names and contents (path-independent: the same reference gives the same value anywhere).
 
 A training set can be millions of files: each file's sha256 is kept in XMDATA_CACHE/reference-hashes/
-keyed by its path, size, mtime and inode, so a re-check of an unchanged reference hashes nothing again.
+keyed by its path, size, mtime, inode and ctime, so a re-check of an unchanged reference hashes nothing again.
 The cache is the user's own (0700 folder, 0600 file), and a damaged one is rebuilt, never trusted.
 """
 from __future__ import annotations
@@ -40,11 +40,12 @@ def reference_fingerprint(path: str) -> dict:
 
 def files_fingerprint(files: list[str], names: list[str], cache_file: str) -> dict:
     """{"files", "bytes", "sha256"} of FILES under their NAMES (one sha256 over names and contents), each
-    file's sha256 kept in CACHE_FILE by size, mtime and inode: an unchanged file is not read again."""
+    file's sha256 kept in CACHE_FILE by size, mtime, inode and ctime: an unchanged file is not read again."""
     known, fresh, lines, total = _load(cache_file), {}, [], 0
     for file, name in zip(files, names):
         st = os.stat(file)
-        stamp = f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}"
+        # ctime too: a rewrite that keeps size and puts mtime back (os.utime, a copy with -p) still moves it
+        stamp = f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}:{st.st_ctime_ns}"
         entry = known.get(file)
         digest = entry[1] if isinstance(entry, list) and len(entry) == 2 and entry[0] == stamp else sha256_file(file)
         fresh[file] = [stamp, digest]

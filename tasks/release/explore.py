@@ -67,39 +67,69 @@ THUMB_BYTES = 48 * 1024  # an embedded image up to this size is shown as it is, 
 THUMB_SIDE = 256
 
 
+PAGE_PATH_TABLES = ("clip_scores", "image_downloads")  # where the page's image paths come from (images_table), in order
+
+
 def embedded_thumbnails(release: str) -> dict[str, str]:
-    """{image path: data: URL} of every image embedded in RELEASE's tables (an `image` struct column,
-    tasks/release/embed_images.py): the bytes themselves, or a JPEG of THUMB_SIDE for a big one."""
+    """{image path: data: URL} of the images embedded in RELEASE's tables (an `image` struct column,
+    tasks/release/embed_images.py): the bytes themselves, or a JPEG of THUMB_SIDE for a big one. Read
+    per (table, path): a path is relative to its own table's folder, so the same path in two tables may be
+    two images. The page's paths are those of PAGE_PATH_TABLES (images_table), whose images win; a path
+    only other tables hold is shown when they agree on its bytes. A cell that is no image is skipped."""
     import base64
+    import hashlib
     import io
 
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    thumbs: dict[str, str] = {}
+    from .embed_images import table_of
+
+    cells: dict[tuple[str, str], bytes] = {}  # (table, path) -> bytes
     folder = os.path.join(release, "data")
     for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
         path = os.path.join(folder, name)
         schema = pq.read_schema(path) if name.endswith(".parquet") else None
         if schema is None or "image" not in schema.names or not pa.types.is_struct(schema.field("image").type):
             continue
+        table = table_of(name)
         for cell in pq.read_table(path, columns=["image"])["image"].to_pylist():
-            if cell and cell.get("bytes") and cell.get("path") and cell["path"] not in thumbs:
-                thumbs[cell["path"]] = _data_url(cell["bytes"], base64, io)
+            if cell and cell.get("bytes") and cell.get("path"):
+                cells.setdefault((table, cell["path"]), cell["bytes"])
+    rank = {t: i for i, t in enumerate(PAGE_PATH_TABLES)}
+    chosen: dict[str, bytes] = {}
+    ambiguous: set[str] = set()
+    for (table, path), data in sorted(cells.items(), key=lambda kv: (rank.get(kv[0][0], len(rank)), kv[0])):
+        if path not in chosen:
+            chosen[path] = data
+            if table in rank:
+                ambiguous.discard(path)
+        elif hashlib.sha256(chosen[path]).digest() != hashlib.sha256(data).digest() and \
+                not any((t, path) in cells for t in PAGE_PATH_TABLES):
+            ambiguous.add(path)  # two tables, two images, one path, and no page table to say which
+    thumbs = {}
+    for path, data in chosen.items():
+        if path not in ambiguous and (url := _data_url(data, base64, io)) is not None:
+            thumbs[path] = url
     return dict(sorted(thumbs.items()))
 
 
-def _data_url(data: bytes, base64, io) -> str:
-    from PIL import Image
+def _data_url(data: bytes, base64, io) -> str | None:
+    """The image as a data: URL (a thumbnail when big), or None for bytes that are no image."""
+    from PIL import Image, ImageOps, UnidentifiedImageError
 
-    with Image.open(io.BytesIO(data)) as image:
-        kind = (image.format or "png").lower()
-        if len(data) > THUMB_BYTES or kind not in ("png", "jpeg", "gif", "webp"):
-            image = image.convert("RGB")
-            image.thumbnail((THUMB_SIDE, THUMB_SIDE))
-            out = io.BytesIO()
-            image.save(out, "JPEG", quality=80)
-            data, kind = out.getvalue(), "jpeg"
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            kind = (image.format or "png").lower()
+            if len(data) > THUMB_BYTES or kind not in ("png", "jpeg", "gif", "webp"):
+                image.load()
+                image = ImageOps.exif_transpose(image).convert("RGB")
+                image.thumbnail((THUMB_SIDE, THUMB_SIDE))
+                out = io.BytesIO()
+                image.save(out, "JPEG", quality=80)
+                data, kind = out.getvalue(), "jpeg"
+    except (OSError, UnidentifiedImageError, Image.DecompressionBombError, SyntaxError, ValueError):
+        return None  # no thumbnail: the page shows the row without its picture
     return f"data:image/{kind};base64," + base64.b64encode(data).decode("ascii")
 
 

@@ -17,12 +17,18 @@ class ImageEmbedding(Strict):
                                        "longer side is over this is stored as a JPEG of that size (default: the "
                                        "original bytes)")
 
+    def given(self) -> dict:
+        """The fields set (a flag given, a key written): what a release's overrides record."""
+        return self.model_dump(include=self.model_fields_set)
+
+
+class EmbeddedImagesConfig(ImageEmbedding):
+    """The two keys as the merged release config holds them (the config's, the flags over them): only there
+    is the rule across them checked, since a flag alone (--image-max-side over a config that embeds) is
+    half of what the release runs with."""
+
     @model_validator(mode="after")
     def _max_side_embeds(self):
         if self.image_max_side is not None and not self.embed_images:
             raise ValueError("image_max_side resizes embedded images: set embed_images too")
         return self
-
-    def given(self) -> dict:
-        """The fields set (a flag given, a key written): what a release's overrides record."""
-        return self.model_dump(include=self.model_fields_set)

@@ -38,6 +38,7 @@ MAX_FOLDER_ENTRIES = 10_000
 ATTEMPTS = 5  # retries of transient failures, over the whole publish
 RETRY_SECONDS = 120.0  # and the most time they may take in all
 BACKOFF_SECONDS = 1.0  # the first wait, doubled each retry
+REFUSED = (400, 404, 409, 422)  # the Hub refusing the request itself (bad input, exit 2); 429, 5xx: retried, exit 1
 
 
 class PublishFailed(Exception):
@@ -46,18 +47,24 @@ class PublishFailed(Exception):
 
 @dataclass
 class Retries:
-    """One budget of retries for a publish: ATTEMPTS of them, RETRY_SECONDS in all."""
+    """One budget of retries for a publish: ATTEMPTS of them, RETRY_SECONDS in all, on the monotonic clock:
+    the waits and the time the failed calls took (a call that hangs until its timeout counts). The calls
+    that succeed do not count: a large upload that takes minutes leaves the budget whole. huggingface_hub
+    itself retries each LFS PUT (http_backoff: 5 times on 500/502/503/504 and lost connections) inside one
+    preupload call, which this budget sees as one call."""
 
     left: int = ATTEMPTS
-    waited: float = 0.0
+    waited: float = 0.0  # seconds spent failing and waiting, in all
     wait: float = BACKOFF_SECONDS
     log: list[str] = field(default_factory=list)
 
     def run(self, what: str, call: Callable):
         while True:
+            started = time.monotonic()
             try:
                 return call()
             except Exception as exc:  # noqa: BLE001 — sorted below: only transient failures are retried
+                self.waited += time.monotonic() - started
                 reason = transient(exc)
                 if reason is None or self.left == 0 or self.waited + self.wait > RETRY_SECONDS:
                     raise
@@ -200,6 +207,11 @@ def plan_commit(files: dict[str, LocalFile], remote: dict[str, tuple[str, int]],
     return plan
 
 
+def landed(files: dict[str, LocalFile], remote: dict[str, tuple[str, int]]) -> bool:
+    """Every path the release lists is in REMOTE with our content."""
+    return all(name in remote and same(local, remote[name]) for name, local in files.items())
+
+
 class Hub:
     """The repo through HfApi, each call under the publish's retries."""
 
@@ -275,10 +287,13 @@ def publish(release: str, repo_id: str, options: PublishOptions, say: Callable[[
                 raise ContractError(f"tag {options.tag} of {repo_id} is on commit {target[:12]}, which holds "
                                     f"release_sha256 {tagged or 'none'}, not this release's {sha}")
         head = hub.head(create=not options.dry_run)
+        if head is None and options.dry_run:  # a branch the publish would make from main: planned on main's head
+            head = hub.call("head", "repo_info", revision="main").sha
+            where += f" (a new branch from main {head[:12]})"
         remote = hub.tree(head)
         if head and hub.release_sha256_at(head, remote) == sha:
             say(f"{where}: commit {head[:12]} already holds release_sha256 {sha}; no commit made")
-            return result | _tag(hub, options, head, manifest, say) | {"head": head}
+            return result | ({} if options.dry_run else _tag(hub, options, head, manifest, say)) | {"head": head}
         plan = plan_commit(files, remote, head)
         if options.dry_run:
             say("\n".join([f"{where} (head {head[:12] if head else 'none'}): publishing would", *plan.lines(),
@@ -292,10 +307,18 @@ def publish(release: str, repo_id: str, options: PublishOptions, say: Callable[[
     except (ContractError, PublishFailed):
         raise
     except (HfHubHTTPError, OSError, RuntimeError, ValueError) as exc:
+        from huggingface_hub.errors import RepositoryNotFoundError
+
         status = status_of(exc)
+        if isinstance(exc, RepositoryNotFoundError):
+            raise ContractError(f"{where}: the Hub has no repo {repo_id} this token may write to (HTTP {status}: "
+                                f"{_first_line(exc)})") from None
         if status in (401, 403):  # the token, not the network: nothing a rerun would change
             raise ContractError(f"{where}: the Hub refused the token (HTTP {status}); give one with write access to "
                                 f"{repo_id.split('/')[0]} (HF_TOKEN or `hf auth login`)") from None
+        if status in REFUSED:  # the request itself: the same command would be refused again
+            raise ContractError(f"{where}: the Hub refused the request (HTTP {status}: {_first_line(exc)}); check "
+                                f"the repo id, --revision and --tag") from None
         raise PublishFailed(f"publish to {where} failed after {ATTEMPTS - retries.left} retries "
                             f"({f'HTTP {status}' if status else type(exc).__name__}: {_first_line(exc)}): no commit "
                             f"was made, the Hub keeps what it had and any large file already sent; the same command "
@@ -326,7 +349,15 @@ def _commit(hub: Hub, files: dict[str, LocalFile], plan: Plan, manifest: dict, r
                 raise
         hub.retries.left -= 1
         head = hub.head(create=False)
+        if head is None:
+            raise PublishFailed(f"{hub.repo_id}@{hub.options.revision}: the branch was deleted while publishing; no "
+                                f"commit of this release is on it; publish again to make it anew")
         now = hub.tree(head)
+        if landed(files, now) and hub.release_sha256_at(head, now) == sha:
+            # our own commit: it landed, and its answer was lost (the retried create_commit then found a moved head)
+            say(f"{hub.repo_id}@{hub.options.revision}: commit {head[:12]} holds this release (its answer was lost on "
+                f"the way back)")
+            return head
         moved = sorted(name for name in files if now.get(name) != read.get(name))
         if moved:
             raise PublishFailed(f"{hub.repo_id}@{hub.options.revision} moved to {head[:12]} while publishing, and that "

@@ -14,7 +14,7 @@ import time
 import pytest
 
 from xmdata.runtime import settings
-from xmdata.service.warm_cold import WARM_WHEN_DIFFERENT, decide, import_time_hashes
+from xmdata.service.warm_cold import CREDENTIALS, WARM_WHEN_DIFFERENT, decide, import_time_hashes
 
 
 def info_for(env: dict) -> dict:
@@ -31,7 +31,7 @@ def test_only_the_declared_variables_leave_a_command_warm_when_they_differ():
     assert decide(COMMAND, BASE, info) == ("/nowhere/commands.sock", "warm: the service's command process")
     for name in WARM_WHEN_DIFFERENT:  # PYTHONDONTWRITEBYTECODE, PYTHONUNBUFFERED: warm, the fork follows them
         assert decide(COMMAND, {**BASE, name: "1"}, info)[0] is not None, name
-    assert set(WARM_WHEN_DIFFERENT) == {"PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED"}
+    assert set(WARM_WHEN_DIFFERENT) == {"PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", *CREDENTIALS}
     for name in ("PYTHONPATH", "PYTHONHASHSEED", "HF_HOME", "TORCH_HOME", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS",
                  "MKL_NUM_THREADS", "PREFECT_LOGGING_LEVEL", "LD_PRELOAD"):
         where, why = decide(COMMAND, {**BASE, name: "other"}, info)

@@ -93,8 +93,8 @@ def test_a_string_image_column_becomes_the_struct_and_max_side_resizes_to_jpeg(t
     big, small = _png(tmp_path / "big.png", (64, 48)), _png(tmp_path / "small.png", (20, 10))
     table = pa.table({"id": ["q1", "q2", "q3"], "image": ["big.png", "small.png", "gone.png"], "n": [1, 2, 3]})
     refs = [(p, str(tmp_path / p)) for p in table["image"].to_pylist()]
-    embedded, missing = with_image_column(table, refs, 32)
-    assert embedded.column_names == ["id", "image", "n"] and missing == 1
+    embedded, missing, bad = with_image_column(table, refs, 32)
+    assert embedded.column_names == ["id", "image", "n"] and missing == 1 and bad == []
     cells = embedded["image"].to_pylist()
     assert Image.open(io.BytesIO(cells[0]["bytes"])).format == "JPEG"
     assert Image.open(io.BytesIO(cells[0]["bytes"])).size == (32, 24) and cells[0]["path"] == "big.png"
@@ -113,7 +113,7 @@ def test_row_groups_and_files_are_bounded_and_datasets_reads_the_numbered_files(
         Image.fromarray(rng.integers(0, 255, (32, 32, 3), dtype=np.uint8)).save(path)
         files.append(path)
     table = pa.table({"id": [f"r{i}" for i in range(12)], "image": [f.name for f in files]})
-    embedded, _ = with_image_column(table, [(f.name, str(f)) for f in files], None)
+    embedded, _, _ = with_image_column(table, [(f.name, str(f)) for f in files], None)
     release = tmp_path / "release"
     names = write_embedded(embedded, str(release), "rows", row_group_bytes=7_000, max_file_bytes=16_000)
     assert len(names) > 1 and names[0] == f"data/rows-00000-of-{len(names):05d}.parquet"
@@ -158,7 +158,7 @@ def test_each_kind_of_reference_finds_its_file(tmp_path):
                            qa_root="/qa")
     assert references("captions", pa.table({"id": ["c"], "image_id": ["img-1"]}), sources) == \
         [("images/a.png", "/abs/images/a.png")]
-    assert references("captions", pa.table({"id": ["c"], "image_id": ["img-9"]}), sources) == [None]
+    assert references("captions", pa.table({"id": ["c"], "image_id": ["img-9"]}), sources) == [("img-9", None)]  # unresolved
     assert references("clip_scores", pa.table({"image_path": ["x/b.jpg", None]}), sources) == \
         [("x/b.jpg", "/root/x/b.jpg"), None]
     assert references("qa_parallel", pa.table({"image": ["q.png"]}), sources) == [("q.png", "/qa/q.png")]
@@ -186,3 +186,103 @@ def test_the_flag_and_the_config_key_are_one_declaration(tmp_path, capsys):
     assert main(["release", "--config", "demo", "--out", str(tmp_path / "o"), "--embed-images",
                  "--image-max-side", "8"]) == 2
     assert "--image-max-side" in capsys.readouterr().err and not (tmp_path / "o").exists()
+
+
+def test_an_image_id_no_images_table_resolves_is_counted_missing(tmp_path):
+    a = _png(tmp_path / "a.png")
+    release = tmp_path / "r"
+    (release / "data").mkdir(parents=True)
+    pq.write_table(pa.table({"id": ["c1", "c2", "c3"], "image_id": ["a", "nowhere", None]}),
+                   release / "data" / "captions.parquet")
+    done = embed_release_images(str(release), ["captions"], ImageSources(by_id={"a": ("a.png", str(a))}), None)
+    assert done["captions"]["images"] == 1 and done["captions"]["missing"] == 1  # the unresolved id: counted
+    cells = pq.read_table(release / "data" / "captions.parquet")["image"].to_pylist()
+    assert cells[0]["bytes"] == a.read_bytes() and cells[1] is None and cells[2] is None
+    from types import SimpleNamespace
+
+    from xmdata.tasks.release.card import images_section
+
+    assert "| captions | 1 | 1 | 1 |" in images_section(SimpleNamespace(image_max_side=None), done)
+
+
+def test_an_images_table_the_embedder_cannot_read_is_refused_before_anything_is_written(tmp_path, capsys):
+    from xmdata.cli import main
+
+    project = sample_inputs(tmp_path / "project", CONFIG, captions=2)
+    images = "s3://bucket/images.csv"  # the embedder reads local images tables and files
+    (project / "release.yaml").write_text(CONFIG.replace("images.csv", images))
+    out = tmp_path / "out"
+    assert main(["release", "--config", str(project / "release.yaml"), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "embed_images: scoring.images" in err and images in err, err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("max_side", [None, 16])
+def test_a_file_that_is_no_image_is_a_bad_image_with_its_reason_never_a_traceback(tmp_path, max_side):
+    good = _png(tmp_path / "good.png", (20, 10))
+    (tmp_path / "corrupt.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"garbage" * 20)
+    (tmp_path / "notes.png").write_text("not an image at all")
+    release = tmp_path / "r"
+    (release / "data").mkdir(parents=True)
+    pq.write_table(pa.table({"id": ["q1", "q2", "q3"], "image": ["good.png", "corrupt.png", "notes.png"]}),
+                   release / "data" / "qa_parallel.parquet")
+    done = embed_release_images(str(release), ["qa_parallel"], ImageSources(qa_root=str(tmp_path)), max_side)
+    entry = done["qa_parallel"]
+    assert (entry["images"], entry["missing"], entry["bad"]) == (1, 0, 2)
+    assert [p for p, _ in entry["bad_reasons"]] == ["corrupt.png", "notes.png"]
+    assert all("Error" in reason for _, reason in entry["bad_reasons"])  # why, named
+    cells = pq.read_table(release / "data" / "qa_parallel.parquet")["image"].to_pylist()
+    assert cells[1] is None and cells[2] is None and Image.open(io.BytesIO(cells[0]["bytes"])).size[0] <= 20
+    from types import SimpleNamespace
+
+    from xmdata.tasks.release.card import images_section
+
+    section = images_section(SimpleNamespace(image_max_side=max_side), done)
+    assert "| qa_parallel | 1 | 1 | 0 | 2 |" in section and "`corrupt.png`" in section
+
+
+def test_a_resized_image_is_turned_upright_as_its_exif_orientation_says(tmp_path):
+    path = tmp_path / "sideways.jpg"
+    exif = Image.Exif()
+    exif[0x0112] = 6  # Orientation: rotate 90° clockwise to display; stored 64 wide, 32 high
+    Image.new("RGB", (64, 32), (10, 200, 10)).save(path, exif=exif)
+    shown = Image.open(io.BytesIO(image_bytes(str(path), 32)))
+    assert shown.size == (16, 32)  # upright: as a viewer displays the original, portrait
+    assert image_bytes(str(path), None) == path.read_bytes()  # not resized: the original bytes, EXIF and all
+
+
+def test_image_max_side_alone_is_taken_over_a_config_that_embeds(tmp_path):
+    from xmdata.cli_params import params_from_args
+    from xmdata.cli_parser import build_parser
+    from xmdata.flows.release_config import load_release_config
+
+    project = sample_inputs(tmp_path / "project", CONFIG, captions=2)  # CONFIG: embed_images: true
+    args = build_parser().parse_args(["release", "--config", str(project / "release.yaml"), "--out",
+                                      str(tmp_path / "o"), "--image-max-side", "512"])
+    given = params_from_args(args).given()  # the flag alone: no rule across the two keys here
+    assert given == {"image_max_side": 512}
+    release = load_release_config(str(project / "release.yaml"), images=given)
+    assert release.config.embed_images and release.config.image_max_side == 512  # the merged config's rule holds
+    from xmdata.schemas.contract import ContractError
+
+    (project / "plain.yaml").write_text(CONFIG.replace("embed_images: true\n", ""))
+    with pytest.raises(ContractError, match="set embed_images too"):
+        load_release_config(str(project / "plain.yaml"), images=given)
+
+
+def test_a_rewrite_that_keeps_size_and_mtime_is_read_again(tmp_path):
+    import time
+
+    a = _png(tmp_path / "a.png", colour=(1, 2, 3))
+    sources = ImageSources(by_id={"a": ("a.png", str(a))})
+    first = images_fingerprint(sources)
+    st = os.stat(a)
+    time.sleep(0.05)  # past the kernel's timestamp granularity
+    data = bytearray(a.read_bytes())
+    data[-20] ^= 0xFF  # same size, other bytes
+    with open(a, "r+b") as f:  # in place: the same inode
+        f.write(bytes(data))
+    os.utime(a, ns=(st.st_atime_ns, st.st_mtime_ns))  # mtime put back
+    assert os.stat(a).st_mtime_ns == st.st_mtime_ns and os.stat(a).st_ino == st.st_ino
+    assert images_fingerprint(sources)["by_id"]["sha256"] != first["by_id"]["sha256"]

@@ -292,6 +292,37 @@ def test_a_release_with_its_images_inside_carries_them_to_the_page_and_one_witho
     assert images["images/img-1.jpg"].startswith("data:image/jpeg;base64,")
 
 
+def test_thumbnails_skip_bytes_that_are_no_image_and_tell_one_path_in_two_tables_apart(tmp_path):
+    import base64
+    import io
+
+    from PIL import Image
+
+    from xmdata.tasks.release.embed_images import IMAGE_TYPE
+    from xmdata.tasks.release.explore import embedded_thumbnails
+
+    def png(colour):
+        out = io.BytesIO()
+        Image.new("RGB", (8, 8), colour).save(out, "PNG")
+        return out.getvalue()
+
+    release = tmp_path / "r"
+    (release / "data").mkdir(parents=True)
+    red, blue, green = png((255, 0, 0)), png((0, 0, 255)), png((0, 255, 0))
+    # the same relative path under two tables' folders: two images; the page's paths are clip_scores'
+    pq.write_table(pa.table({"id": ["q"], "image": pa.array([{"bytes": blue, "path": "a.png"}], IMAGE_TYPE)}),
+                   release / "data" / "aa_qa.parquet")
+    pq.write_table(pa.table({"image_path": ["a.png", "bad.png"], "image": pa.array(
+        [{"bytes": red, "path": "a.png"}, {"bytes": b"no image here", "path": "bad.png"}], IMAGE_TYPE)}),
+        release / "data" / "clip_scores.parquet")
+    for n, colour in (("x", blue), ("y", green)):  # two other tables disagree on b.png: shown by neither
+        pq.write_table(pa.table({"image": pa.array([{"bytes": colour, "path": "b.png"}], IMAGE_TYPE)}),
+                       release / "data" / f"{n}.parquet")
+    thumbs = embedded_thumbnails(str(release))
+    assert sorted(thumbs) == ["a.png"]  # bad.png: no image, skipped, no traceback
+    assert base64.b64decode(thumbs["a.png"].split(",", 1)[1]) == red
+
+
 @pytest.mark.browser
 def test_the_page_shows_each_rows_picture_from_the_embedded_bytes_in_chromium(tmp_path):
     needs_chromium()

@@ -192,6 +192,26 @@ def test_a_moved_head_is_built_on_unless_it_changed_the_releases_paths(hub, tmp_
     assert len(refused.stderr.strip().splitlines()) == 1
 
 
+def test_a_commit_whose_answer_was_lost_is_a_success_and_a_vanished_branch_one_line(hub, tmp_path):
+    release = tmp_path / "release"
+    manifest = make_release(release)
+    hub.create("me/tiny", private=False)
+    hub.drop_commit_answer = True  # committed; the client sees a dropped connection, retries, gets 412
+    ok = publish(hub, tmp_path, release)
+    assert ok.returncode == 0, ok.stderr
+    assert len(hub.calls("POST", "/commit/")) == 2 and "answer was lost" in ok.stdout
+    head = hub.head("me/tiny")
+    assert manifest["release_sha256"] in hub.repos["me/tiny"].messages[head]["summary"]
+    assert len(hub.repos["me/tiny"].commits) == 2  # the initial one and ours: nothing committed twice
+
+    make_release(release, rows=5)
+    hub.before_commit = lambda: hub.commit_outside("me/tiny", {"notes.md": b"meanwhile\n"})
+    hub.after_412 = lambda: hub.repos["me/tiny"].branches.pop("main")
+    gone = publish(hub, tmp_path, release)
+    assert gone.returncode == 1 and "branch was deleted" in gone.stderr, gone.stderr
+    assert len(gone.stderr.strip().splitlines()) == 1 and "Traceback" not in gone.stderr
+
+
 def test_transient_answers_are_retried_and_a_tag_on_other_content_refused_before_any_upload(hub, tmp_path):
     release = tmp_path / "release"
     make_release(release)
@@ -230,6 +250,21 @@ def test_a_revision_is_a_branch_made_from_main_and_main_is_left_alone(hub, tmp_p
     assert commit_lines(hub.calls("POST", "/commit/v1-branch$")[0])[0]["value"]["parentCommit"] == repo.branches["main"]
 
 
+def test_a_dry_run_to_a_missing_branch_plans_against_mains_head_and_sends_nothing(hub, tmp_path):
+    release = tmp_path / "release"
+    make_release(release)
+    assert publish(hub, tmp_path, release).returncode == 0
+    make_release(release, rows=5)  # data/t.parquet changes; the rest is on main already
+    requests_before = len(hub.requests)
+    dry = publish(hub, tmp_path, release, "--dry-run", "--revision", "next", "--tag", "v2")
+    assert dry.returncode == 0, dry.stderr
+    assert "change data/t.parquet (" in dry.stdout and "add data/t.parquet" not in dry.stdout
+    assert "add README.md" not in dry.stdout and "new branch from main" in dry.stdout
+    sent = hub.requests[requests_before:]
+    assert all(r.method in ("GET", "HEAD") or "/paths-info/" in r.path for r in sent), [r.path for r in sent]
+    assert set(hub.repos["me/tiny"].branches) == {"main"} and not hub.repos["me/tiny"].tags
+
+
 def test_a_token_the_hub_refuses_is_one_line_exit_2(hub, tmp_path):
     release = tmp_path / "release"
     make_release(release)
@@ -251,6 +286,27 @@ def test_bad_input_is_one_line_exit_2_before_any_request(hub, tmp_path, case):
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert {"repo id": "owner/name", "not verified": "does not verify", "no token": "HF_TOKEN"}[case] in result.stderr
     assert not hub.requests
+
+
+@pytest.mark.parametrize("flag", [["--revision", "bad..name"], ["--tag", "v 1"], ["--revision", "x.lock"]])
+def test_a_revision_or_tag_that_is_no_git_ref_name_is_one_line_exit_2_before_any_request(hub, tmp_path, flag):
+    release = tmp_path / "release"
+    make_release(release)
+    result = publish(hub, tmp_path, release, *flag)
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert flag[0] in result.stderr and "git branch or tag name" in result.stderr
+    assert not hub.requests
+
+
+def test_the_hub_refusing_the_request_is_exit_2_and_its_failing_is_exit_1(hub, tmp_path):
+    release = tmp_path / "release"
+    make_release(release)
+    hub.faults += [("POST", "/commit/", 422)]  # a commit the Hub will not take: the same command would fail again
+    refused = publish(hub, tmp_path, release)
+    assert refused.returncode == 2 and "HTTP 422" in refused.stderr and "refused the request" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1 and len(hub.calls("POST", "/commit/")) == 1  # no retry
+    hub.faults += [("GET", r"^/api/datasets/me/tiny/revision/", 409)]
+    assert publish(hub, tmp_path, release).returncode == 2
 
 
 def test_the_hubs_per_file_and_per_folder_limits_are_refused():
@@ -288,6 +344,28 @@ def test_retries_stop_at_their_budget_and_never_retry_a_refusal(monkeypatch):
     with pytest.raises(requests.HTTPError):
         budget.run("x", failing(503))
     assert budget.waited <= publish_module.RETRY_SECONDS
+
+
+def test_the_retry_budget_counts_the_time_failing_calls_take_on_the_monotonic_clock(monkeypatch):
+    import requests
+
+    import xmdata.tasks.release.publish as publish_module
+
+    clock = [0.0]
+    monkeypatch.setattr(publish_module.time, "sleep", lambda s: clock.__setitem__(0, clock[0] + s))
+    monkeypatch.setattr(publish_module.time, "monotonic", lambda: clock[0])
+    calls = []
+
+    def hanging():  # each attempt times out after 50 s, then fails as a lost connection
+        calls.append(1)
+        clock[0] += 50.0
+        raise requests.ConnectionError("timed out")
+
+    budget = Retries()
+    with pytest.raises(requests.ConnectionError):
+        budget.run("x", hanging)
+    # 50 + 1 + 50 + 2 = 103 s when the third call starts; after it (153 s) no wait fits: 3 calls, not 6
+    assert len(calls) == 3 and budget.waited - 50 <= publish_module.RETRY_SECONDS
 
 
 def test_a_hub_that_keeps_failing_is_one_line_exit_1_saying_a_rerun_resumes(hub, tmp_path, monkeypatch):

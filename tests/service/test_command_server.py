@@ -181,3 +181,16 @@ def test_ctrl_c_reaches_the_command_and_a_killed_client_leaves_nothing_running(c
     client.kill()
     client.wait(timeout=10)
     assert _gone(child), f"the command {child} still runs after its client was killed"
+
+
+def test_a_credential_is_never_hashed_into_commands_json_and_never_sends_a_command_cold(command_socket, monkeypatch):
+    from xmdata.service.warm_cold import CREDENTIALS, import_time_hashes
+
+    plain = {"HF_HOME": "/h", "PATH": "/bin"}
+    tokens = plain | {name: f"secret-{name}" for name in CREDENTIALS}
+    assert import_time_hashes(tokens) == import_time_hashes(plain)  # what commands.json holds: the same
+    assert not set(import_time_hashes(tokens)) & set(CREDENTIALS)
+    info = {"socket": "s", "import_time": import_time_hashes(plain)}
+    assert decide(["publish", "r", "me/x"], tokens, info)[0] == "s"  # warm: read as the command runs
+    monkeypatch.setenv("HF_TOKEN", "hf_another_token")  # the warm process was started without one
+    assert run_there(command_socket, ["score", "--help"]) == 0

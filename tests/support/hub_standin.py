@@ -72,6 +72,8 @@ class HubStandIn:
         self._puts = 0
         self.hanging = threading.Event()
         self.before_commit = None  # called once before the next commit is applied (another client's commit)
+        self.drop_commit_answer = False  # the next commit is applied, then its connection closed unanswered
+        self.after_412 = None
         self.lock = threading.Lock()
         self._counter = 0
         server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
@@ -347,6 +349,9 @@ def _handler(hub: HubStandIn):
             with hub.lock:
                 head = repo.branches[branch]
                 if header.get("parentCommit") and header["parentCommit"] != head:
+                    if hub.after_412:  # called once after the next 412 is decided (a branch deleted meanwhile)
+                        hook, hub.after_412 = hub.after_412, None
+                        hook()
                     return self._error(412, "A commit has happened since. Please refresh and try again.")
                 tree = dict(repo.commits[head])
                 for item in lines[1:]:
@@ -365,6 +370,10 @@ def _handler(hub: HubStandIn):
                     elif item["key"] == "deletedFolder":
                         tree = {p: b for p, b in tree.items() if not p.startswith(value["path"].rstrip("/") + "/")}
                 oid = hub._new_commit(repo, branch, tree, header)
+                if hub.drop_commit_answer:  # committed, and the answer lost on the way back
+                    hub.drop_commit_answer = False
+                    self.close_connection = True
+                    return None
             return self._send(200, {"commitUrl": f"{hub.url}/datasets/{repo_id}/commit/{oid}", "commitOid": oid,
                                     "pullRequestUrl": None, "success": True})
 
