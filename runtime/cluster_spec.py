@@ -62,7 +62,7 @@ QUEUE_CHECKS = {"sbatch": {"answers": ["squeue", "--me", "-h", "-o", "%i"], "dry
 
 
 class ClusterOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)  # a timeout of inf or NaN: refused
 
     cluster_class: str = Field(description="dotted path of a distributed cluster class, e.g. "
                                "dask_jobqueue.SLURMCluster, dask_kubernetes.operator.KubeCluster")
