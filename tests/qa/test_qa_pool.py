@@ -63,6 +63,17 @@ def test_a_qa_pool_scores_every_engine_and_chooses_across_them(tiny_models, tmp_
     assert [e["left_to_others"] for e in run["engines"]] == [["te"], []]
     assert set(json.loads((tmp_path / "pool" / "qa_labels.json").read_text())["labels"]) == {"fr", "te"}
     assert report["counts"] and set(report["kept_per_target"]) == {"fr", "te"}
+    # explain: the translate_qa step's shard record of each engine, from its folder; every candidate's engine.
+    from xmdata.tasks.explain.explain import explain
+    from xmdata.tasks.explain.text import explanation_text
+
+    instance = candidates["id"][0]
+    explanation = explain(str(tmp_path / "pool"), instance)
+    step = next(s for s in explanation.traces[0].steps if s.stage == "translate_qa")
+    assert set(step.record) == set(labels) and all(r["params_hash"] for r in step.record.values())
+    assert f"record ({labels[0]}): " in explanation_text(explanation)
+    fr = next(s for s in explanation.traces[0].steps if s.stage == "select_qa -> fr")
+    assert {c["engine"] for c in fr.candidates} == set(labels)
 
 
 def test_ties_go_to_the_engine_listed_first_then_the_rank():

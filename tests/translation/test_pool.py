@@ -103,6 +103,16 @@ def test_a_pooled_build_scores_every_engine_and_chooses_across_them(tiny_models,
         assert set(fr.values["best of each other engine"]) == {other}
     assert te.values["best of each other engine"] == {labels[0]: "no candidate (the target was left to the other engines)"}
     assert all("engine" in c for c in fr.candidates) and any(c["verdict"].startswith("chosen") for c in fr.candidates)
+    # The scoring steps: each engine's shard record and memo line, from its own folder (engines/<name>/).
+    for stage in ("translate", "candidate_lid", "candidate_qe"):
+        step = next(s for s in trace.steps if s.stage == stage)
+        assert set(step.record) == set(labels) and all(r["params_hash"] for r in step.record.values()), stage
+        assert f"record ({labels[1]}): " in text
+    translate = next(s for s in trace.steps if s.stage == "translate")
+    said = translate.values["model results"]
+    assert set(said) == set(labels) and all("computed by this build (the memo was off)" in v for v in said.values())
+    assert said[labels[1]].startswith("2 ")  # NLLB's two searches of r0's text: fr and te; M2M100's one: fr
+    assert said[labels[0]].startswith("1 ")
 
 
 def test_adding_an_engine_computes_its_work_only_and_removing_one_computes_nothing(tiny_models, tmp_path):
