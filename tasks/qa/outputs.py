@@ -159,9 +159,10 @@ def write_qa_outputs(out: str, shards: Iterable[str | pa.Table], params: Transla
     scored = filters is not None  # unscored: every extracted candidate passes, and none is below a QE
     min_lid_prob, min_qe = (filters.min_lid_prob, filters.min_qe) if scored else (0.0, None)
     counts, kept_per_target, near = [], dict.fromkeys(params.targets, 0), dict.fromkeys(params.targets, 0)
+    engines = [engine.engine_label() for engine in params.engines]
+    chosen = {t: dict.fromkeys(engines, 0) for t in params.targets}  # a pool: instances each engine's candidate won
     with local_temp_folder(out) as folder:
         parallel_files, refused_files = [], []
-        engines = [engine.engine_label() for engine in params.engines]
         tables = (storage.read_parquet(s) if isinstance(s, str) else s for s in shards)
         for index, together_shards in enumerate(together(tables)):
             frame = with_engine_rank(pl.from_arrow(together_shards), engines)
@@ -173,6 +174,10 @@ def write_qa_outputs(out: str, shards: Iterable[str | pa.Table], params: Transla
             counts.append(count_outcomes(kept, refused))
             for target in params.targets:
                 kept_per_target[target] += kept.filter(pl.col("target_language") == target)["id"].n_unique()
+            if params.is_pool:
+                won = kept.unique(["id", "target_language"]).group_by("target_language", "engine").len()
+                for target, engine, n in won.iter_rows():
+                    chosen[target][engine] += n
             for target, count in near_threshold_counts(frame, scored, min_lid_prob, min_qe, params.targets).items():
                 near[target] += count
             del frame, together_shards, kept, refused
@@ -188,7 +193,8 @@ def write_qa_outputs(out: str, shards: Iterable[str | pa.Table], params: Transla
     write_parquet_atomic(counts.to_arrow().cast(QA_COUNTS.schema), storage.join(out, "qa_counts.parquet"))
     markdown = counts_markdown(counts, selection)
     report = {"counts": counts.to_dicts(), "input_selection": selection, "labels": labels,
-              "kept_per_target": kept_per_target, "near_threshold": near}
+              "kept_per_target": kept_per_target, "near_threshold": near,
+              **({"chosen_per_engine": chosen} if params.is_pool else {})}
     write_json_atomic(report, storage.join(out, "qa_report.json"))
     write_text_atomic(markdown, storage.join(out, "qa_report.md"))
     return {**report, "markdown": markdown}

@@ -63,6 +63,7 @@ def test_a_qa_pool_scores_every_engine_and_chooses_across_them(tiny_models, tmp_
     assert [e["left_to_others"] for e in run["engines"]] == [["te"], []]
     assert set(json.loads((tmp_path / "pool" / "qa_labels.json").read_text())["labels"]) == {"fr", "te"}
     assert report["counts"] and set(report["kept_per_target"]) == {"fr", "te"}
+    assert report["chosen_per_engine"] == {t: dict.fromkeys(labels, 0) for t in ("fr", "te")}  # none kept
     # explain: the translate_qa step's shard record of each engine, from its folder; every candidate's engine.
     from xmdata.tasks.explain.explain import explain
     from xmdata.tasks.explain.text import explanation_text
@@ -95,6 +96,26 @@ def test_ties_go_to_the_engine_listed_first_then_the_rank():
     assert set(kept["candidate"]) == {"a:10"}  # the best QE, whatever engine wrote it
     kept, _ = select_candidates(with_engine_rank(frame, ["b:2", "a:1"]), False, 0.5, None)
     assert set(kept["candidate"]) == {"b:20"}  # unscored: the first engine's best rank
+
+
+def test_the_qa_report_counts_the_instances_each_engine_won(tmp_path):
+    import pyarrow as pa
+
+    from xmdata.schemas.translation import QA_ENGINE_CANDIDATES
+    from xmdata.tasks.qa.outputs import write_qa_outputs
+
+    params = TranslateQaParams(targets=["fr"], filters={}, translator=[{"backend": "m2m100"}, {"backend": "nllb"}])
+    first, second = (engine.engine_label() for engine in params.engines)
+    rows = [dict(id=i, task="t", part=part, source_text="x", target_language="fr", image=None, status="ok",
+                 candidate=f"{i} {engine}", engine=engine, beam_rank=0, lid_label="fr", lid_prob=0.9, lid_match=True,
+                 qe_score=qe)
+            for i, wins in (("a", first), ("b", second), ("c", second)) for engine in (first, second)
+            for qe in [0.8 if engine == wins else 0.1] for part in ("query", "positive")]
+    table = pa.Table.from_pylist(rows, schema=QA_ENGINE_CANDIDATES.schema)
+    report = write_qa_outputs(str(tmp_path), [table], params, {}, {})
+    assert report["chosen_per_engine"] == {"fr": {first: 1, second: 2}}
+    kept = pl.read_parquet(tmp_path / "qa_parallel.parquet")
+    assert dict(zip(kept["id"], kept["target_text"])) == {"a": f"a {first}", "b": f"b {second}", "c": f"c {second}"}
 
 
 def test_adding_an_engine_computes_its_work_only_and_removing_one_computes_nothing(tiny_models, tmp_path):
