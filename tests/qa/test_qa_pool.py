@@ -152,13 +152,7 @@ BAD = {
 
 @pytest.mark.parametrize("case", list(BAD))
 def test_bad_qa_pools_are_refused_in_one_line_before_any_model_loads(case, tiny_models, tmp_path, capsys):
-    from xmdata.cli import main
+    from support.pool_refusals import assert_refused_in_one_line
 
-    flags, message = BAD[case]
-    flags = [f.format(**{k: v.name_or_path for k, v in tiny_models.items()}) for f in flags]
-    if "--targets" not in flags:
-        flags += ["--targets", "fr"]
-    assert main(["translate-qa", sample_path("mmeb.jsonl"), "--out", str(tmp_path / "out"), *flags]) == 2
-    err = capsys.readouterr().err.strip()
-    assert message in err and len(err.splitlines()) <= 3, err
-    assert not (tmp_path / "out").exists()
+    assert_refused_in_one_line("translate-qa", sample_path("mmeb.jsonl"), *BAD[case], tiny_models, tmp_path / "out",
+                               capsys)

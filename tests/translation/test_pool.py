@@ -188,18 +188,11 @@ def test_an_empty_pool_is_refused_by_every_door(tmp_path):
 
 @pytest.mark.parametrize("case", list(BAD))
 def test_bad_pools_are_refused_in_one_line_before_any_model_loads(case, tiny_models, tmp_path, capsys):
-    from xmdata.cli import main
+    from support.pool_refusals import assert_refused_in_one_line
 
-    flags, message = BAD[case]
-    flags = [f.format(**{k: v.name_or_path for k, v in tiny_models.items()}) for f in flags]
-    if "--targets" not in flags:
-        flags += ["--targets", "fr"]
     source = tmp_path / "in.jsonl"
     source.write_text('{"id": "a", "text": "A dog."}\n', encoding="utf-8")
-    assert main(["translate", str(source), "--out", str(tmp_path / "out"), *flags]) == 2
-    err = capsys.readouterr().err.strip()
-    assert message in err and len(err.splitlines()) <= 3, err  # the message, and argparse's usage lines
-    assert not (tmp_path / "out").exists()
+    assert_refused_in_one_line("translate", str(source), *BAD[case], tiny_models, tmp_path / "out", capsys)
 
 
 def test_a_release_config_takes_a_pool_of_tiny_engines_and_refuses_what_none_covers(tmp_path):
