@@ -61,7 +61,7 @@ def extraction_step(folders: Folders, target: str, candidates: pl.DataFrame, kep
     step = Step(f"select_qa -> {target}", "kept" if parts else "rejected" if reasons else "absent",
                 reason=", ".join(reasons) or None, params=stage_params(folders, "qa_candidate_qe") or None)
     step.values = {p["part"]: {k: p[k] for k in KEPT if k in p} for p in parts}
-    chosen = {(p["part"], p.get("beam_rank"), p.get("target_text")) for p in parts}  # a pool: the text tells engines apart
+    chosen = {(p["part"], p.get("beam_rank"), p.get("target_text")) for p in parts}  # the text: which engine's
     mine = candidates.filter(pl.col("target_language") == target) if candidates.height else candidates
     for c in mine.to_dicts():
         verdict = ("chosen" if (c["part"], c["beam_rank"], c["candidate"]) in chosen else

@@ -147,11 +147,11 @@ def qa_rejects(refused: pl.DataFrame) -> pa.Table:
                                     refused.select("id", "task", "target_language", "reason").iter_rows()))
 
 
-def write_qa_outputs(out: str, shards: Iterable[str | pa.Table], params: TranslateQaParams, labels: dict, selection: dict,
-                     passthrough: pa.Table | None = None) -> dict:
+def write_qa_outputs(out: str, shards: Iterable[str | pa.Table], params: TranslateQaParams, labels: dict,
+                     selection: dict, passthrough: pa.Table | None = None) -> dict:
     """Write the selection's files from the candidate shards SHARDS (tables, or paths of them: a pool's
-    qa_candidates.parquet shard by shard, every engine's candidates of an instance together); returns the report (counts as
-    rows, and the markdown). `passthrough`: id + input columns the translation did not use, carried
+    qa_candidates.parquet shard by shard, every engine's candidates of an instance together); returns
+    the report (counts as rows, and the markdown). `passthrough`: id + input columns the translation did not use, carried
     into qa_parallel. An instance's candidates are all in its shard: each shard (small ones together)
     is selected on its own and the rows merged in order (tasks/build/sorted_merge.py), so a shard is
     what is held."""
