@@ -5,6 +5,7 @@ refused with its reason. Plain generation by default; beam candidates + LID + QE
 """
 from __future__ import annotations
 
+import dataclasses
 
 import pyarrow as pa
 from prefect import flow
@@ -13,21 +14,25 @@ from prefect.artifacts import create_table_artifact
 from xmdata.models.registry import get_model
 from xmdata.runtime import storage
 from xmdata.runtime.atomic import write_json_atomic
-from xmdata.runtime.parquet_shards import concat_parquet_files
+from xmdata.models.registry import translator_languages
+from xmdata.runtime.parquet_shards import read_parquet_shards
+from xmdata.schemas.translation import QA_ENGINE_CANDIDATES
 from xmdata.runtime.execution import run_stage
 from xmdata.runtime.process import StageReport
 from xmdata.runtime.folder_lock import one_writer
 from xmdata.tasks.translation.candidate_scores import candidate_lid_stage, candidate_qe_stage
 from xmdata.tasks.build.ingest import ingest
 from xmdata.tasks.qa.input import passthrough_columns, read_qa_input, select_instances
-from xmdata.tasks.qa.labels import resolve_labels
+from xmdata.tasks.qa.labels import load_label_table, resolve_labels
 from xmdata.tasks.qa.outputs import write_qa_outputs
 from xmdata.tasks.qa.translate import translate_qa_stage
 from xmdata.tasks.translation.languages import lid_labels_for
+from xmdata.tasks.translation.outputs import pooled_shards, write_pooled
+from xmdata.tasks.translation.pool import engine_runs
 from xmdata.tasks.stage_params import DEFAULT_SHARDS, ShardCount
 
 from .finish import finish_build
-from .translate import check_models
+from .translate import check_models, engine_record
 from xmdata.tasks.translation.params import TranslateQaParams
 
 
@@ -35,7 +40,8 @@ def preflight_qa(source: str | pa.Table, params: TranslateQaParams) -> pa.Table:
     """Everything refusable before weights load; returns the conformed input."""
     table = read_qa_input(source)
     if params.filters:
-        lid_labels_for(params.targets, params.translator.backend, params.filters.lid_accept)  # a bad --lid-accept
+        for run in engine_runs(params):  # a bad --lid-accept, with each engine's codes
+            lid_labels_for(run.params.targets, run.params.translator.backend, run.params.filters.lid_accept)
     check_models(params)
     return table
 
@@ -43,29 +49,40 @@ def preflight_qa(source: str | pa.Table, params: TranslateQaParams) -> pa.Table:
 def translate_qa_rows(source: str | pa.Table, out: str, shards: int, params: TranslateQaParams,
                       models_checked: bool = False) -> tuple[list[StageReport], dict, dict]:
     """Run the QA translation into OUT; filters=None is plain extraction, FilterOptions adds LID + QE.
-    The models are checked here unless the caller did (`models_checked`).
-    Returns (stage reports, distributions for the summary, the QA report)."""
+    The models are checked here unless the caller did (`models_checked`). Each engine runs its own
+    stages (a one-engine build in OUT, as before; a pool's engines in OUT/engines/<name>/, as
+    translate's: tasks/translation/pool.py); qa_candidates.parquet holds them all, and selection
+    chooses across them. Returns (stage reports, distributions for the summary, the QA report)."""
     table = read_qa_input(source)
     if not models_checked:
         check_models(params)
-    targets, filters, spec = params.targets, params.filters, params.translator.spec()
+    filters = params.filters
+    runs = engine_runs(params, translator_languages if params.is_pool else None)
     selected, selection = select_instances(table, params.exclude_tasks, params.per_task)
-    # Label words of targets data/ lacks are derived here, once, with the run's own model.
-    labels = resolve_labels(targets, lambda: get_model("translator", spec), params.source, spec.name_or_path, out)
-    write_json_atomic({"labels": labels}, storage.join(out, "qa_labels.json"))
     ingested = ingest(selected, "qa_instances", shards, out)
-    reports = [ingested, run_stage(translate_qa_stage(params, spec, labels), ingested.data_paths, out)]
-    if filters:
-        accepted = lid_labels_for(targets, params.translator.backend, filters.lid_accept)
-        reports.append(run_stage(candidate_lid_stage(filters.lid_spec(), accepted, "qa_candidate_lid"),
-                                 reports[-1].data_paths, out))
-        reports.append(run_stage(candidate_qe_stage(filters.qe_spec(), "qa_candidate_qe"), reports[-1].data_paths, out))
-    concat_parquet_files(reports[-1].data_paths, storage.join(out, "qa_candidates.parquet"))
-    write_json_atomic({"params": params.model_dump(mode="json"), "labels": labels, "translator": spec.to_dict(),
+    reports, scored_paths, labels, translators = [ingested], [], {}, []
+    for run in runs:
+        root = storage.join(out, run.folder) if run.folder else out
+        engine_labels, stages = qa_engine_stages(run, root, ingested.data_paths)
+        for report in stages:  # a pool's stages are named by their folder
+            reports.append(dataclasses.replace(report, stage=f"{run.folder}/{report.stage}") if run.folder else report)
+        scored_paths.append(stages[-1].data_paths)
+        for target, entry in engine_labels.items():  # a target's words: its first engine's
+            labels.setdefault(run.to_project[target], entry)
+        translators.append(run.params.translator.spec().to_dict())
+    labels = {t: labels[t] for t in params.targets}
+    if params.is_pool:
+        write_json_atomic({"labels": labels}, storage.join(out, "qa_labels.json"))
+    write_pooled(storage.join(out, "qa_candidates.parquet"), QA_ENGINE_CANDIDATES.schema,
+                 pooled_shards(scored_paths, runs, ["id", "target_language", "engine_rank"]))
+    write_json_atomic({"params": params.model_dump(mode="json"), "labels": labels,
+                       "translator": translators if params.is_pool else translators[0],
                        "lid_model": filters.lid_spec().to_dict() if filters else None,
-                       "qe_model": filters.qe_spec().to_dict() if filters else None},
+                       "qe_model": filters.qe_spec().to_dict() if filters else None,
+                       **({"engines": [engine_record(run) for run in runs]} if params.is_pool else {})},
                       storage.join(out, "translate_qa.json"))  # what the run was, for a reader (nothing reads it back)
-    report = write_qa_outputs(out, reports[-1].data_paths, params, labels, selection, passthrough_columns(selected))
+    candidates = read_parquet_shards(storage.join(out, "qa_candidates.parquet"))
+    report = write_qa_outputs(out, candidates, params, labels, selection, passthrough_columns(selected))
     derived = sorted(t for t, entry in labels.items() if entry["source"] != "data/qa_labels.json")
     distributions = {"QA instances kept per target": report["kept_per_target"],
                      "QA input rows left out": {
@@ -75,6 +92,27 @@ def translate_qa_rows(source: str | pa.Table, out: str, shards: int, params: Tra
         distributions["QA label words derived with the model"] = {t: " / ".join(
             labels[t]["question"][:1] + labels[t]["answer"][:1]) or "failed" for t in derived}
     return reports, distributions, report
+
+
+def qa_engine_stages(run, root: str, instances: list[str]) -> tuple[dict, list[StageReport]]:
+    """One engine's translate_qa (and, when scored, LID and COMETKiwi) stages in ROOT, in its backend's
+    codes; its label words (keyed by those codes) are looked up under the project's (data/qa_labels.json)
+    and derived, once, with its own model where the table lacks them."""
+    one, spec = run.params, run.params.translator.spec()
+    table = load_label_table()
+    if run.folder:  # a pool: the table's entries under this engine's codes
+        table = {code: table[project] for code, project in run.to_project.items() if project in table}
+    labels = resolve_labels(one.targets, lambda: get_model("translator", spec), one.source, spec.name_or_path,
+                            root, table)
+    write_json_atomic({"labels": labels}, storage.join(root, "qa_labels.json"))
+    stages = [run_stage(translate_qa_stage(one, spec, labels), instances, root)]
+    if one.filters:
+        accepted = lid_labels_for(one.targets, one.translator.backend, one.filters.lid_accept)
+        stages.append(run_stage(candidate_lid_stage(one.filters.lid_spec(), accepted, "qa_candidate_lid"),
+                                stages[-1].data_paths, root))
+        stages.append(run_stage(candidate_qe_stage(one.filters.qe_spec(), "qa_candidate_qe"), stages[-1].data_paths,
+                                root))
+    return labels, stages
 
 
 def publish_qa_report(report: dict) -> None:

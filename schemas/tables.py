@@ -80,10 +80,11 @@ SELECTION = TableContract(
 
 CONTRACTS.update({c.name: c for c in (GEOCODED, SELECTION)})
 
-from .translation import (CANDIDATES, TRANSLATION_CANDIDATES, QA_CANDIDATES, QA_COUNTS, QA_INPUT, QA_PARALLEL,  # noqa: E402
-                          TRANSLATIONS)
+from .translation import (CANDIDATES, TRANSLATION_CANDIDATES, QA_CANDIDATES, QA_COUNTS,  # noqa: E402
+                          QA_ENGINE_CANDIDATES, QA_INPUT, QA_PARALLEL, TRANSLATIONS)
 
-CONTRACTS.update({c.name: c for c in (CANDIDATES, TRANSLATION_CANDIDATES, TRANSLATIONS, QA_INPUT, QA_CANDIDATES, QA_PARALLEL, QA_COUNTS)})
+CONTRACTS.update({c.name: c for c in (CANDIDATES, TRANSLATION_CANDIDATES, TRANSLATIONS, QA_INPUT, QA_CANDIDATES,
+                                      QA_ENGINE_CANDIDATES, QA_PARALLEL, QA_COUNTS)})
 
 from .scoring import SCORE_INPUT, SCORES  # noqa: E402  (kept in their own module)
 

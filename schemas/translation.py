@@ -93,6 +93,16 @@ QA_CANDIDATES = TableContract(
     description="QA translation candidates: one row per instance x target x candidate x part (query, positive).",
 )
 
+# qa_candidates.parquet: every engine's candidate shards with the engine that wrote each, added where
+# the file is written (flows/translate_qa.py, as translate's candidates.parquet), not in the shards.
+QA_ENGINE_CANDIDATES = TableContract(
+    name="qa_engine_candidates",
+    schema=pa.schema(QA_PART_FIELDS + [ENGINE_FIELD] + list(QA_CANDIDATES.schema)[len(QA_PART_FIELDS):]),
+    required=QA_CANDIDATES.required | {"engine"},
+    description="QA translation candidates of every engine: one row per instance x target x engine x candidate "
+                "x part.",
+)
+
 QA_PARALLEL = TableContract(
     name="qa_parallel",
     schema=pa.schema([

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from xmdata.runtime import storage
 from xmdata.schemas import ContractError
 from xmdata.tasks.release.manifest import read_manifest as release_manifest
+from xmdata.tasks.translation.pool import ENGINES_FOLDER
 
 # logical table: (file or shard glob in a work folder, file in a release)
 TABLES = {
@@ -59,6 +60,8 @@ class Folders:
         if self.work:
             inside = REJECTS_FILES.get(stage, os.path.join(stage, "rejects", "*.parquet"))
             paths = sorted(glob.glob(os.path.join(glob.escape(self.work), inside)))
+            if not paths and stage not in REJECTS_FILES:  # a pool's engines: engines/<name>/<stage>/rejects/
+                paths = sorted(glob.glob(os.path.join(glob.escape(self.work), ENGINES_FOLDER, "*", inside)))
         if not paths and self.release and os.path.exists(os.path.join(self.release, "rejects", f"{stage}.parquet")):
             paths = [os.path.join(self.release, "rejects", f"{stage}.parquet")]
         if paths:

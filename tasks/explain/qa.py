@@ -7,11 +7,12 @@ import re
 import polars as pl
 
 from .folders import Folders
-from .lookup import find_rejects, find_rows, shard_record_of, stage_models, stage_params
+from .lookup import find_rejects, find_rows, stage_models, stage_params
 from .steps import found, rows_of, stage_step
 from .trace import Step, Trace
+from .translation import engine_runs_of, stage_record
 
-SHOWN = ["part", "beam_rank", "status", "candidate", "output", "lid_label", "lid_prob", "qe_score"]  # output: raw
+SHOWN = ["part", "engine", "beam_rank", "status", "candidate", "output", "lid_label", "lid_prob", "qe_score"]  # output: raw
 KEPT = ["target_text", "beam_rank", "lid_label", "lid_prob", "qe_score"]
 
 
@@ -35,7 +36,8 @@ def qa_trace(folders: Folders, instance_id: str) -> Trace | None:
         translated = Step("translate_qa", "kept" if made or kept.height
                           else "rejected", params=stage_params(folders, "translate_qa"),
                           model=stage_models(folders, "translate_qa"),
-                          record=shard_record_of(folders, "translate_qa", instance_id))
+                          record=stage_record(folders, "translate_qa", instance_id,  # a pool: each engine's
+                                              engine_runs_of(folders, "translate_qa.json")))
         translated.reason = ", ".join(sorted({f"{r['reason']} ({target_of(r['value'])})" for r in refused})) or None
         if candidates.height:
             translated.values = {"status": {f"{r['target_language']}/{r['part']}": r["status"]
@@ -59,10 +61,10 @@ def extraction_step(folders: Folders, target: str, candidates: pl.DataFrame, kep
     step = Step(f"select_qa -> {target}", "kept" if parts else "rejected" if reasons else "absent",
                 reason=", ".join(reasons) or None, params=stage_params(folders, "qa_candidate_qe") or None)
     step.values = {p["part"]: {k: p[k] for k in KEPT if k in p} for p in parts}
-    chosen = {(p["part"], p.get("beam_rank")) for p in parts}
+    chosen = {(p["part"], p.get("beam_rank"), p.get("target_text")) for p in parts}  # the text: which engine's
     mine = candidates.filter(pl.col("target_language") == target) if candidates.height else candidates
     for c in mine.to_dicts():
-        verdict = ("chosen" if (c["part"], c["beam_rank"]) in chosen else
+        verdict = ("chosen" if (c["part"], c["beam_rank"], c["candidate"]) in chosen else
                    f"no text: {c['status']}" if c["status"] != "ok" else "not chosen")
         step.candidates.append({**{k: c[k] for k in SHOWN if k in c}, "verdict": verdict})
     return step

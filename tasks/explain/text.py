@@ -42,9 +42,10 @@ def step_lines(step: Step) -> list[str]:
         lines.append(f"{pad}params: {pairs(step.params)}")
     for model in step.model or []:
         lines.append(f"{pad}model: {model_line(model)}")
-    if step.record:
-        lines.append(f"{pad}record: {step.record['shard']} params_hash {str(step.record['params_hash'])[:12]} "
-                     f"{step.record['code_version']}")
+    records = {"": step.record} if step.record and "shard" in step.record else step.record or {}  # a pool: each engine's
+    for engine, record in records.items():
+        lines.append(f"{pad}record{f' ({engine})' if engine else ''}: {record['shard']} params_hash "
+                     f"{str(record['params_hash'])[:12]} {record['code_version']}")
     for c in step.candidates:
         scores = " ".join(f"{k}={short(c[k])}" for k in ("lid_label", "lid_prob", "qe_score")
                           if c.get(k) is not None)

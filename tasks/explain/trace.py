@@ -10,7 +10,8 @@ Outcome = Literal["kept", "rejected", "absent"]
 @dataclass
 class Step:
     """One stage's outcome for the row: what it added (`values`), with the params and model it ran with.
-    `record`: the shard's completion record (params hash, code version); `candidates`: every
+    `record`: the shard's completion record (params hash, code version; in a pool, each engine's by
+    its label); `candidates`: every
     translation candidate with its scores and verdict, for a selection step."""
 
     stage: str

@@ -32,20 +32,23 @@ def translation_steps(folders: Folders, text_id: str, only_target: str | None = 
     if only_target and candidates.height:
         candidates = candidates.filter(pl.col("target_language") == only_target)
     made = candidates.filter(pl.col("status") == "ok").height if candidates.height else 0
+    runs = engine_runs_of(folders)  # a pool's engines, each with its own stage folders
     steps = [Step("translate", "kept" if made else "rejected" if refused or candidates.height else "absent",
                   reason=", ".join(sorted({r["reason"] for r in refused} | (set(candidates["status"]) - {"ok"}
                                           if candidates.height else set()))) or None,
                   params=stage_params(folders, "translate"), model=stage_models(folders, "translate"),
-                  record=shard_record_of(folders, "translate", text_id))]
+                  record=stage_record(folders, "translate", text_id, runs))]
     if not made:
         return steps
     by_target = candidates.group_by("target_language", maintain_order=True)
     steps[0].values = {"candidates": {t: g.height for (t,), g in by_target}}
     source = (steps[0].params or {}).get("source") or TranslateParams.model_fields["source"].default
     searched = candidates.filter(pl.col("status").is_in(["ok", "empty_output"])).unique(
-        ["target_language", "source_text"], maintain_order=True)
-    if said := reused(memo_use_of(folders, "translate", steps[0].record), "beam_candidates",
-                      [[r["source_text"], source, r["target_language"]] for r in searched.to_dicts()]):
+        ["engine", "target_language", "source_text"] if runs else ["target_language", "source_text"],
+        maintain_order=True)
+    if said := memo_said(folders, "translate", steps[0].record, runs, "beam_candidates", searched,
+                         lambda r, run: [r["source_text"], run["source"] if run else source,
+                                         run["codes"][r["target_language"]] if run else r["target_language"]]):
         steps[0].values["model results"] = said
     report = folders.report("translation_report.json") or {}
     thresholds = report.get("thresholds") or {}
@@ -57,15 +60,16 @@ def translation_steps(folders: Folders, text_id: str, only_target: str | None = 
     steps.append(Step("candidate_lid", "kept", values={"in the target language": {
         t: f"{lid_ok.filter(pl.col('target_language') == t).height} of {g.height}" for (t,), g in by_target}},
         params=stage_params(folders, "candidate_lid"), model=stage_models(folders, "candidate_lid"),
-        record=shard_record_of(folders, "candidate_lid", text_id)))
+        record=stage_record(folders, "candidate_lid", text_id, runs)))
     steps.append(Step("candidate_qe", "kept", values={"qe_score range": {
         t: [g["qe_score"].min(), g["qe_score"].max()] if g["qe_score"].is_not_null().any() else "none scored"
         for (t,), g in by_target}},
         params=stage_params(folders, "candidate_qe"), model=stage_models(folders, "candidate_qe"),
-        record=shard_record_of(folders, "candidate_qe", text_id)))
-    pairs = candidates.filter(pl.col("lid_match").fill_null(False)).select("source_text", "candidate").unique(
-        maintain_order=True)
-    if said := reused(memo_use_of(folders, "candidate_qe", steps[-1].record), "cometkiwi", pairs.rows()):
+        record=stage_record(folders, "candidate_qe", text_id, runs)))
+    pairs = candidates.filter(pl.col("lid_match").fill_null(False)).unique(
+        ["engine", "source_text", "candidate"] if runs else ["source_text", "candidate"], maintain_order=True)
+    if said := memo_said(folders, "candidate_qe", steps[-1].record, runs, "cometkiwi", pairs,
+                         lambda r, run: [r["source_text"], r["candidate"]]):
         steps[-1].values["model results"] = said
     units = find_rows(folders.table_paths("translations"), "id", text_id)
     several = candidates.select("column", "element").unique().height > 1  # caption + refs, list elements
@@ -76,6 +80,41 @@ def translation_steps(folders: Folders, text_id: str, only_target: str | None = 
         steps.append(selection_step(name, group, unit_row(units, target, column, element), min_lid_prob, min_qe,
                                     engines))
     return steps
+
+
+def engine_runs_of(folders: Folders, settings: str = "translate.json") -> dict[str, dict] | None:
+    """A pool's engines as its build recorded them (SETTINGS' `engines`: translate.json, translate_qa.json):
+    label -> its folder, its source code and {project code: its code}; None for a one-engine build or
+    without the work folder."""
+    recorded = (folders.work_json(settings) or {}).get("engines") if folders.work else None
+    if not recorded:
+        return None
+    return {e["engine"]: {"folder": e["folder"], "source": e["source"],
+                          "codes": {project: code for code, project in e["targets"].items()}} for e in recorded}
+
+
+def stage_record(folders: Folders, stage: str, text_id: str, runs: dict | None) -> dict | None:
+    """The shard record of STAGE holding TEXT_ID; in a pool, each engine's (engine -> record), from its
+    own folder (engines/<name>/<stage>)."""
+    if not runs:
+        return shard_record_of(folders, stage, text_id)
+    records = {label: shard_record_of(folders, f"{run['folder']}/{stage}", text_id) for label, run in runs.items()}
+    return {label: record for label, record in records.items() if record} or None
+
+
+def memo_said(folders: Folders, stage: str, record: dict | None, runs: dict | None, kind: str,
+              rows: pl.DataFrame, model_input) -> str | dict | None:
+    """`reused`'s line for ROWS (MODEL_INPUT(row, run) is the memo's input of one); in a pool, one a
+    engine, read from the engine's own memo lines (engines/<name>/<stage>/_memo/)."""
+    if not runs:
+        return reused(memo_use_of(folders, stage, record), kind, [model_input(r, None) for r in rows.to_dicts()])
+    said = {}
+    for label, run in runs.items():
+        own = rows.filter(pl.col("engine") == label).to_dicts()
+        use = memo_use_of(folders, f"{run['folder']}/{stage}", (record or {}).get(label))
+        if line := reused(use, kind, [model_input(r, run) for r in own]):
+            said[label] = line
+    return said or None
 
 
 def pool_engines(report: dict, candidates: pl.DataFrame) -> list[str] | None:

@@ -14,6 +14,7 @@ is counted in the report's `near_threshold`.
 from __future__ import annotations
 
 import os
+from typing import Iterable
 
 import polars as pl
 import pyarrow as pa
@@ -29,19 +30,25 @@ from xmdata.tasks.build import sorted_merge
 from xmdata.tasks.build.rejects import rejects_in_order
 from xmdata.tasks.translation.params import TranslateQaParams
 from xmdata.tasks.decisions import near
-from xmdata.tasks.translation.select import best_first
+from xmdata.tasks.translation.select import best_first, with_engine_rank
 
 STAGE = "select_qa"
 
 
 KEYS = ["id", "target_language"]
+CANDIDATE = ["engine_rank", "beam_rank"]  # a candidate of an instance x target: its engine's place, its rank
+
+
+def ranked_by_engine(candidates: pl.DataFrame) -> pl.DataFrame:
+    """CANDIDATES with `engine_rank`: as given (a pool's), or 0 (one engine's)."""
+    return candidates if "engine_rank" in candidates.columns else with_engine_rank(candidates, None)
 
 
 def score_candidates(candidates: pl.DataFrame, min_lid_prob: float) -> pl.DataFrame:
-    """One row per instance x target x beam: extracted, lid_ok, mean QE, and `lid_near` (a part's
+    """One row per instance x target x engine x beam: extracted, lid_ok, mean QE, and `lid_near` (a part's
     language-ID probability within the tolerance of the threshold)."""
     lid_match = pl.col("lid_match").fill_null(False)
-    return candidates.group_by([*KEYS, "beam_rank"], maintain_order=True).agg(
+    return ranked_by_engine(candidates).group_by([*KEYS, *CANDIDATE], maintain_order=True).agg(
         pl.col("task").first(), pl.col("status").first(), (pl.col("status") == "ok").all().alias("extracted"),
         (lid_match & (pl.col("lid_prob").fill_null(0) >= min_lid_prob)).all().alias("lid_ok"),
         pl.col("qe_score").mean().alias("qe"), (lid_match & near(pl.col("lid_prob"), min_lid_prob)).any()
@@ -49,28 +56,31 @@ def score_candidates(candidates: pl.DataFrame, min_lid_prob: float) -> pl.DataFr
 
 
 def best_candidates(usable: pl.DataFrame, scored: bool) -> pl.DataFrame:
-    """Per instance x target the best usable beam; `close_call` where a runner-up's mean QE is within
-    twice the tolerance of the best (noise that could move it into or out of the tie leaves the count)."""
+    """Per instance x target the best usable beam of any engine (ties: the engine listed first, then the
+    better rank); `close_call` where a runner-up's mean QE is within twice the tolerance of the best
+    (noise that could move it into or out of the tie leaves the count)."""
     if not scored:
-        return usable.sort("beam_rank").group_by(KEYS).first().with_columns(close_call=pl.lit(False))
+        return usable.sort(CANDIDATE).group_by(KEYS).first().with_columns(close_call=pl.lit(False))
     qe_key, close = best_first(pl.col("qe").fill_null(float("-inf")), KEYS)
     ranked = usable.with_columns(qe_key=qe_key, close=close)
-    best = ranked.sort(["qe_key", "beam_rank"], descending=[True, False]).group_by(KEYS).agg(
+    best = ranked.sort(["qe_key", *CANDIDATE], descending=[True, False, False]).group_by(KEYS).agg(
         pl.all().exclude("qe_key", "close").first(), (pl.col("close").sum() > 1).alias("close_call"))
     return best
 
 
 def select_candidates(candidates: pl.DataFrame, scored: bool, min_lid_prob: float, min_qe: float | None
                       ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(kept part rows, one row per refused instance x target with its reason)."""
+    """(kept part rows, one row per refused instance x target with its reason). CANDIDATES carry
+    `engine_rank` (select.with_engine_rank), or are one engine's."""
     keys = KEYS
+    candidates = ranked_by_engine(candidates)
     per_candidate = score_candidates(candidates, min_lid_prob).drop("lid_near")
     usable = per_candidate.filter(pl.col("extracted") & (pl.col("lid_ok") if scored else True))
     best = best_candidates(usable, scored).drop("close_call")
     if scored and min_qe is not None:
         best = best.filter(pl.col("qe") >= min_qe)
-    kept = candidates.join(best.select([*keys, "beam_rank"]), on=[*keys, "beam_rank"])
-    first = per_candidate.sort("beam_rank", nulls_last=False).group_by(keys).agg(
+    kept = candidates.join(best.select([*keys, *CANDIDATE]), on=[*keys, *CANDIDATE])
+    first = per_candidate.sort(CANDIDATE, nulls_last=False).group_by(keys).agg(
         pl.col("task").first(), pl.col("status").first(), pl.col("extracted").any())
     had_usable = usable.select(keys).unique().with_columns(pl.lit(True).alias("usable"))
     refused = first.join(best.select(keys), on=keys, how="anti").join(had_usable, on=keys, how="left").with_columns(
@@ -137,10 +147,11 @@ def qa_rejects(refused: pl.DataFrame) -> pa.Table:
                                     refused.select("id", "task", "target_language", "reason").iter_rows()))
 
 
-def write_qa_outputs(out: str, shard_paths: list[str], params: TranslateQaParams, labels: dict, selection: dict,
-                     passthrough: pa.Table | None = None) -> dict:
-    """Write the selection's files from the candidate shards SHARD_PATHS; returns the report (counts as
-    rows, and the markdown). `passthrough`: id + input columns the translation did not use, carried
+def write_qa_outputs(out: str, shards: Iterable[str | pa.Table], params: TranslateQaParams, labels: dict,
+                     selection: dict, passthrough: pa.Table | None = None) -> dict:
+    """Write the selection's files from the candidate shards SHARDS (tables, or paths of them: a pool's
+    qa_candidates.parquet shard by shard, every engine's candidates of an instance together); returns
+    the report (counts as rows, and the markdown). `passthrough`: id + input columns the translation did not use, carried
     into qa_parallel. An instance's candidates are all in its shard: each shard (small ones together)
     is selected on its own and the rows merged in order (tasks/build/sorted_merge.py), so a shard is
     what is held."""
@@ -148,10 +159,13 @@ def write_qa_outputs(out: str, shard_paths: list[str], params: TranslateQaParams
     scored = filters is not None  # unscored: every extracted candidate passes, and none is below a QE
     min_lid_prob, min_qe = (filters.min_lid_prob, filters.min_qe) if scored else (0.0, None)
     counts, kept_per_target, near = [], dict.fromkeys(params.targets, 0), dict.fromkeys(params.targets, 0)
+    engines = [engine.engine_label() for engine in params.engines]
+    chosen = {t: dict.fromkeys(engines, 0) for t in params.targets}  # a pool: instances each engine's candidate won
     with local_temp_folder(out) as folder:
         parallel_files, refused_files = [], []
-        for index, shards in enumerate(together(storage.read_parquet(path) for path in shard_paths)):
-            frame = pl.from_arrow(shards)
+        tables = (storage.read_parquet(s) if isinstance(s, str) else s for s in shards)
+        for index, together_shards in enumerate(together(tables)):
+            frame = with_engine_rank(pl.from_arrow(together_shards), engines)
             kept, refused = select_candidates(frame, scored, min_lid_prob, min_qe)
             parallel_files.append(os.path.join(folder, f"parallel-{index:06d}.parquet"))
             sorted_merge.write_sorted(parallel_table(kept, params.source, passthrough), parallel_files[-1])
@@ -160,9 +174,13 @@ def write_qa_outputs(out: str, shard_paths: list[str], params: TranslateQaParams
             counts.append(count_outcomes(kept, refused))
             for target in params.targets:
                 kept_per_target[target] += kept.filter(pl.col("target_language") == target)["id"].n_unique()
+            if params.is_pool:
+                won = kept.unique(["id", "target_language"]).group_by("target_language", "engine").len()
+                for target, engine, n in won.iter_rows():
+                    chosen[target][engine] += n
             for target, count in near_threshold_counts(frame, scored, min_lid_prob, min_qe, params.targets).items():
                 near[target] += count
-            del frame, shards, kept, refused
+            del frame, together_shards, kept, refused
             pa.default_memory_pool().release_unused()
         with ParquetStream(storage.join(out, "qa_parallel.parquet"), parallel_schema(passthrough)) as stream:
             for chunk in sorted_merge.merge_sorted(parallel_files, ["id", "target_language", "part"], ["id"]):
@@ -175,7 +193,8 @@ def write_qa_outputs(out: str, shard_paths: list[str], params: TranslateQaParams
     write_parquet_atomic(counts.to_arrow().cast(QA_COUNTS.schema), storage.join(out, "qa_counts.parquet"))
     markdown = counts_markdown(counts, selection)
     report = {"counts": counts.to_dicts(), "input_selection": selection, "labels": labels,
-              "kept_per_target": kept_per_target, "near_threshold": near}
+              "kept_per_target": kept_per_target, "near_threshold": near,
+              **({"chosen_per_engine": chosen} if params.is_pool else {})}
     write_json_atomic(report, storage.join(out, "qa_report.json"))
     write_text_atomic(markdown, storage.join(out, "qa_report.md"))
     return {**report, "markdown": markdown}

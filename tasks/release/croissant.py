@@ -14,7 +14,7 @@ import yaml
 
 from xmdata.runtime.atomic import write_json_atomic
 
-from .files import TABLES
+from .files import TABLES, published_stage
 
 CROISSANT = "croissant.json"
 CONFORMS_TO = ["http://mlcommons.org/croissant/1.1", "http://mlcommons.org/croissant/RAI/1.0"]
@@ -88,13 +88,14 @@ def responsible_ai(config, facts: dict, files: dict[str, dict]) -> dict:
     sources += [f"import {name}: {i['format']} from {i['source']}"
                 + (f" (sha256 {i['sha256']})" if i.get("sha256") else "")
                 for name, i in sorted(facts["imports"].items())]
+    rejects = {name: f"rejects/{published_stage(name)}.parquet" for name in facts["stages"]}  # a pool's: one a stage
     stages = [f"{name}: {s['rows_in']} rows in, {s['rows_out']} out; refused "
               + (", ".join(f"{reason} {n}" for reason, n in sorted(s["rejected"].items())) or "none")
-              + (f" (rejects/{name}.parquet)" if f"rejects/{name}.parquet" in files else "")
+              + (f" ({rejects[name]})" if rejects[name] in files else "")
               for name, s in sorted(facts["stages"].items())]
     stages += [f"{path[len('rejects/'):-len('.parquet')]}: refused {entry.get('rows')} rows ({path})"
                for path, entry in sorted(files.items()) if path.startswith("rejects/")
-               and path[len("rejects/"):-len(".parquet")] not in facts["stages"]]  # selection, QA extraction
+               and path not in rejects.values()]  # selection, QA extraction
     models = [f"{m['role']}: {m['ref']} ({m['backend']}, "
               + (f"sha256 {m['sha256']})" if m.get("sha256") else f"revision {m.get('revision') or 'not pinned'})")
               for m in facts["models"]]

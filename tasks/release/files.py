@@ -8,6 +8,7 @@ score by ~6e-8 with its place in a batch (tests/models/test_batch_independence.p
 `shards` stays part of the config and its overrides are recorded in the manifest."""
 from __future__ import annotations
 
+import json
 import os
 
 import pyarrow as pa
@@ -15,6 +16,8 @@ import pyarrow.compute as pc
 
 from xmdata.runtime import storage
 from xmdata.runtime.atomic import replace_atomically, write_parquet_atomic
+from xmdata.schemas.translation import ENGINE_FIELD
+from xmdata.tasks.translation.pool import ENGINES_FOLDER
 
 # release name: (build file or shard glob, what it is). Only those the build made are published.
 TABLES = {
@@ -84,13 +87,44 @@ def gather_tables(work: str, release: str) -> dict[str, str]:
 
 def gather_rejects(work: str, release: str, stages: list[str]) -> list[str]:
     """RELEASE/rejects/<stage>.parquet for every stage of the build, empty ones included (a zero
-    is a fact too), and the rejects of translation selection and QA extraction."""
-    sources = {s: storage.glob(storage.join(work, s, "rejects", "*.parquet")) for s in stages}
-    sources |= {s: [storage.join(work, f)] for s, f in EXTRA_REJECTS.items() if storage.exists(storage.join(work, f))}
+    is a fact too), and the rejects of translation selection and QA extraction. A pool's engines run
+    their stages in engines/<name>/ (tasks/translation/pool.py): one table a stage still, each row
+    with the `engine` that refused it."""
+    engines = pool_engines(work)
+    sources: dict[str, list[tuple[str, str | None]]] = {}
+    for stage in stages:
+        name, engine = published_stage(stage), engines.get(stage.rpartition("/")[0])
+        paths = storage.glob(storage.join(work, stage, "rejects", "*.parquet"))
+        sources.setdefault(name, []).extend((path, engine) for path in paths)
+    sources |= {s: [(storage.join(work, f), None)] for s, f in EXTRA_REJECTS.items()
+                if storage.exists(storage.join(work, f))}
     for stage, paths in sources.items():
         if paths:
-            write_parquet_atomic(sorted_by_values(_read(paths)), os.path.join(release, "rejects", f"{stage}.parquet"))
+            tables = [_with_engine(storage.read_parquet(path), engine) for path, engine in paths]
+            table = pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 else tables[0]
+            write_parquet_atomic(sorted_by_values(table), os.path.join(release, "rejects", f"{stage}.parquet"))
     return [s for s, paths in sources.items() if paths]
+
+
+def published_stage(stage: str) -> str:
+    """The release's name of a build stage: a pool's engines/<name>/translate is `translate`."""
+    return stage.rpartition("/")[2] if stage.startswith(ENGINES_FOLDER + "/") else stage
+
+
+def pool_engines(work: str) -> dict[str, str]:
+    """{engines/<name>: backend:model} of the pools WORK built (translate.json's and translate_qa.json's
+    `engines`); empty without a pool."""
+    engines = {}
+    for name in ("translate.json", "translate_qa.json"):
+        path = storage.join(work, name)
+        if storage.exists(path):
+            engines |= {e["folder"]: e["engine"] for e in json.loads(storage.read_text(path)).get("engines", [])}
+    return engines
+
+
+def _with_engine(table: pa.Table, engine: str | None) -> pa.Table:
+    return table if engine is None else table.append_column(ENGINE_FIELD, pa.array([engine] * table.num_rows,
+                                                                                   pa.string()))
 
 
 def copy_files(work: str, release: str) -> list[str]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+from typing import Iterable, Iterator
 
 import polars as pl
 import pyarrow as pa
@@ -65,28 +66,39 @@ def selection_rejects(translations: pa.Table) -> pa.Table:
                                     refused.select("id", "column", "element", "target_language", "reason").iter_rows()))
 
 
-def write_candidates(shard_paths: list[list[str]], out: str, runs: list) -> None:
-    """OUT/candidates.parquet: shard by shard, every engine's scored shard (RUNS: tasks/translation/
-    pool.py, SHARD_PATHS in their order) with its `engine` and the targets in the run's codes, a unit's
-    candidates in (engine's place in the pool, beam rank) order; each shard its own row groups and its
-    rows in the footer (a build file: the release sorts it into its own)."""
-    schema = TRANSLATION_CANDIDATES.schema
+def pooled_shards(shard_paths: list[list[str]], runs: list, order: list[str]) -> Iterator[pl.DataFrame]:
+    """Shard by shard, every engine's scored shard (RUNS: tasks/translation/pool.py, SHARD_PATHS in their
+    order) with its `engine` and `engine_rank` (its place in the pool) and the targets in the run's
+    codes, sorted by ORDER (rows equal on it keep their order): the candidates tables of translate and
+    translate-qa alike."""
+    for shards in zip(*shard_paths):
+        parts = [pl.from_arrow(storage.read_parquet(path)).with_columns(
+            engine=pl.lit(run.label), engine_rank=pl.lit(run.rank, pl.Int32),
+            target_language=pl.col("target_language").replace_strict(run.to_project, default=None))
+            for run, path in zip(runs, shards)]
+        yield (pl.concat(parts).sort(order, nulls_last=False, maintain_order=True)
+               if len(parts) > 1 else parts[0])
+        del parts
+
+
+def write_pooled(path: str, schema: pa.Schema, frames: Iterable[pl.DataFrame]) -> None:
+    """PATH: FRAMES (pooled_shards) in SCHEMA, each shard its own row groups and its rows in the footer
+    (a build file: the release sorts it into its own)."""
     sizes = []
-    with ParquetStream(storage.join(out, CANDIDATES_FILE), schema, as_written=True) as stream:
-        for shards in zip(*shard_paths):
-            parts = []
-            for run, path in zip(runs, shards):
-                frame = pl.from_arrow(storage.read_parquet(path)).with_columns(
-                    engine=pl.lit(run.label), engine_rank=pl.lit(run.rank),
-                    target_language=pl.col("target_language").replace_strict(run.to_project, default=None))
-                parts.append(frame)
-            table = (pl.concat(parts).sort([*CANDIDATE_ORDER, "engine_rank", "beam_rank"], nulls_last=False,
-                                           maintain_order=True) if len(parts) > 1 else parts[0])
+    with ParquetStream(path, schema, as_written=True) as stream:
+        for table in frames:
             stream.write(table.select(schema.names).to_arrow().cast(schema))
             sizes.append(table.height)
-            del parts, table
+            del table
             pa.default_memory_pool().release_unused()
         stream.key_values[SHARD_ROWS_KEY] = json.dumps(sizes)
+
+
+def write_candidates(shard_paths: list[list[str]], out: str, runs: list) -> None:
+    """OUT/candidates.parquet: every engine's scored shards, a unit's candidates in (engine's place in
+    the pool, beam rank) order."""
+    write_pooled(storage.join(out, CANDIDATES_FILE), TRANSLATION_CANDIDATES.schema,
+                 pooled_shards(shard_paths, runs, [*CANDIDATE_ORDER, "engine_rank", "beam_rank"]))
 
 
 def write_selection(run_dir: str, params: TranslateParams, list_columns: list[str], out: str | None = None,

@@ -80,7 +80,19 @@ def check_codes(params) -> None:
 QA_TRANSLATOR = TranslatorOptions(backend="madlad", num_beams=1, num_candidates=1)  # the method: plain generation
 
 
-class TranslateParams(Params):
+class Engines:
+    """What the two builds' params say of their translator: one engine, or a pool of them."""
+
+    @property
+    def engines(self) -> list[TranslatorOptions]:
+        return list(self.translator) if isinstance(self.translator, list) else [self.translator]
+
+    @property
+    def is_pool(self) -> bool:
+        return isinstance(self.translator, list)
+
+
+class TranslateParams(Engines, Params):
     columns: Names = Field(["text"], description="text columns, plain or list of strings (e.g. caption,refs)")
     source: str = Field("en", description="source language")
     targets: Names = Field(description="target languages in the backend's codes (fr, de, zh …); with a list "
@@ -99,20 +111,13 @@ class TranslateParams(Params):
         check_codes(self)
         return self
 
-    @property
-    def engines(self) -> list[TranslatorOptions]:
-        return list(self.translator) if isinstance(self.translator, list) else [self.translator]
 
-    @property
-    def is_pool(self) -> bool:
-        return isinstance(self.translator, list)
-
-
-class TranslateQaParams(Params):
-    targets: Names = Field(description="target languages in the backend's codes")
+class TranslateQaParams(Engines, Params):
+    targets: Names = Field(description="target languages in the backend's codes; with a list of translators "
+                           "(a pool), the project's codes")
     source: str = Field("en", description="source language")
-    translator: TranslatorOptions = Field(QA_TRANSLATOR, description="MADLAD-400 (default) or M2M100, beams "
-                                          "and candidates")
+    translator: Translators = Field(QA_TRANSLATOR, description="MADLAD-400 (default), M2M100 or NLLB-200, beams "
+                                    "and candidates; or a list of them (a pool)")
     filters: FilterOptions | None = Field(None, description="set to label every extracted candidate with LID and "
                                           "COMETKiwi and keep the best passing one")
     exclude_tasks: list[str] = Field(list(DEFAULT_EXCLUDED_TASKS), description="tasks left out (the method's "
@@ -129,14 +134,21 @@ class TranslateQaParams(Params):
     def _over_the_methods_translator(cls, value):
         """What a config, the form or the flags set of the translator goes over the method's
         (MADLAD, plain generation), not over TranslatorOptions' beam-search defaults."""
-        if isinstance(value, (list, tuple)):
-            raise ValueError("a pool of translators is not built for the Q/A packed translation yet: name one "
-                             "translator (translate takes a pool)")
-        return {**QA_TRANSLATOR.model_dump(exclude_unset=True), **value} if isinstance(value, dict) else value
+        method = QA_TRANSLATOR.model_dump(exclude_unset=True)
+        if isinstance(value, (list, tuple)):  # a pool: each engine over the method's
+            return [{**method, **engine} if isinstance(engine, dict) else engine for engine in value]
+        return {**method, **value} if isinstance(value, dict) else value
 
     @model_validator(mode="after")
     def _no_sentence_splitting(self):
-        if self.translator.split_sentences:
-            raise ValueError("translator.split_sentences: a packed instance is translated whole (or refused as "
-                             "too_long), never split")
+        for i, engine in enumerate(self.engines):
+            if engine.split_sentences:
+                where = f"translator.{i}" if self.is_pool else "translator"
+                raise ValueError(f"{where}.split_sentences: a packed instance is translated whole (or refused as "
+                                 "too_long), never split")
+        return self
+
+    @model_validator(mode="after")
+    def _codes(self):
+        check_codes(self)
         return self

@@ -88,7 +88,7 @@ def engine_folder(label: str) -> str:
 
 
 def engine_runs(params, languages: Callable | None = None) -> list[EngineRun]:
-    """The build's engines, in the pool's order, each with what it covers; LANGUAGES(spec) lists an
+    """The build's engines (translate's or translate-qa's params), in the pool's order, each with what it covers; LANGUAGES(spec) lists an
     engine's supported codes (registry.translator_languages; None: the table alone decides). Refuses,
     in one line, a target no engine covers and a source no engine can read."""
     if not params.is_pool:
@@ -113,8 +113,10 @@ def engine_runs(params, languages: Callable | None = None) -> list[EngineRun]:
                 missing.setdefault(t, []).append(f"{engine.engine_label()}: {why}")
         if not covered:
             continue
-        filters = params.filters.model_dump()
-        filters["lid_accept"] = {covered[t]: labels for t, labels in params.filters.lid_accept.items() if t in covered}
+        filters = params.filters and params.filters.model_dump()  # None: translate-qa unscored
+        if filters:
+            filters["lid_accept"] = {covered[t]: labels for t, labels in params.filters.lid_accept.items()
+                                     if t in covered}
         one = type(params).model_validate({**base, "translator": engine.model_dump(), "source": source,
                                            "targets": list(covered.values()), "filters": filters})
         runs.append(EngineRun(engine.engine_label(), rank, one, engine_folder(engine.engine_label()),

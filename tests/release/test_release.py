@@ -62,6 +62,31 @@ def test_rows_are_ordered_by_value_whatever_order_they_came_in():
     assert sorted_by_values(empty).num_rows == 0
 
 
+def test_a_pools_stage_rejects_are_one_table_a_stage_with_the_engine_that_refused_each_row(tmp_path):
+    from xmdata.schemas.tables import REJECTS_SCHEMA
+    from xmdata.tasks.release.files import gather_rejects
+
+    work, release = tmp_path / "work", tmp_path / "release"
+    engines = [{"engine": "m2m100:tiny", "folder": "engines/m2m100-aaa"}, {"engine": "nllb:tiny", "folder": "engines/nllb-bbb"}]
+    for engine, ids in zip(engines, (["b", "a"], ["a"])):
+        folder = work / engine["folder"] / "translate" / "rejects"
+        folder.mkdir(parents=True)
+        pq.write_table(pa.table({"stage": ["translate"] * len(ids), "reason": ["empty_text"] * len(ids),
+                                 "row_id": ids, "value": [None] * len(ids)}, schema=REJECTS_SCHEMA),
+                       folder / "shard-00000.parquet")
+    (work / "texts" / "rejects").mkdir(parents=True)
+    pq.write_table(REJECTS_SCHEMA.empty_table(), work / "texts" / "rejects" / "shard-00000.parquet")
+    (work / "translate.json").write_text(json.dumps({"engines": engines}))
+    stages = ["texts", "engines/m2m100-aaa/translate", "engines/nllb-bbb/translate"]
+    assert gather_rejects(str(work), str(release), stages) == ["texts", "translate"]
+    assert sorted(os.listdir(release / "rejects")) == ["texts.parquet", "translate.parquet"]
+    table = pq.read_table(release / "rejects" / "translate.parquet")
+    assert table.column_names == ["stage", "reason", "row_id", "value", "engine"]
+    assert list(zip(table["row_id"].to_pylist(), table["engine"].to_pylist())) == [
+        ("a", "m2m100:tiny"), ("a", "nllb:tiny"), ("b", "m2m100:tiny")]  # in the order of their values
+    assert pq.read_table(release / "rejects" / "texts.parquet").column_names == REJECTS_SCHEMA.names  # one engine's: as before
+
+
 def make_release(root):
     pq.write_table(pa.table({"id": ["a", "b"], "x": [1, 2]}), root / "data.parquet")
     (root / "plots").mkdir()

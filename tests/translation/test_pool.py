@@ -103,6 +103,16 @@ def test_a_pooled_build_scores_every_engine_and_chooses_across_them(tiny_models,
         assert set(fr.values["best of each other engine"]) == {other}
     assert te.values["best of each other engine"] == {labels[0]: "no candidate (the target was left to the other engines)"}
     assert all("engine" in c for c in fr.candidates) and any(c["verdict"].startswith("chosen") for c in fr.candidates)
+    # The scoring steps: each engine's shard record and memo line, from its own folder (engines/<name>/).
+    for stage in ("translate", "candidate_lid", "candidate_qe"):
+        step = next(s for s in trace.steps if s.stage == stage)
+        assert set(step.record) == set(labels) and all(r["params_hash"] for r in step.record.values()), stage
+        assert f"record ({labels[1]}): " in text
+    translate = next(s for s in trace.steps if s.stage == "translate")
+    said = translate.values["model results"]
+    assert set(said) == set(labels) and all("computed by this build (the memo was off)" in v for v in said.values())
+    assert said[labels[1]].startswith("2 ")  # NLLB's two searches of r0's text: fr and te; M2M100's one: fr
+    assert said[labels[0]].startswith("1 ")
 
 
 def test_adding_an_engine_computes_its_work_only_and_removing_one_computes_nothing(tiny_models, tmp_path):
@@ -178,18 +188,11 @@ def test_an_empty_pool_is_refused_by_every_door(tmp_path):
 
 @pytest.mark.parametrize("case", list(BAD))
 def test_bad_pools_are_refused_in_one_line_before_any_model_loads(case, tiny_models, tmp_path, capsys):
-    from xmdata.cli import main
+    from support.pool_refusals import assert_refused_in_one_line
 
-    flags, message = BAD[case]
-    flags = [f.format(**{k: v.name_or_path for k, v in tiny_models.items()}) for f in flags]
-    if "--targets" not in flags:
-        flags += ["--targets", "fr"]
     source = tmp_path / "in.jsonl"
     source.write_text('{"id": "a", "text": "A dog."}\n', encoding="utf-8")
-    assert main(["translate", str(source), "--out", str(tmp_path / "out"), *flags]) == 2
-    err = capsys.readouterr().err.strip()
-    assert message in err and len(err.splitlines()) <= 3, err  # the message, and argparse's usage lines
-    assert not (tmp_path / "out").exists()
+    assert_refused_in_one_line("translate", str(source), *BAD[case], tiny_models, tmp_path / "out", capsys)
 
 
 def test_a_release_config_takes_a_pool_of_tiny_engines_and_refuses_what_none_covers(tmp_path):

@@ -19,6 +19,7 @@ def _translate_qa_aliases(args: argparse.Namespace, data: dict) -> None:
         raise ValueError(", ".join(flag_of(k) for k in data["filters"]) + ": only with --score-candidates")
     if args.score_candidates:
         data.setdefault("filters", {})
+    _translate_aliases(args, data)
 
 
 TRANSLATOR_KEYS = ", ".join(TranslatorOptions.model_fields)
@@ -54,13 +55,18 @@ def probability(text: str) -> float:
     return value
 
 
+def add_pool_argument(parser: argparse.ArgumentParser) -> None:
+    """--translator, repeatable: the engines of a pool (translate and translate-qa alike)."""
+    parser.add_argument("--translator", dest="translators", action="append", metavar="KEY=VALUE,…",
+                        help="one engine of a pool (repeat for each; --targets are then the project's codes): "
+                             f"backend=nllb,model=PATH,… with keys {TRANSLATOR_KEYS}; the translator flags above "
+                             "apply to every engine that does not set its own")
+
+
 def add_translate_arguments(tr: argparse.ArgumentParser) -> None:
     tr.add_argument("input", help="Parquet/CSV/JSONL with an id column and the text columns")
     add_param_flags(tr, ParamFlags(TranslateParams, skip=("qe_device",), aliases=_translate_aliases))
-    tr.add_argument("--translator", dest="translators", action="append", metavar="KEY=VALUE,…",
-                    help="one engine of a pool (repeat for each; --targets are then the project's codes): "
-                         f"backend=nllb,model=PATH,… with keys {TRANSLATOR_KEYS}; the translator flags above "
-                         "apply to every engine that does not set its own")
+    add_pool_argument(tr)
     tr.add_argument("--out", required=True)
     tr.add_argument("--dry-run", action="store_true",
                     help="say how many beam searches the build would run and how many the memo holds; "
@@ -118,6 +124,7 @@ def add_qa_arguments(qa: argparse.ArgumentParser) -> None:
                                   "(MMEB's qry/pos_text/neg_text/subset accepted)")
     add_param_flags(qa, ParamFlags(TranslateQaParams, skip=("qe_device", "split_sentences"),
                                    aliases=_translate_qa_aliases))
+    add_pool_argument(qa)
     qa.add_argument("--score-candidates", action="store_true",
                     help="label every extracted candidate with LID and COMETKiwi; keep the best passing one")
     qa.add_argument("--out", required=True)
