@@ -20,9 +20,14 @@ def read_table(release: str, name: str) -> pl.DataFrame | None:
     files = table_files(release, name)
     if not files:
         return None
-    schema = pl.read_parquet_schema(files[0])
-    columns = [c for c, t in schema.items() if not (c == IMAGE_COLUMN and isinstance(t, pl.Struct))]
-    return pl.read_parquet(files, columns=columns, glob=False)
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    columns = [field.name for field in pq.read_schema(files[0])  # polars' schema reader globs the path
+               if not (field.name == IMAGE_COLUMN and pa.types.is_struct(field.type))]
+    # One file at a time: polars expands a list of paths as globs whatever glob= says (a release folder named
+    # rel[1] would read nothing)
+    return pl.concat([pl.read_parquet(f, columns=columns, glob=False) for f in files])
 
 
 def _has(frame: pl.DataFrame | None, *columns: str) -> bool:
