@@ -10,13 +10,9 @@ import os
 from dataclasses import dataclass, field as dataclass_field
 
 from xmdata.runtime.params import Strict  # the base of flows/release_config.py's ReleaseConfig (which imports this)
+from xmdata.tasks.release.built_inputs import BUILT, DOWNLOAD_FOLDER, DOWNLOAD_TABLES, DOWNLOADED, IMPORTED  # noqa: F401
 
 TINY = "tiny:"
-IMPORTED = "import:"  # a stage's input written import:<name>/<table>.parquet: the build's import NAME wrote it
-DOWNLOADED = "image_download:"  # image_download:images.parquet: a table the build's image_download wrote
-DOWNLOAD_FOLDER = "image_download"  # WORK/image_download/: where the build's download-images writes
-DOWNLOAD_TABLES = ("images.parquet", "downloads.parquet")  # what a stage may read from it
-BUILT = (IMPORTED, DOWNLOADED)  # inputs the build itself writes: checked when read, not before
 # The fields of each section that name an input file (made absolute, checked, fingerprinted).
 INPUT_FIELDS = {"language_id": ["input"], "image_selection": ["input", "languages"], "translation": ["input"],
                 "qa_translation": ["input"], "scoring": ["input", "images"], "image_download": ["input"]}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import copy
 import os
 import posixpath
 
@@ -81,7 +82,8 @@ def filesystem(path: str):
     processes write the same folders."""
     import fsspec
 
-    options = {**(_S3_DEFAULTS if _is_s3(path) else {}), **storage_options()}
+    # A copy each time: botocore rewrites the retries dict it is given (max_attempts -> total_max_attempts)
+    options = {**(copy.deepcopy(_S3_DEFAULTS) if _is_s3(path) else {}), **storage_options()}
     fs, inner = fsspec.core.url_to_fs(path, **options)
     return fs, inner
 

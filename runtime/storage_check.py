@@ -7,6 +7,8 @@ shard and a traceback minutes later.
 """
 from __future__ import annotations
 
+import copy
+
 from xmdata.schemas.contract import ContractError
 
 from . import storage
@@ -46,7 +48,7 @@ def _preflight_filesystem(url: str):
         raise ContractError(f"{url}: no filesystem installed for {protocol}:// ({detail})") from exc
     options = storage.storage_options()
     if protocol in ("s3", "s3a"):
-        options = {**_S3_PREFLIGHT, **options, "skip_instance_cache": True}
+        options = {**copy.deepcopy(_S3_PREFLIGHT), **options, "skip_instance_cache": True}  # botocore rewrites it
     return fsspec.core.url_to_fs(url, **options)  # the filesystem, and the path within it
 
 

@@ -88,7 +88,7 @@ def images_inputs(config) -> list[tuple[str, str]]:
 
 def built_path(path: str, work: str) -> str:
     """An `image_download:<table>` input as the build wrote it (WORK/image_download/<table>); any other as is."""
-    from xmdata.flows.release_refs import DOWNLOAD_FOLDER, DOWNLOADED
+    from .built_inputs import DOWNLOAD_FOLDER, DOWNLOADED
 
     return os.path.join(work, DOWNLOAD_FOLDER, path[len(DOWNLOADED):]) if path.startswith(DOWNLOADED) else path
 
@@ -96,7 +96,7 @@ def built_path(path: str, work: str) -> str:
 def check_embeddable(config) -> None:
     """With embed_images on, every images table the config names must be one the embedder reads: a local
     table with a `path` column (or one the build writes); ContractError in one line, before the build."""
-    from xmdata.flows.release_refs import BUILT
+    from .built_inputs import BUILT
     from xmdata.schemas.contract import ContractError
 
     if not config.embed_images:

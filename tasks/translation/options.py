@@ -82,9 +82,14 @@ class TranslatorOptions(BeamSearch, TranslatorModel):  # fields: the model's, th
     split_sentences: bool = Field(False, description="split texts longer than the model takes by sentence")
 
     def engine_label(self) -> str:
-        """What the candidates' `engine` column says of it: backend and model as written
-        (`nllb:facebook/nllb-200-distilled-600M`); two entries of a pool never share one."""
-        return f"{self.backend}:{self.model or DEFAULT_TRANSLATORS[self.backend]}"
+        """What the candidates' `engine` column says of it: backend and model (`nllb:facebook/nllb-200-distilled-600M`);
+        a model in a local folder by the folder's name alone, since the release must not depend on where
+        a machine keeps it (`--models tiny`: XMDATA_CACHE/tiny-models-…/m2m100 is `m2m100:m2m100` on every
+        machine). Two entries of a pool never share one (refused as the same engine twice)."""
+        model = self.model or DEFAULT_TRANSLATORS[self.backend]
+        if looks_like_path(model) and not storage.is_url(model):
+            model = os.path.basename(os.path.normpath(os.path.expanduser(model)))
+        return f"{self.backend}:{model}"
 
     def spec(self) -> ModelSpec:
         # The transformers engine adds no options: its specs, params hashes and shards stay as they were.

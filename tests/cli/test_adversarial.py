@@ -323,6 +323,13 @@ REFUSED += [  # a lock file in the place of ours that is not one: refused, kept 
     ("unlock/not-our-lock-file", text("f/.xmdata-lock", "my notes"), "unlock {d}/f", "is not an xmdata lock file"),
     ("unlock/a-folder-in-its-place", folder("f/.xmdata-lock"), "unlock --force {d}/f", "is a folder, not an xmdata lock"),
 ]
+REFUSED += [  # publish: refused before any request (tests/release/test_publish.py has the rest, on a stand-in Hub)
+    ("publish/a-repo-id-not-owner-name", text("in.csv", "id,text\n"), "publish {d} notarepo", "not owner/name"),
+    ("publish/a-folder-that-does-not-verify", text("in.csv", "id,text\n"), "publish {d} owner/name",
+     "does not verify against its manifest"),
+    ("publish/a-tag-git-refuses", text("in.csv", "id,text\n"), "publish {d} owner/name --tag bad..tag",
+     "is no git branch or tag name"),
+]
 NO_OUT = ("validate", "release --config {d}/r.yaml --out")
 NEEDS_TINY = ("{m2m100}", "tiny:")
 
@@ -337,7 +344,7 @@ def test_refused_in_one_line_before_anything_is_written(case, build, command, ex
         capsys.readouterr()  # what building the tiny models printed, on first use
     argv = command.replace("{d}", str(tmp_path)).split()
     out = tmp_path / "out"
-    if argv[0] not in ("validate", "explain", "explore", "memo", "unlock") and "--out" not in argv:
+    if argv[0] not in ("validate", "explain", "explore", "memo", "unlock", "publish") and "--out" not in argv:
         argv += ["--out", str(out)]
     existed = out.exists()
     assert main(argv) == 2

@@ -83,6 +83,9 @@ def open_deployment(page, ui_url: str, flow_name: str, deployment_name: str) -> 
     """Deployments list -> click the deployment; returns the deployment id."""
     page.set_default_timeout(UI_TIMEOUT_MS)
     page.goto(ui_url.rstrip("/") + "/deployments")
+    # The list shows one page of them (10): a project with more finds its own by the list's search box
+    # (<input class="deployment-list__search-input" placeholder="Search deployments...">), as a user would.
+    page.get_by_placeholder("Search deployments...").fill(deployment_name)
     # Each deployment is a <tr>; its name is <a class="deployment-list__name">NAME</a>
     # and the same row holds a link to the flow (<span class="flow-popover__link-name">).
     # Filtering the row by the flow name disambiguates equal deployment names.
