@@ -149,6 +149,22 @@ def test_kill_9_of_the_service_leaves_nothing_running(own_env):
     assert xmdata(own_env, "status").returncode == 3
 
 
+def test_a_service_whose_prefect_server_died_ends_and_the_next_command_starts_a_new_one(own_env):
+    """issue 68: the service's Prefect server gone (kill -9): the service ends rather than serve commands a
+    dead server, so the next command finds none and starts a new one, on a new server."""
+    assert xmdata(own_env, "up", "--workers", "1").returncode == 0
+    state = state_of(own_env)
+    tree = service_tree(state)
+    os.kill(state["prefect_pid"], signal.SIGKILL)
+    gone, alive = psutil.wait_procs(tree, timeout=60)
+    assert not alive, f"the service outlived its Prefect server: {alive}"
+    assert xmdata(own_env, "status").returncode == 3  # not running
+    assert xmdata(own_env, "up", "--workers", "1").returncode == 0
+    again = state_of(own_env)
+    assert again["pid"] != state["pid"] and psutil.pid_exists(again["prefect_pid"])
+    assert again["prefect_pid"] != state["prefect_pid"]
+
+
 def test_down_stops_a_command_process_still_waiting_for_the_command_that_started_the_service(own_home, tmp_path):
     """The command process a command's own service start leaves waiting (until that command ends,
     command_server.wait_for_first_command) goes with the service, not after its wait and imports."""
