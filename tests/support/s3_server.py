@@ -91,9 +91,29 @@ def _wait_until_up(server: S3Server, deadline: float) -> None:
         if process.poll() is not None:
             raise RuntimeError(f"weed server exited ({process.returncode}); see its weed.log")
         try:
-            server.filesystem().mkdir("xmdata-probe")
-            server.filesystem().rm("xmdata-probe", recursive=True)
+            _probe(server.filesystem())
             return
         except Exception:  # noqa: BLE001 — not up yet: the filer and volume start after the S3 port
             time.sleep(0.3)
     raise RuntimeError(f"weed server did not answer on {server.endpoint} in time")
+
+
+PROBE_READS = 200  # at most this many objects already there are read back before the server counts as up
+
+
+def _probe(fs) -> None:
+    """Up means an object can be written and read back, and the objects already in `-dir` (a server
+    started again on the same data) can be read: the S3 port and the filer's listings answer before
+    the volume server has loaded its volumes and told the master, and a read then gets a 500
+    (InternalError) rather than the bytes."""
+    fs.mkdir("xmdata-probe")
+    try:
+        fs.pipe_file("xmdata-probe/probe", b"up")
+        if fs.cat_file("xmdata-probe/probe") != b"up":
+            raise OSError("the probe object read back other bytes")
+    finally:
+        fs.rm("xmdata-probe", recursive=True)
+    existing = [path for bucket in fs.ls("", detail=False) if not bucket.endswith("xmdata-probe")
+                for path in fs.find(bucket)][:PROBE_READS]
+    for path in existing:
+        fs.cat_file(path)
