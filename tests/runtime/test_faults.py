@@ -90,9 +90,10 @@ def test_a_memo_that_fills_mid_run_stops_being_written_says_so_once_and_the_shar
     stage, location = signature_stage("images", CleanParams(), None), str(tmp_path / "memo")
     assert run_shard(stage, table.slice(0, 1), location)[2] == {HASH_MEMO_KIND: {"computed": 1, "stored": 1}}
     full_at(monkeypatch, lambda path: path.startswith(location))
+    command = memo.MemoOptions(location)  # two shards of one command: said once
     with caplog.at_level("WARNING", logger="xmdata.memo"):
-        kept, _, counts = run_shard(stage, table, location)
-        assert run_shard(stage, table, location)[2] == {HASH_MEMO_KIND: {"served": 1, "computed": 2}}
+        kept, _, counts = run_shard(stage, table, command)
+        assert run_shard(stage, table, command)[2] == {HASH_MEMO_KIND: {"served": 1, "computed": 2}}
     assert counts == {HASH_MEMO_KIND: {"served": 1, "computed": 2}} and kept.num_rows == 3
     said = [r.getMessage() for r in caplog.records if r.name == "xmdata.memo"]
     assert said == [f"memo {location}: the disk is full; its entries are read, new results are not stored"]

@@ -8,9 +8,12 @@ import pyarrow.parquet as pq
 from xmdata.runtime import memo
 
 
-def run_shard(stage, table: pa.Table, location: str | None, audit: float = 0.0):
-    """(kept, rejects, {kind: counts}) of STAGE's function on TABLE, the memo at LOCATION (None: off)."""
-    with memo.shard_scope(memo.MemoOptions(location, audit), stage.code_version, stage.memo_params) as scope:
+def run_shard(stage, table: pa.Table, location: "str | memo.MemoOptions | None", audit: float = 0.0):
+    """(kept, rejects, {kind: counts}) of STAGE's function on TABLE, the memo at LOCATION (None: off).
+    A location is a new command's memo (its store knows nothing yet); given MemoOptions, shards of
+    one command (they share its store: what it knows of the entry files, whether it can be written)."""
+    options = location if isinstance(location, memo.MemoOptions) else memo.MemoOptions(location, audit)
+    with memo.shard_scope(options, stage.code_version, stage.memo_params) as scope:
         kept, rejects = stage.fn(table, stage.params)
     return kept, rejects, {kind: counts.as_dict() for kind, counts in scope.counts.items()}
 

@@ -19,13 +19,7 @@ TEXTS = [f"The dog {i} runs." for i in range(8)] + ["A cat sleeps on the warm ma
 def on_the_store(s3, monkeypatch):
     for name, value in s3.env().items():
         monkeypatch.setenv(name, value)
-    fresh_index(monkeypatch)  # this process's index of another test's store is not this one's
     return s3
-
-
-def fresh_index(monkeypatch) -> None:
-    """As in a new process: nothing known of the store's entry files yet."""
-    monkeypatch.setattr(memo, "INDEX", memo._Index())
 
 
 def test_a_memo_on_an_object_store_serves_the_same_bytes_and_reads_files_not_keys(tiny_models, on_the_store,
@@ -41,7 +35,6 @@ def test_a_memo_on_an_object_store_serves_the_same_bytes_and_reads_files_not_key
     reads: list[str] = []
     read = storage.read_parquet
     monkeypatch.setattr(storage, "read_parquet", lambda path, **kw: reads.append(path) or read(path, **kw))
-    fresh_index(monkeypatch)
     kept, rejects, second = run(stage, table, location)
     assert second == {MEMO_KIND: {"served": len(TEXTS)}}
     assert parquet_bytes(kept) == parquet_bytes(off_kept) and parquet_bytes(rejects) == parquet_bytes(off_rejects)
@@ -51,6 +44,5 @@ def test_a_memo_on_an_object_store_serves_the_same_bytes_and_reads_files_not_key
     assert memo.stats(location)["kinds"][MEMO_KIND]["entries"] == len(TEXTS)
     assert memo.prune(location, everything=True)["removed_files"] == 1
     assert memo.entry_files(location) == []
-    fresh_index(monkeypatch)
     _, _, after = run(stage, table, location)  # a pruned entry is computed again
     assert after[MEMO_KIND]["computed"] == len(TEXTS)
