@@ -96,18 +96,27 @@ def main() -> None:
         _, wall, cpu = timed(lambda: build(memo, location, n, k))
         print(f"built {n:,} entries in shards of {k:,}: {wall:.0f} s wall, {cpu:.0f} CPU-s "
               f"({cpu / n * 1e6:.1f} CPU-µs an entry, hashing and writing only: no model)")
+    else:  # kept from an earlier run, maybe stopped before the end: what it holds, in whole shards
+        held = memo.stats(location)["kinds"][KIND]["entries"]
+        if held < n:
+            print(f"{location} holds {held:,} of {n:,} entries (its build was stopped): measured at {held:,}")
+        n = min(n, held)
     files, size, blocks = on_disk(location)
     entry_files = files - 1  # and the context's context.json
     print(f"{n:,} entries: {entry_files:,} entry files ({n / entry_files:,.0f} entries a file), {size / 1e6:,.1f} MB "
           f"({size / n:.1f} B an entry), {blocks / 1e6:,.1f} MB on disk ({blocks / n:.1f} B an entry)")
+    from xmdata.runtime import storage
+
+    first = next(os.path.join(d, f) for d, _, fs in os.walk(location) for f in fs if f.endswith(".parquet"))
+    storage.read_parquet(first)  # what reading an entry file imports, before the index is measured
     process = psutil.Process()
     rss = process.memory_info().rss
     options = memo.MemoOptions(location)
-    last = n - n % k if n % k else n - k  # the last whole shard's first unit
+    last = (n // k - 1) * k  # the last whole shard's first unit
     runs = {"cold (new store: listing, every file's keys, then the wanted files)": (options, range(0, k)),
             "warm (the same store, another shard)": (options, range(last, last + k)),
-            "scattered (the same store, keys spread over every file)": (options, range(0, n, max(1, n // k))[:k]),
-            "misses (the same store, units the memo lacks)": (options, range(n, n + k))}
+            "scattered (the same store, keys spread over every file)": (options, range(0, last + k, max(1, (last + k) // k))[:k]),
+            "misses (the same store, units the memo lacks)": (options, range(10 ** 12, 10 ** 12 + k))}
     print(f"a shard's lookup of {k:,} keys:")
     for name, (opts, positions) in runs.items():
         (served, bad), wall, cpu = timed(lambda: lookup(memo, opts, positions))
