@@ -5,6 +5,7 @@ point (open_clip_train.main, on CPU, with the tiny open_clip model); every relea
 from __future__ import annotations
 
 import io
+import logging
 import os
 
 import pyarrow as pa
@@ -38,6 +39,37 @@ def downloaded(tmp_path):
     return tmp_path / "out" / "webdataset" / "shard-00000.tar"
 
 
+class LoggingPutBack:
+    """open_clip_train's main() configures logging as a program does (open_clip_train/logger.py
+    setup_logging): every logger there is then is set to its --log-level (INFO), and a StreamHandler on
+    the sys.stderr of the moment (pytest's capture) and a FileHandler are added to the root. Left so in
+    a test process, torch's exit handlers (torch._dynamo's and FakeTensor's compile and cache statistics,
+    logged at INFO) wrote through torch's handlers to the capture pytest had closed: five
+    "--- Logging error ---" blocks at the end of CI's log.
+
+    `setup(...)` notes the level, handlers and propagation of the root and of every logger just before
+    it calls open_clip_train's setup_logging; `put_back()` restores them and closes the handlers added."""
+
+    def __init__(self, setup_logging):
+        self.setup_logging = setup_logging
+        self.saved = []
+
+    def setup(self, *args, **kwargs):
+        # as setup_logging takes them: by name, the placeholder of a dotted name's parent made a logger
+        loggers = [logging.root] + [logging.getLogger(name) for name in list(logging.root.manager.loggerDict)]
+        self.saved = [(logger, logger.level, list(logger.handlers), logger.propagate) for logger in loggers]
+        return self.setup_logging(*args, **kwargs)
+
+    def put_back(self):
+        for logger, level, handlers, propagate in self.saved:
+            for handler in logger.handlers:
+                if handler not in handlers:
+                    handler.close()
+            logger.handlers[:] = handlers
+            logger.setLevel(level)
+            logger.propagate = propagate
+
+
 def test_webdataset_holds_captions_and_loads(downloaded):
     import webdataset as wds
 
@@ -67,6 +99,7 @@ def test_open_clip_train_one_step_on_the_download(downloaded, tiny_models, tmp_p
 
     import open_clip
     import open_clip_train.data as open_clip_data
+    import open_clip_train.main as open_clip_main
     import torch
     from open_clip_train.main import main
     from safetensors.torch import load_file
@@ -87,7 +120,15 @@ def test_open_clip_train_one_step_on_the_download(downloaded, tiny_models, tmp_p
             "--batch-size", "4", "--epochs", "1", "--workers", "0", "--model", name, "--pretrained", weights,
             "--lr", "1e-3", "--warmup", "0", "--precision", "fp32", "--device", "cpu", "--logs", str(tmp_path / "logs"),
             "--name", "one-step", "--save-frequency", "1", "--report-to", "", "--seed", "0", "--log-every-n-steps", "1"]
-    main(args)
+    logging_set = LoggingPutBack(open_clip_main.setup_logging)
+    monkeypatch.setattr(open_clip_main, "setup_logging", logging_set.setup)
+    try:
+        main(args)
+    finally:
+        logging_set.put_back()
+    assert logging.getLogger("torch").level == logging.WARNING  # as torch set it, not main()'s INFO
+    assert not logging.getLogger("torch._subclasses.fake_tensor").isEnabledFor(logging.INFO)
+    assert not any(type(handler) in (logging.StreamHandler, logging.FileHandler) for handler in logging.root.handlers)
     checkpoint = tmp_path / "logs" / "one-step" / "checkpoints" / "epoch_1.pt"
     assert checkpoint.is_file()
     trained = torch.load(checkpoint, map_location="cpu", weights_only=False)
