@@ -11,7 +11,7 @@ where COMETKiwi runs (filters.qe_device) with its batch size and precision.
 from __future__ import annotations
 
 import os
-from typing import Sequence
+from typing import Literal, Sequence
 
 from xmdata.runtime.params import Params
 
@@ -24,7 +24,7 @@ REFERENCE_BASED = "regression_metric"  # comet's class_identifier of a reference
 class CometRefOptions(Params):
     """No defaults here: FilterOptions' qe_* fields hold them (mbr_options.mbr_spec)."""
     batch_size: int  # sentences per encoder forward
-    precision: str
+    precision: Literal["float32", "bfloat16", "float16"]
 
 
 def check_reference_based(spec: ModelSpec) -> None:

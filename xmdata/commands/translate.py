@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from xmdata.cli_command import Command
 from xmdata.cli_options import add_run_options
 from xmdata.cli_params import ParamFlags, add_param_flags, flag_error, flag_of
-from xmdata.tasks.translation.mbr_options import MbrOptions
+from xmdata.tasks.translation.mbr_options import MBR_FIELDS, MbrOptions
 from xmdata.tasks.translation.options import TranslatorOptions
 from xmdata.tasks.translation.params import TranslateParams, TranslateQaParams  # pydantic only: nothing heavy
 
@@ -156,7 +156,7 @@ def select_translations(args: argparse.Namespace) -> int:
 def add_qa_arguments(qa: argparse.ArgumentParser) -> None:
     qa.add_argument("input", help="JSONL/Parquet/CSV: id, task, query, positive[, negative, image] "
                                   "(MMEB's qry/pos_text/neg_text/subset accepted)")
-    add_param_flags(qa, ParamFlags(TranslateQaParams, skip=("qe_device", "split_sentences"),
+    add_param_flags(qa, ParamFlags(TranslateQaParams, skip=("qe_device", "split_sentences", *MBR_FIELDS),  # QE only
                                    aliases=_translate_qa_aliases))
     add_pool_argument(qa)
     qa.add_argument("--score-candidates", action="store_true",
@@ -180,7 +180,8 @@ def translate_qa(args: argparse.Namespace) -> int:
 TRANSLATE = Command("translate", "beam candidates -> language ID -> COMETKiwi -> best translation",
                     add_translate_arguments, translate, reads_tables=True, guide=GUIDE)
 SELECT_TRANSLATIONS = Command("select-translations", "re-select translations from a run's candidates with new "
-                              "thresholds (no model)", add_select_arguments, select_translations, reads_tables=True,
+                              "thresholds, or by MBR from its stored utilities (no model)", add_select_arguments,
+                              select_translations, reads_tables=True,
                               guide=GUIDE)
 TRANSLATE_QA = Command("translate-qa", "Question/Answer packed translation of MMEB-style instances (xVLM2Vec)",
                        add_qa_arguments, translate_qa, reads_tables=True, guide="how-to/translate-qa.md")
