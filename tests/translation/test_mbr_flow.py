@@ -111,3 +111,13 @@ def test_a_metric_that_is_not_reference_based_is_refused_before_any_model_loads(
                        tiny_models["cometkiwi"].name_or_path)
     assert result.returncode == 2 and "not a reference-based one" in result.stderr
     assert not (tmp_path / "out" / "translate").exists()
+
+
+def test_explain_shows_the_winner_s_expected_utility_and_the_runner_up_s(mbr_run, cli_env):
+    run, _ = mbr_run
+    decision = pl.read_parquet(run / "mbr_decisions.parquet").filter(pl.col("id") == "r1").row(0, named=True)
+    result = run_xmdata(["explain", run, "r1"], cli_env)
+    assert result.returncode == 0, result.stderr
+    assert f"expected_utility: {decision['expected_utility']:.6g}" in result.stdout  # as explain prints floats
+    assert f"runner_up_utility: {decision['runner_up_utility']:.6g}" in result.stdout
+    assert f"#{decision['beam_rank']} " in result.stdout and "MBR's choice (expected utility" in result.stdout
