@@ -126,3 +126,24 @@ def test_the_cli_refuses_bad_mbr_flags_in_one_line(capsys):
     assert main(["translate", "in.jsonl", "--targets", "fr", "--select", "qe_mbr", "--mbr-top-k", "1",
                  "--out", "o"]) == 2
     assert capsys.readouterr().err.strip().count("\n") == 0
+
+
+def test_in_a_pool_pseudo_references_span_the_engines_and_a_tie_goes_to_the_engine_listed_first():
+    from xmdata.schemas.translation import TRANSLATION_CANDIDATES
+
+    rows = [{**cand("p", f"{engine}{rank}", rank, qe=0.5), "engine": engine} for engine in ("b:x", "a:y")
+            for rank in (0, 1)]
+    candidates = pa.Table.from_pylist(rows, schema=TRANSLATION_CANDIDATES.schema)
+    pairs = [(h, r) for h in rows for r in rows if h is not r]
+    # b:x #1 and a:y #0 agree most with the others, equally; the pool lists a:y second.
+    score = {("b:x", 1): 80.0, ("a:y", 0): 80.0}
+    utilities = pl.from_arrow(pa.Table.from_pylist([dict(
+        id="p", column="caption", element=None, segment=0, source_text="src p", target_language="fr",
+        engine=h["engine"], beam_rank=h["beam_rank"], ref_engine=r["engine"], ref_beam_rank=r["beam_rank"],
+        utility=score.get((h["engine"], h["beam_rank"]), 10.0)) for h, r in pairs], schema=MBR_UTILITIES.schema))
+    mbr = MbrSelection("mbr", None, utilities)
+    chosen = shard_units(candidates, 0.5, None, ["b:x", "a:y"], mbr).row(0, named=True)
+    assert (chosen["engine"], chosen["beam_rank"]) == ("b:x", 1)
+    decided = pl.concat(mbr.decisions).row(0, named=True)
+    assert decided["pseudo_references"] == 3
+    assert (decided["runner_up_engine"], decided["runner_up_beam_rank"]) == ("a:y", 0)
