@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
-
 from .tiny_init import portable_init
+from .tiny_xlmr import save_comet_checkpoint
 
 
 def regression_hparams(encoder: str, hidden_sizes: list[int]) -> dict:
@@ -22,25 +21,12 @@ def regression_hparams(encoder: str, hidden_sizes: list[int]) -> dict:
                 load_pretrained_weights=False, local_files_only=True)
 
 
-def save_regression_metric(out_dir: Path, hparams: dict, seed: int) -> Path:
-    """A RegressionMetric with weights drawn from SEED (tiny_init.py), as checkpoints/model.ckpt + hparams.yaml."""
-    import torch
-
+def build_tiny_comet_ref(out_dir: Path, xlmr_dir: Path, seed: int) -> Path:
     from .cometkiwi import import_comet
 
-    import_comet()
-    import pytorch_lightning
+    import_comet()  # first: it also silences what comet's dependencies print on import
     from comet.models import RegressionMetric
 
+    hparams = regression_hparams(str(xlmr_dir), [16])
     model = portable_init(seed, "comet_ref", lambda: RegressionMetric(**hparams))
-    (out_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
-    torch.save({"state_dict": model.state_dict(), "hyper_parameters": dict(model.hparams),
-                "pytorch-lightning_version": pytorch_lightning.__version__},
-               out_dir / "checkpoints" / "model.ckpt")
-    # comet reads only class_identifier here; the hyper-parameters come from the checkpoint.
-    (out_dir / "hparams.yaml").write_text(yaml.safe_dump({"class_identifier": "regression_metric", **hparams}))
-    return out_dir
-
-
-def build_tiny_comet_ref(out_dir: Path, xlmr_dir: Path, seed: int) -> Path:
-    return save_regression_metric(out_dir, regression_hparams(str(xlmr_dir), [16]), seed)
+    return save_comet_checkpoint(out_dir, model, "regression_metric", hparams)
