@@ -9,7 +9,10 @@
 - the COMET utilities with the memo off, on (first build) and served from it: byte-identical.
 
 The stage function runs as a shard runs it (tasks/translation/mbr_utilities.py); CPU-s are this
-process's and its children's (bench/cpu_meter.py), every thread counted.
+process's and its children's (bench/cpu_meter.py), every thread counted, torch on one thread (so
+that no idle thread's spinning is counted). The QE stage fills each forward to a fixed shape
+(tasks/translation/candidate_scores.py, models/token_batches.py): at the few units here its CPU-s a
+unit are inflated by those copies (most at the large shape, 2 units), so MBR ÷ QE there is low.
 """
 from __future__ import annotations
 
@@ -194,7 +197,11 @@ def reselection_figures(tiny) -> dict:
 
 
 def main() -> dict:
+    import torch
+
     from xmdata.models.tiny import cached_tiny_models
+
+    torch.set_num_threads(1)  # CPU-s without idle threads spinning: comparable between the rows
 
     tiny = cached_tiny_models(seed=0)
     return {"utilities": utilities_figures(tiny), "memo": memo_identical(tiny), "reselection": reselection_figures(tiny)}
