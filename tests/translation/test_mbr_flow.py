@@ -121,3 +121,28 @@ def test_explain_shows_the_winner_s_expected_utility_and_the_runner_up_s(mbr_run
     assert f"expected_utility: {decision['expected_utility']:.6g}" in result.stdout  # as explain prints floats
     assert f"runner_up_utility: {decision['runner_up_utility']:.6g}" in result.stdout
     assert f"#{decision['beam_rank']} " in result.stdout and "MBR's choice (expected utility" in result.stdout
+
+
+def test_the_memo_key_leaves_out_the_engine_label_and_the_model_s_path(mbr_run, tiny_models, tmp_path):
+    """MEMO_EXCLUDE: the same text from another engine label, and the same weights built in another
+    folder (its files name their own models' folder), are the same (source, candidate, reference)
+    work: served, not computed again."""
+    from xmdata.models.tiny_comet_ref import build_tiny_comet_ref
+    from xmdata.models.tiny_corpus import generate_sentences
+    from xmdata.models.tiny_xlmr import build_tiny_xlmr
+    from xmdata.tasks.translation.mbr_utilities import mbr_spec, mbr_utilities_stage
+    from xmdata.tasks.translation.params import TranslateParams
+
+    run, _ = mbr_run
+    elsewhere = tmp_path / "models"
+    moved = build_tiny_comet_ref(elsewhere / "comet_ref", build_tiny_xlmr(elsewhere / "xlm-roberta",
+                                                                          generate_sentences(seed=0)), 0)
+    shard = next(read_parquet_shards(str(run / "candidates.parquet"))).drop_columns(["engine"])
+    counts = []
+    for path, engine in ((tiny_models["comet_ref"].name_or_path, "m2m100:m2m100"), (str(moved), "nllb:other")):
+        filters = TranslateParams(targets=["fr"], filters={"select": "mbr", "mbr_metric": path}).filters
+        stage = mbr_utilities_stage(mbr_spec(filters), engine)
+        kept, _, used = run_shard(stage, shard, str(tmp_path / "memo"))
+        counts.append(used["comet_mbr"])
+    assert counts[0].get("computed") == kept.num_rows
+    assert counts[1].get("served") == kept.num_rows and not counts[1].get("computed")
