@@ -34,7 +34,10 @@ def check_reference_based(spec: ModelSpec) -> None:
     if not spec.is_local:
         from huggingface_hub import try_to_load_from_cache
 
-        found = try_to_load_from_cache(spec.name_or_path, "hparams.yaml", revision=spec.revision)
+        try:
+            found = try_to_load_from_cache(spec.name_or_path, "hparams.yaml", revision=spec.revision)
+        except ValueError:  # not a repository id: its load says so, as a model error
+            found = None
         if isinstance(found, str):
             _reference_based(found, spec.name_or_path)
         return

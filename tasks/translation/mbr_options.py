@@ -17,6 +17,7 @@ DEFAULT_SELECT = "qe"
 # A hub id is org/name (huggingface_hub's rule, simplified); anything else not chrf must be a local path.
 HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
 MBR_FIELDS = ("select", "mbr_metric", "mbr_top_k")
+TINY = "tiny:"  # a release config's tiny model (tiny:comet_ref), a local folder before any build (flows/release_refs.py)
 
 
 class MbrOptions(Params):
@@ -34,7 +35,7 @@ class MbrOptions(Params):
         if self.select != "qe_mbr" and self.mbr_top_k is not None:
             raise ValueError(f"mbr_top_k is only for select qe_mbr (select is {self.select})")
         metric = self.mbr_metric
-        if metric != CHRF and not (metric.startswith(("/", "./", "../", "~")) or "://" in metric
+        if metric != CHRF and not (metric.startswith(("/", "./", "../", "~", TINY)) or "://" in metric
                                    or HUB_ID.fullmatch(metric)):
             raise ValueError(f"mbr_metric {metric!r}: neither chrf nor a reference-based COMET model (a hub id "
                              "org/name or a local checkpoint path)")
