@@ -71,6 +71,9 @@ def model_refs(config: Strict) -> list[ModelRef]:
                 refs.append(ModelRef(f"{section}.filters.qe_model", f"{section}.filters.qe_model", (section, "filters"),
                                      "qe_model", f, "cometkiwi", f.qe_revision, ("cometkiwi",),
                                      {"qe_revision": None, "qe_device": "cpu", "qe_precision": "float32"}))
+                if getattr(f, "uses_mbr", False) and f.mbr_metric != "chrf":  # MBR's reference-based COMET
+                    refs.append(ModelRef(f"{section}.filters.mbr_metric", f"{section}.filters.mbr_metric",
+                                         (section, "filters"), "mbr_metric", f, "comet", None, ("comet_ref",)))
     for section in ("scoring", "benchmarks"):
         if c := getattr(config, section):
             refs.append(ModelRef(f"{section}.clip_model", f"{section}.clip_model", (section,), "clip_model", c,

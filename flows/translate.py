@@ -14,6 +14,7 @@ from prefect.artifacts import create_table_artifact
 from xmdata.models.base import ModelSpec, resolve_local_path
 from xmdata.models.ct2_convert import ensure_converted
 from xmdata.models.cometkiwi import checkpoint_path
+from xmdata.models.comet_ref import check_reference_based
 from xmdata.models.fasttext_lid import check_fasttext_file
 from xmdata.models.registry import translator_languages
 from xmdata.runtime import storage
@@ -24,6 +25,9 @@ from xmdata.schemas import ContractError
 from xmdata.tasks.translation.candidate_scores import candidate_lid_stage, candidate_qe_stage
 from xmdata.tasks.build.ingest import ingest
 from xmdata.tasks.translation.translate import translate_stage
+from xmdata.tasks.translation.mbr import STORED_KEY
+from xmdata.tasks.translation.mbr_options import CHRF
+from xmdata.tasks.translation.mbr_utilities import build_utilities, mbr_spec
 from xmdata.tasks.translation.input import read_translation_input
 from xmdata.tasks.translation.languages import lid_labels_for
 from xmdata.tasks.translation.pool import SOURCE_TAGGED, engine_runs
@@ -41,6 +45,8 @@ def check_before_loading(translator: ModelSpec, source: str, targets: list[str],
             check_fasttext_file(spec)
         elif spec.backend == "cometkiwi" and spec.is_local:
             checkpoint_path(resolve_local_path(spec))  # a folder without checkpoints/model.ckpt
+        elif spec.backend == "comet":  # MBR's utility: a reference-based COMET, not COMETKiwi
+            check_reference_based(spec)
         elif spec.is_local:
             resolve_local_path(spec)
     if translator.option("engine") == "ctranslate2":  # conversion on first use, refused before any shard
@@ -58,6 +64,8 @@ def check_models(params: TranslateParams | TranslateQaParams) -> None:
     pool, each engine the languages it covers, and every target some engine (tasks/translation/pool.py)."""
     filters = params.filters
     others = (filters.lid_spec(), filters.qe_spec()) if filters else ()
+    if filters and filters.uses_mbr and filters.mbr_metric != CHRF:
+        others += (mbr_spec(filters),)
     if not getattr(params, "is_pool", False):
         check_before_loading(params.translator.spec(), params.source, params.targets, *others)
         return
@@ -99,7 +107,11 @@ def translate_texts(source: str | pa.Table, out: str, shards: int, params: Trans
         accepted.update({run.to_project[code]: found for code, found in labels.items()})
         translators.append(spec.to_dict())
     write_candidates(scored_paths, out, runs)
-    write_run(out, params, list_columns, accepted_lid_labels=accepted,
+    stored = {}
+    if filters.uses_mbr:  # every (candidate, pseudo-reference) utility: selection reads them (mbr.py)
+        utilities, stored[STORED_KEY] = build_utilities(scored_paths, out, runs, filters)
+        reports.append(utilities)
+    write_run(out, params, list_columns, accepted_lid_labels=accepted, **stored,
               translator=translators if params.is_pool else translators[0],
               lid_model=filters.lid_spec().to_dict(), qe_model=filters.qe_spec().to_dict(),
               **({"engines": [engine_record(run) for run in runs]} if params.is_pool else {}))

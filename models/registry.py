@@ -22,6 +22,7 @@ BACKENDS: dict[str, dict[str, str]] = {
         "nllb": "xmdata.models.translators:nllb_translator",
     },
     "quality_estimator": {"cometkiwi": "xmdata.models.cometkiwi:CometKiwiEstimator"},
+    "reference_scorer": {"comet": "xmdata.models.comet_ref:CometReferenceScorer"},  # MBR's utility
     "clip_scorer": {"open_clip": "xmdata.models.open_clip_scorer:OpenClipScorer"},
     "embedder": {"open_clip": "xmdata.models.embedders:OpenClipEmbedder", "hf": "xmdata.models.embedders:HfEmbedder",
                  "copy_detection": "xmdata.models.embedders:CopyDetectionEmbedder",

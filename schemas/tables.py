@@ -94,6 +94,10 @@ from .clean import CLEAN_CAPTIONS, CLEAN_IMAGES, MATCHES  # noqa: E402  (kept in
 
 CONTRACTS.update({c.name: c for c in (CLEAN_IMAGES, CLEAN_CAPTIONS, MATCHES)})
 
+from .mbr import MBR_DECISIONS, MBR_UTILITIES  # noqa: E402  (kept in its own module)
+
+CONTRACTS.update({c.name: c for c in (MBR_UTILITIES, MBR_DECISIONS)})
+
 from .ratings import RATED_PAIRS  # noqa: E402  (kept in its own module)
 
 CONTRACTS[RATED_PAIRS.name] = RATED_PAIRS

@@ -29,6 +29,7 @@ TABLES = {
     "clip_score": ("clip_score/data/*.parquet", "data/clip_scores.parquet"),
     "qa_instances": ("qa_instances/data/*.parquet", None),
     "qa_candidates": ("qa_candidates.parquet", None),
+    "mbr_decisions": ("mbr_decisions.parquet", None),  # an MBR selection's winners and runners-up
     "qa_parallel": ("qa_parallel.parquet", "data/qa_parallel.parquet"),
     "clean_matches": ("clean/matches.parquet", "data/clean_matches.parquet"),  # a release's dedup:/contamination:
     "matches": ("matches.parquet", None),  # xmdata dedup / contamination --out

@@ -13,6 +13,7 @@ from .folders import Folders
 from xmdata.runtime.memo import UnitMemo
 from xmdata.tasks.translation.params import TranslateParams
 
+from .mbr import add_mbr, mbr_decisions
 from .lookup import find_rejects, find_rows, memo_use_of, shard_record_of, stage_models, stage_params
 from .steps import rows_of
 from .trace import Step
@@ -72,6 +73,7 @@ def translation_steps(folders: Folders, text_id: str, only_target: str | None = 
                          lambda r, run: [r["source_text"], r["candidate"]]):
         steps[-1].values["model results"] = said
     units = find_rows(folders.table_paths("translations"), "id", text_id)
+    decisions = mbr_decisions(folders, text_id) if report.get("mbr") else None
     several = candidates.select("column", "element").unique().height > 1  # caption + refs, list elements
     for (target, column, element), group in candidates.group_by(["target_language", "column", "element"],
                                                                maintain_order=True):
@@ -79,6 +81,7 @@ def translation_steps(folders: Folders, text_id: str, only_target: str | None = 
             f": {column}" + ("" if element is None else f"[{element}]") if several else "")
         steps.append(selection_step(name, group, unit_row(units, target, column, element), min_lid_prob, min_qe,
                                     engines))
+        add_mbr(steps[-1], decisions, report.get("mbr"), target, column, element)
     return steps
 
 

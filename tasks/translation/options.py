@@ -14,6 +14,7 @@ from xmdata.models.base import ModelSpec, looks_like_path
 from xmdata.runtime import storage
 from xmdata.models.ct2_convert import COMPUTE_TYPES, ENGINES, resolve_compute_type
 from xmdata.tasks.stage_params import BUNDLED_LID, Params
+from xmdata.tasks.translation.mbr_options import MbrOptions
 
 DEFAULT_TRANSLATORS = {"m2m100": "facebook/m2m100_1.2B", "madlad": "google/madlad400-3b-mt",
                        "nllb": "facebook/nllb-200-distilled-600M"}
@@ -99,7 +100,7 @@ class TranslatorOptions(BeamSearch, TranslatorModel):  # fields: the model's, th
                          self.revision, device=self.device, dtype=self.dtype, options=engine)
 
 
-class FilterOptions(Params):
+class FilterOptions(MbrOptions):  # select, mbr_metric, mbr_top_k: how the translation is chosen
     lid_model: str = Field(BUNDLED_LID, description=f"'{BUNDLED_LID}' (bundled) or a fastText model path")
     min_lid_prob: float = Field(0.5, ge=0, le=1, description="language ID probability a candidate needs")
     lid_accept: LidAccept = Field(default_factory=dict, description="extra LID labels per target, "

@@ -22,7 +22,7 @@ import pyarrow as pa
 from xmdata.tasks.translation.params import TranslateParams
 from xmdata.runtime import storage
 from xmdata.runtime.atomic import ParquetStream, local_temp_folder, write_json_atomic, write_text_atomic
-from xmdata.runtime.parquet_shards import SHARD_ROWS_KEY, read_parquet_shards, together
+from xmdata.runtime.parquet_shards import SHARD_ROWS_KEY
 from xmdata.schemas import ContractError
 from xmdata.schemas.tables import REJECTS_SCHEMA
 from xmdata.schemas.translation import TRANSLATION_CANDIDATES, TRANSLATIONS
@@ -30,6 +30,7 @@ from xmdata.schemas.translation import TRANSLATION_CANDIDATES, TRANSLATIONS
 from .reassemble import reassemble, reassembled_schema
 from xmdata.tasks.build.rejects import rejects_in_order
 from xmdata.tasks.build import sorted_merge
+from xmdata.tasks.translation.mbr import MbrOutputs, selection_shards, stats_markdown
 from xmdata.tasks.translation.select import ORDER, shard_units
 from xmdata.tasks.translation.report import ReportTally, engines_markdown, report_markdown, write_qe_histogram
 
@@ -114,10 +115,12 @@ def write_selection(run_dir: str, params: TranslateParams, list_columns: list[st
     min_qe = params.filters.min_qe if min_qe is None else min_qe
     engines = [engine.engine_label() for engine in params.engines]
     tally = ReportTally(engines if params.is_pool else None)
-    with local_temp_folder(out) as folder:
+    with local_temp_folder(out) as folder, MbrOutputs(run_dir, out, params.filters) as mbr_outputs:
         unit_files = []
-        for candidates in together(read_parquet_shards(storage.join(run_dir, CANDIDATES_FILE))):
-            units = shard_units(candidates, min_lid_prob, min_qe, engines)
+        for candidates, utilities in selection_shards(run_dir, CANDIDATES_FILE, params.filters.uses_mbr):
+            mbr = mbr_outputs.shard(utilities)
+            units = shard_units(candidates, min_lid_prob, min_qe, engines, mbr)
+            mbr_outputs.add(mbr)
             tally.add(candidates, units)
             unit_files.append(os.path.join(folder, f"{len(unit_files):06d}.parquet"))
             sorted_merge.write_sorted(units.select(UNIT_COLUMNS).to_arrow(), unit_files[-1])
@@ -136,11 +139,14 @@ def write_selection(run_dir: str, params: TranslateParams, list_columns: list[st
                 del units, translations
                 pa.default_memory_pool().release_unused()
     report = {"thresholds": {"min_lid_prob": min_lid_prob, "min_qe": min_qe},
-              "targets": tally.report(quartiles), "near_threshold": dict(sorted(tally.near_threshold.items()))}
+              "targets": tally.report(quartiles), "near_threshold": dict(sorted(tally.near_threshold.items())),
+              **({"mbr": section} if (section := mbr_outputs.report()) else {})}
     write_json_atomic(report, storage.join(out, "translation_report.json"))
     write_qe_histogram(quartiles.scores, storage.join(out, "qe_histogram.png"))
     markdown = report_markdown(report["targets"], "qe_histogram.png")
     if params.is_pool:
         markdown += "\n" + engines_markdown(report["targets"])
+    if "mbr" in report:
+        markdown += "\n" + stats_markdown(report["mbr"])
     write_text_atomic(markdown, storage.join(out, "translation_report.md"))
     return {**report, "markdown": markdown}

@@ -8,6 +8,7 @@ from pydantic import AfterValidator, Field, TypeAdapter, WrapValidator, field_va
 
 from xmdata.tasks.stage_params import DEFAULT_EXCLUDED_TASKS, DEFAULT_PER_TASK, Params
 
+from .mbr_options import check_mbr_fits
 from .options import FilterOptions, TranslatorOptions
 
 
@@ -109,6 +110,7 @@ class TranslateParams(Engines, Params):
     @model_validator(mode="after")
     def _codes(self):
         check_codes(self)
+        check_mbr_fits(self.filters, self.engines)
         return self
 
 
@@ -146,6 +148,8 @@ class TranslateQaParams(Engines, Params):
                 where = f"translator.{i}" if self.is_pool else "translator"
                 raise ValueError(f"{where}.split_sentences: a packed instance is translated whole (or refused as "
                                  "too_long), never split")
+        if self.filters is not None and self.filters.uses_mbr:  # Q/A selection is QE's (tasks/qa/outputs.py)
+            raise ValueError(f"select {self.filters.select}: translate-qa chooses by QE only")
         return self
 
     @model_validator(mode="after")

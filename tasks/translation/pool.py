@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from xmdata.schemas import ContractError
+from xmdata.tasks.translation.mbr_options import MBR_FIELDS
 
 # The backends whose tokenizer prefixes the source language's token (MADLAD reads it from the text).
 SOURCE_TAGGED = ("m2m100", "nllb")
@@ -114,7 +115,8 @@ def engine_runs(params, languages: Callable | None = None) -> list[EngineRun]:
         if not covered:
             continue
         filters = params.filters and params.filters.model_dump()  # None: translate-qa unscored
-        if filters:
+        if filters:  # how the translation is chosen is the pool's (across engines), not an engine's
+            filters = {k: v for k, v in filters.items() if k not in MBR_FIELDS}
             filters["lid_accept"] = {covered[t]: labels for t, labels in params.filters.lid_accept.items()
                                      if t in covered}
         one = type(params).model_validate({**base, "translator": engine.model_dump(), "source": source,

@@ -6,7 +6,7 @@ another beam (`best_first`: the one rule, which Q/A selection in tasks/qa/output
 thresholds keep `>=` and a unit decided within the tolerance is flagged `near_threshold`. A pool's
 candidates are chosen across its engines: a tie goes to the engine listed first, then to the beam rank. Sentence
 segments (long texts split on request) are joined back, and the joined text is kept only when every
-segment was.
+segment was. MBR (tasks/translation/mbr.py) ranks by expected utility instead, under the same rule.
 """
 from __future__ import annotations
 
@@ -45,16 +45,24 @@ def with_engine_rank(candidates: pl.DataFrame, engines: list[str] | None) -> pl.
 
 
 def choose_per_segment(candidates: pl.DataFrame, min_lid_prob: float, min_qe: float | None,
-                       engines: list[str] | None = None) -> pl.DataFrame:
+                       engines: list[str] | None = None, mbr=None) -> pl.DataFrame:
+    """MBR: an MbrSelection (mbr.py): the expected utility ranks instead of QE, and it keeps each
+    unit's decision."""
     candidates = with_engine_rank(candidates, engines)
     lid_ok = (pl.col("status") == "ok") & pl.col("lid_match").fill_null(False)
     passed = lid_ok & (pl.col("lid_prob") >= min_lid_prob) & pl.col("qe_score").is_not_null()
-    qe_key, close = best_first(pl.col("qe_score"), UNIT, pl.col("passed"))
-    ranked = candidates.with_columns(passed=passed).with_columns(
-        qe_key=qe_key, close=close,
+    ranked = candidates.with_columns(passed=passed)
+    if mbr is not None:
+        ranked = mbr.with_expected_utility(ranked)
+    score, eligible = ("qe_score", "passed") if mbr is None else ("expected_utility", "mbr_eligible")
+    key, close = best_first(pl.col(score), UNIT, pl.col(eligible))
+    ranked = ranked.with_columns(
+        qe_key=key, close=close,
         lid_near=lid_ok & near(pl.col("lid_prob"), min_lid_prob),
     ).sort([*UNIT, "passed", "qe_key", "engine_rank", "beam_rank"], descending=[False] * 5 + [True, True, False, False],
            nulls_last=True)
+    if mbr is not None:
+        mbr.decide(ranked)
     best = ranked.group_by(UNIT, maintain_order=True).agg(
         pl.col("source_text").first(), pl.col("status").first().alias("unit_status"),
         pl.col("candidate", "engine", "beam_rank", "sequence_score", "lid_label", "lid_prob", "qe_score").first(),
@@ -129,10 +137,10 @@ ORDER = ["target_language", "id", "column", "element"]  # translations.parquet's
 
 
 def shard_units(candidates: pa.Table, min_lid_prob: float = 0.5, min_qe: float | None = None,
-                engines: list[str] | None = None) -> pl.DataFrame:
+                engines: list[str] | None = None, mbr=None) -> pl.DataFrame:
     """One row per unit and target of CANDIDATES (every candidate of a unit: one shard), in ORDER, with
     the TRANSLATIONS columns but `qe_quartile`, `near_threshold` and the chosen candidate's `engine`."""
-    segments = choose_per_segment(pl.from_arrow(candidates), min_lid_prob, min_qe, engines)
+    segments = choose_per_segment(pl.from_arrow(candidates), min_lid_prob, min_qe, engines, mbr)
     units = join_segments(segments).with_columns(
         status=pl.when(pl.col("reason").is_null()).then(pl.lit("ok")).otherwise(pl.lit("rejected")))
     return units.sort(ORDER, nulls_last=False)

@@ -28,7 +28,7 @@ UNBOUNDED = {"CorrelationParams.rating_scale": "a rating scale's ends are any fi
              "FilterOptions.min_qe": "a COMETKiwi score threshold: any finite number"}
 # What a shard runs with is built from the checked params above (one declaration of each bound):
 # these models bound nothing of their own, and still refuse NaN and ±inf.
-BUILT_FROM_CHECKED_PARAMS = {"CometKiwiOptions"}
+BUILT_FROM_CHECKED_PARAMS = {"CometKiwiOptions", "CometRefOptions"}  # both filled from FilterOptions
 # Models every discovery must find: the doors (flags, forms, config sections, import options).
 DOORS = {"LanguageIdParams", "SelectImagesParams", "ScoringParams", "TranslateParams", "TranslateQaParams",
          "TranslatorOptions", "FilterOptions", "ReleaseConfig", "MmmebConfig", "BenchmarksConfig", "BenchmarkSet",

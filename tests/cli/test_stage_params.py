@@ -22,7 +22,8 @@ STAGES = {"identify-language": ("language_id.identify_language_flow", "language_
 SECTION_INPUTS = {"input", "images", "only_source_language", "include_translations"}
 # Fields spelt otherwise on the command line (ParamFlags.aliases): named here so a new one is a decision.
 CLI_SPELLINGS = {"embeddings": "--embeddings --embedding-dtype", "qe_device": "--device",
-                 "split_sentences": "(QA translates a packed instance whole)", "metric": "the sub-command"}
+                 "split_sentences": "(QA translates a packed instance whole)", "metric": "the sub-command",
+                 **dict.fromkeys(("select", "mbr_metric", "mbr_top_k"), "(QA chooses by QE only)")}
 # --dry-run: the command line's look at the memo before a build; a flow run is a build.
 CLI_ONLY = {"-h", "--help", "--out", "--map", "--embeddings", "--embedding-dtype", "--score-candidates", "--dry-run",
             "--translator"}  # --translator: the `translator` field as a list (a pool), one engine a flag

@@ -143,3 +143,19 @@ def test_an_import_file_that_is_not_utf8_or_not_json_is_refused_in_one_line(tmp_
     assert main(["import", "maxm", str(tmp_path / "m"), "--out", str(tmp_path / "o2")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and ("JSON" in err[0] or "json" in err[0]) and not (tmp_path / "o2").exists()
+
+
+def test_models_tiny_swaps_mbr_s_comet_for_the_tiny_reference_comet():
+    from xmdata.flows.release_refs import resolve_tiny_models
+
+    config = ReleaseConfig.model_validate({"name": "x", "translation": {
+        "input": "t", "targets": ["fr"], "filters": {"select": "qe_mbr", "mbr_top_k": 3,
+                                                     "mbr_metric": "Unbabel/wmt22-comet-da"}}})
+    tiny = with_tiny_models(config)
+    assert tiny.translation.filters.mbr_metric == "tiny:comet_ref"
+    resolved = resolve_tiny_models(tiny)
+    assert resolved.translation.filters.mbr_metric.endswith("/comet_ref")
+    assert named_models(config)["translation.filters.mbr_metric"] == ("Unbabel/wmt22-comet-da", None)
+    chrf = ReleaseConfig.model_validate({"name": "x", "translation": {"input": "t", "targets": ["fr"],
+                                                                      "filters": {"select": "mbr"}}})
+    assert "translation.filters.mbr_metric" not in named_models(chrf)  # chrF is no model

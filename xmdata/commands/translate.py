@@ -3,10 +3,14 @@ language ID, COMETKiwi, the best one), re-select from a run's candidates, transl
 from __future__ import annotations
 
 import argparse
+import typing
+
+from pydantic import ValidationError
 
 from xmdata.cli_command import Command
 from xmdata.cli_options import add_run_options
-from xmdata.cli_params import ParamFlags, add_param_flags, flag_of
+from xmdata.cli_params import ParamFlags, add_param_flags, flag_error, flag_of
+from xmdata.tasks.translation.mbr_options import MBR_FIELDS, MbrOptions
 from xmdata.tasks.translation.options import TranslatorOptions
 from xmdata.tasks.translation.params import TranslateParams, TranslateQaParams  # pydantic only: nothing heavy
 
@@ -98,7 +102,29 @@ def add_select_arguments(sel: argparse.ArgumentParser) -> None:
     sel.add_argument("run_dir", help="the --out folder of a `xmdata translate` run")
     sel.add_argument("--min-lid-prob", type=probability, default=None, help="default: the run's")
     sel.add_argument("--min-qe", type=float, default=None, help="default: the run's")
+    for name in ("select", "mbr_top_k"):  # declared once, on the params (mbr_options.py); validated by them
+        field = MbrOptions.model_fields[name]
+        choices = {"choices": typing.get_args(field.annotation)} if name == "select" else {"type": int}
+        sel.add_argument(flag_of(name), default=None, help=f"{field.description} (default: the run's)", **choices)
     sel.add_argument("--out", default=None, help="where to write (default: the run folder)")
+
+
+def reselected(params: TranslateParams, select: str | None, top_k: int | None) -> TranslateParams:
+    """The run's params with another selection, refused by the params models as a build's would be."""
+    if select is None and top_k is None:
+        return params
+    filters = params.filters.model_dump()
+    if select is not None:
+        filters["select"] = select
+        if select != "qe_mbr" and top_k is None:
+            filters.pop("mbr_top_k", None)  # the run's k, kept only for qe_mbr
+    if top_k is not None:
+        filters["mbr_top_k"] = top_k
+    try:
+        return TranslateParams.model_validate({**params.model_dump(), "filters": filters})
+    except ValidationError as exc:
+        leaves = set(MbrOptions.model_fields)
+        raise ValueError("; ".join(flag_error(e, leaves) for e in exc.errors())) from None
 
 
 def select_translations(args: argparse.Namespace) -> int:
@@ -109,11 +135,19 @@ def select_translations(args: argparse.Namespace) -> int:
     check_location(args.run_dir, "RUN_DIR")  # a store that cannot be read stops here, in one line
     from xmdata.runtime.folder_lock import one_writer
 
-    run = read_run(args.run_dir)
+    from xmdata.schemas import ContractError
+
+    params, list_columns = read_run(args.run_dir)
+    try:
+        params = reselected(params, args.select, args.mbr_top_k)
+    except ValueError as exc:
+        raise ContractError(str(exc)) from None
     with one_writer(args.out or args.run_dir):  # not beside a translate run or another selection
-        report = write_selection(args.run_dir, *run, args.out, args.min_lid_prob, args.min_qe)
+        report = write_selection(args.run_dir, params, list_columns, args.out, args.min_lid_prob, args.min_qe)
     print(f"thresholds: min_lid_prob={report['thresholds']['min_lid_prob']}, "
           f"min_qe={report['thresholds']['min_qe']}")
+    if params.filters.uses_mbr:
+        print(f"select: {params.filters.select} ({params.filters.mbr_metric} utilities, read from the run)")
     print(report["markdown"])
     print(f"-> {storage.absolute(args.out or args.run_dir)}")
     return 0
@@ -122,7 +156,7 @@ def select_translations(args: argparse.Namespace) -> int:
 def add_qa_arguments(qa: argparse.ArgumentParser) -> None:
     qa.add_argument("input", help="JSONL/Parquet/CSV: id, task, query, positive[, negative, image] "
                                   "(MMEB's qry/pos_text/neg_text/subset accepted)")
-    add_param_flags(qa, ParamFlags(TranslateQaParams, skip=("qe_device", "split_sentences"),
+    add_param_flags(qa, ParamFlags(TranslateQaParams, skip=("qe_device", "split_sentences", *MBR_FIELDS),  # QE only
                                    aliases=_translate_qa_aliases))
     add_pool_argument(qa)
     qa.add_argument("--score-candidates", action="store_true",
@@ -146,7 +180,8 @@ def translate_qa(args: argparse.Namespace) -> int:
 TRANSLATE = Command("translate", "beam candidates -> language ID -> COMETKiwi -> best translation",
                     add_translate_arguments, translate, reads_tables=True, guide=GUIDE)
 SELECT_TRANSLATIONS = Command("select-translations", "re-select translations from a run's candidates with new "
-                              "thresholds (no model)", add_select_arguments, select_translations, reads_tables=True,
+                              "thresholds, or by MBR from its stored utilities (no model)", add_select_arguments,
+                              select_translations, reads_tables=True,
                               guide=GUIDE)
 TRANSLATE_QA = Command("translate-qa", "Question/Answer packed translation of MMEB-style instances (xVLM2Vec)",
                        add_qa_arguments, translate_qa, reads_tables=True, guide="how-to/translate-qa.md")
