@@ -3,11 +3,18 @@ waited for, and the xmdata service's tree (its scheduler, its Prefect server, it
 
 A process that started during the measurement counts whole; one that existed before counts
 from the snapshot. Wall time is measured beside it.
+
+A command the client hands to the warm command process runs in a fork of it, which tells the client its
+status before it exits; its CPU-s reach the command process's children times only once that process
+reaps it (its accept loop does, within a second). The meter waits for that before it reads: read at
+once, a command's CPU-s were missed, or counted with the next measurement's.
 """
 from __future__ import annotations
 
 import resource
 import time
+
+REAPED_WITHIN_S = 5.0  # the command process reaps between accepts (1 s timeout): a fork's end is counted by then
 
 import psutil
 
@@ -46,6 +53,20 @@ def _tree_cpu() -> dict[int, float]:
     return cpu
 
 
+def _forks_reaped() -> None:
+    """Until the warm command process has no fork left (running or unreaped), at most REAPED_WITHIN_S."""
+    from xmdata.service.service import read_state
+
+    state = read_state()
+    commands = _command_process(state) if state else None
+    deadline = time.monotonic() + REAPED_WITHIN_S
+    try:
+        while commands is not None and commands.children() and time.monotonic() < deadline:
+            time.sleep(0.02)
+    except psutil.NoSuchProcess:
+        pass
+
+
 def _command_process(state: dict):
     import json
     import os
@@ -68,6 +89,7 @@ class CpuMeter:
 
     def __exit__(self, *exc):
         self.wall_s = time.perf_counter() - self.wall0
+        _forks_reaped()
         tree = _tree_cpu()
         self.service_s = sum(cpu - self.tree0.get(pid, 0.0) for pid, cpu in tree.items())
         self.own_s = _own_cpu() - self.own0

@@ -8,7 +8,7 @@ import pytest
 from xmdata.runtime.atomic import sha256_file, write_parquet_atomic
 from xmdata.runtime.process import process_shard
 from xmdata.runtime.records import finished_record
-from xmdata.runtime.shards import ShardPaths, shard_of, split_into_shards
+from xmdata.runtime.shards import ShardPaths, shard_assignment, shard_of, split_into_shards
 from xmdata.runtime.stage import Stage
 from xmdata.tasks.build.ingest import ingest
 from xmdata.tasks.build.rejects import make_rejects, no_rejects
@@ -35,6 +35,17 @@ def test_shard_assignment_is_stable_and_order_free():
     for index, shard in enumerate(shards):  # every row sits in the shard its id alone names
         assert all(shard_of(k, 4) == index for k in shard.column("id").to_pylist())
     assert split_into_shards(table, "id", 1)[0].equals(table)
+
+
+@pytest.mark.parametrize("kind", [pa.string(), pa.large_string()])
+def test_a_batch_of_ids_goes_where_each_id_alone_goes(kind):
+    """The batch form (bytes from Arrow, the modulo in numpy) is `shard_of` of each id: non-ASCII ids,
+    an empty one, a null (where the text "None" goes), several chunks, and shard counts past 2**32."""
+    ids = ["r1", "", "猫-7", "vélo", None, "c0000042", "x" * 300] + [f"c{i:07d}" for i in range(200)]
+    chunked = pa.chunked_array([pa.array(ids[:3], kind), pa.array(ids[3:], kind)])
+    for n_shards in (2, 7, 4096, 2**40 + 3):
+        assert shard_assignment(chunked, n_shards).tolist() == [shard_of(str(k), n_shards) for k in ids]
+    assert shard_assignment(pa.array([3, 1]), 5).tolist() == [shard_of("3", 5), shard_of("1", 5)]
 
 
 def test_atomic_write_leaves_only_the_file_or_nothing(tmp_path):
