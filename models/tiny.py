@@ -26,9 +26,9 @@ from .tiny_xlmr import OPEN_CLIP_WEIGHTS, build_tiny_cometkiwi, build_tiny_open_
 MANIFEST = "manifest.json"
 # Bumped when the builders make different files, so a cache of older tiny models is not reused.
 # 2: the tiny M2M100 tokenizer lists its language tokens (CTranslate2 converts it); 3: hf_clip;
-# 4: weights drawn by tiny_init.py, the same on every CPU; 5: the last_token decoder; 6: nllb; 7: the chat
+# 4: weights drawn by tiny_init.py, the same on every CPU; 5: the last_token decoder; 6: nllb; 8: the chat
 # LLMs (llm: Llama, llm_qwen2: Qwen2).
-BUILD_REVISION = 7
+BUILD_REVISION = 8
 
 
 def build_tiny_models(out_dir: str | os.PathLike, seed: int = 0) -> dict[str, ModelSpec]:
