@@ -103,13 +103,21 @@ class LlmTranslator:
 
         self.load_tokenizer()
         config = self._load(AutoConfig, "its config")
-        if self.spec.option("engine") != "ctranslate2":
+        if self.spec.option("engine") != "ctranslate2":  # (CTranslate2's Generator: ct2_generator.py)
             from transformers import AutoModelForCausalLM
 
             model = self._load(AutoModelForCausalLM, "AutoModelForCausalLM")
             self.model = model.to(device=self.spec.device, dtype=getattr(torch, self.spec.dtype)).eval()
-            eos = self.model.generation_config.eos_token_id
-            self.stop_ids = list(dict.fromkeys([*self.stop_ids, *([eos] if isinstance(eos, int) else eos or [])]))
+            generation = self.model.generation_config
+        else:
+            from transformers import GenerationConfig
+
+            try:
+                generation = GenerationConfig.from_pretrained(self._source()[0], **self._source()[1])
+            except OSError:  # no generation_config.json: the template's and the tokenizer's stops alone
+                generation = None
+        eos = generation.eos_token_id if generation is not None else None
+        self.stop_ids = list(dict.fromkeys([*self.stop_ids, *([eos] if isinstance(eos, int) else eos or [])]))
         positions = getattr(config, "max_position_embeddings", 1024)
         # A prompt and its reply share the positions: a prompt takes at most half of them.
         self.max_input_tokens = self.spec.option("max_input_tokens") or min(positions, self.tokenizer.model_max_length) // 2
