@@ -83,3 +83,20 @@ def test_the_translator_flag_of_a_pool_takes_the_llm_keys(tiny_models):
         "--translator", f"backend=llm,model={tiny_models['llm'].name_or_path},sampling=temperature,temperature=0.5"])
     params = params_from_args(args)
     assert params.engines[1].sampler() == {"sampling": "temperature", "value": 0.5}
+
+
+def test_explain_shows_the_prompt_as_the_model_read_it_and_the_refused_raw_replies(tiny_models, tmp_path):
+    from xmdata.flows.translate import translate_texts
+    from xmdata.tasks.explain.explain import explain
+
+    params = TranslateParams(targets=["fr"], translator={
+        "backend": "llm", "model": tiny_models["llm"].name_or_path, "num_beams": 2, "num_candidates": 2,
+        "max_new_tokens_ratio": 0.001, "max_new_tokens_extra": 0, "prompt": "To {target}: {text}"},
+        filters={"qe_model": tiny_models["cometkiwi"].name_or_path})
+    with execution_session("inprocess"), memo.using(memo.MemoOptions(None)):
+        translate_texts(pa.table({"id": ["r0"], "text": ["the dog runs"]}), str(tmp_path), 1, params)
+    step = next(s for s in explain(str(tmp_path), "r0").traces[0].steps if s.stage == "translate")
+    assert step.values["prompt"] == {"fr": "<s><|start_header_id|>user<|end_header_id|>\n\nTo French: the dog runs"
+                                           "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"}
+    refused = step.values["replies refused"]
+    assert refused and all(r.startswith(("truncated: ", "empty_output: ")) and "-> fr: reply " in r for r in refused)
