@@ -167,20 +167,29 @@ def whole_builds(tiny: dict) -> dict:
     root = Path(tempfile.mkdtemp(prefix="bench-llm-"))
 
     def build(name, shards, batch_size, location=None):
+        """(the candidates, sorted: candidates.parquet holds the shards one after another; translations.parquet's bytes)"""
         params = TranslateParams(targets=["fr", "ar"], translator={
             "backend": "llm", "model": tiny["llm"].name_or_path, "sampling": "epsilon", "epsilon": 0.001,
             "num_candidates": 4, "batch_size": batch_size, "max_new_tokens_ratio": 0.1},
             filters={"qe_model": tiny["cometkiwi"].name_or_path, "min_lid_prob": 0.0})
         with execution_session("inprocess"), memo.using(memo.MemoOptions(location)):
             translate_texts(table, str(root / name), shards, params)
-        return tuple((root / name / f).read_bytes() for f in ("candidates.parquet", "translations.parquet"))
+        import pyarrow.parquet as pq
+
+        candidates = pq.read_table(root / name / "candidates.parquet")
+        keys = [(c, "ascending") for c in ("id", "column", "target_language", "engine", "beam_rank")]
+        return candidates.sort_by(keys).to_pylist(), (root / name / "translations.parquet").read_bytes()
 
     one = build("shards1-batch8", 1, 8)
+    off = build("shards2-off", 2, 8)
     memo_dir = str(root / "memo")
     return {"sampled, 1 shard vs 3 shards": build("shards3-batch8", 3, 8) == one,
             "sampled, batch_size 8 vs 2": build("shards1-batch2", 1, 2) == one,
-            "memo on (first build) vs off": build("memo-first", 2, 8, memo_dir) == one,
-            "memo on (served) vs off": build("memo-served", 2, 8, memo_dir) == one}
+            "memo on (first build) vs off, 2 shards: candidates.parquet bytes": build("memo-first", 2, 8, memo_dir)[1] == off[1]
+            and (root / "memo-first" / "candidates.parquet").read_bytes() == (root / "shards2-off" / "candidates.parquet").read_bytes(),
+            "memo on (served) vs off, 2 shards: candidates.parquet bytes": build("memo-served", 2, 8, memo_dir)[1] == off[1]
+            and (root / "memo-served" / "candidates.parquet").read_bytes() == (root / "shards2-off" / "candidates.parquet").read_bytes(),
+            "candidates sampled": sum(r["status"] == "ok" for r in one[0])}
 
 
 def main() -> None:
@@ -193,13 +202,18 @@ def main() -> None:
     shapes = {"tiny llama": tiny["llm"].name_or_path}
     if os.environ.get("BENCH_LLM_SHAPE") != "tiny":
         shapes["qwen2.5-0.5B shape, random"] = random_05b_checkpoint(tiny["llm_qwen2"].name_or_path)
+    global TEXTS
+    every = TEXTS
     for name, path in shapes.items():
         small = name.startswith("tiny")
         limit = 24 if small else 8
-        options = dict(num_beams=2, num_candidates=2, max_new_tokens_ratio=0.001, max_new_tokens_extra=limit - 1)
+        TEXTS = every if small else every[:2]  # 0.5B on 2 shared cores: two prompts, calls of 2
+        options = dict(num_beams=2, num_candidates=2, max_new_tokens_ratio=0.001, max_new_tokens_extra=limit - 1,
+                       batch_size=8 if small else 2)
         print(name, "stage / bare generate:", stage_vs_bare(path, options), flush=True)
         print(name, "CTranslate2 / transformers, beams 2:", ct2_vs_transformers(path, 2, 2, limit), flush=True)
         print(name, "per-unit / stock sampling, 4 samples:", per_unit_vs_stock_sampling(path, 4, limit), flush=True)
+    TEXTS = every
     print("byte-identical:", whole_builds(tiny), flush=True)
 
 
