@@ -57,7 +57,7 @@ class LlmTranslator:
     candidate_type = Reply
 
     def __init__(self, spec: ModelSpec):
-        from xmdata.tasks.translation.llm_options import DEFAULT_PROMPT, check_prompt
+        from .llm_prompt import DEFAULT_PROMPT, check_prompt
 
         self.spec = spec
         self.model = None
@@ -134,7 +134,7 @@ class LlmTranslator:
 
     def prompt_text(self, text: str, source_lang: str, target_lang: str) -> str:
         """The whole prompt as the model reads it: the user turn in the chat template, generation prompt added."""
-        from xmdata.tasks.translation.llm_options import render_prompt
+        from .llm_prompt import render_prompt
 
         user = render_prompt(self.prompt, text, self.check_language(source_lang, "source"),
                              self.check_language(target_lang, "target"))

@@ -10,7 +10,7 @@ from xmdata.tasks.translation.options import FilterOptions
 from xmdata.tasks.translation.select import choose_per_segment
 
 from .folders import Folders
-from .llm_prompt import llm_values
+from .llm_said import llm_values
 from xmdata.runtime.memo import UnitMemo
 from xmdata.tasks.translation.params import TranslateParams
 
@@ -42,7 +42,7 @@ def translation_steps(folders: Folders, text_id: str, only_target: str | None = 
     source = (steps[0].params or {}).get("source") or TranslateParams.model_fields["source"].default
     llm = llm_values(steps[0].model, refused, candidates["source_text"][0] if candidates.height else None, source,
                      candidates["target_language"].unique(maintain_order=True).to_list() if candidates.height else [])
-    steps[0].values.update(llm)  # an llm's prompt and refused raw replies (llm_prompt.py)
+    steps[0].values.update(llm)  # an llm's prompt and refused raw replies (llm_said.py)
     if not made:
         return steps
     by_target = candidates.group_by("target_language", maintain_order=True)

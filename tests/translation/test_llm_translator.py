@@ -17,7 +17,7 @@ from support.memo_runs import parquet_bytes, run_shard
 
 from xmdata.models.base import ModelError, ModelSpec
 from xmdata.schemas.reasons import REASONS
-from xmdata.tasks.translation.llm_options import DEFAULT_PROMPT, render_prompt
+from xmdata.models.llm_prompt import DEFAULT_PROMPT, render_prompt
 from xmdata.tasks.translation.llm_replies import REASONS as REPLY_REASONS, clean_reply, judge
 from xmdata.tasks.translation.options import TranslatorOptions
 from xmdata.tasks.translation.params import TranslateParams
