@@ -16,12 +16,14 @@ checkpoint's generation_config that says `do_sample: true` is overridden here, n
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Sequence
 
 from .base import Candidate, ModelError, ModelSpec, hub_error, resolve_local_path
 
+PROMPT_CACHE = 20_000  # prompts' token ids kept between the length count and the batches (a shard's units)
 REPLY_MARK = "XMDATA-REPLY-MARK"  # an assistant turn's content, to find what the template puts after it
 
 
@@ -66,6 +68,8 @@ class LlmTranslator:
         self.stop_ids: list[int] = []
         self.pad_id: int | None = None
         self.max_input_tokens = 512
+        self._ids: dict[tuple[str, str, str], list[int]] = {}
+        self._ids_lock = threading.Lock()
 
     def _source(self) -> tuple[str, dict]:
         if self.spec.is_local:
@@ -142,9 +146,19 @@ class LlmTranslator:
                                                   add_generation_prompt=True)
 
     def prompt_ids(self, texts: Sequence[str], source_lang: str, target_lang: str) -> list[list[int]]:
-        # The template writes the special tokens (a BOS among them) itself: none added again.
-        prompts = [self.prompt_text(t, source_lang, target_lang) for t in texts]
-        return self.tokenizer(prompts, add_special_tokens=False)["input_ids"] if prompts else []
+        """Each text's prompt in token ids. Kept from the stage's length count (token_lengths) for its
+        batches (prepare), so a prompt is rendered and tokenised once, not twice; bounded per shard's worth."""
+        keys = [(t, source_lang, target_lang) for t in texts]
+        with self._ids_lock:  # a worker's threads share the loaded model
+            new = list(dict.fromkeys(k for k in keys if k not in self._ids))
+            if len(self._ids) + len(new) > PROMPT_CACHE:
+                self._ids.clear()
+                new = list(dict.fromkeys(keys))
+            if new:
+                # The template writes the special tokens (a BOS among them) itself: none added again.
+                prompts = [self.prompt_text(*k) for k in new]
+                self._ids.update(zip(new, self.tokenizer(prompts, add_special_tokens=False)["input_ids"]))
+            return [list(self._ids[k]) for k in keys]
 
     def token_lengths(self, texts: Sequence[str], source_lang: str, target_lang: str) -> list[int]:
         return [len(ids) for ids in self.prompt_ids(texts, source_lang, target_lang)]
