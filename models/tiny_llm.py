@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .tiny_corpus import train_sentencepiece
+from .tiny_decoder import llama_tokenizer
 from .tiny_init import portable_init
 
 LLAMA3_TEMPLATE = (
@@ -51,15 +51,9 @@ def _end_turns(model, tokenizer, token_id: int) -> None:
 
 def build_tiny_llm(out_dir: Path, sentences: list[str], seed: int) -> Path:
     """A Llama 3-style chat model: a sentencepiece BPE tokenizer (LlamaTokenizerFast) with the turn tokens."""
-    from transformers import LlamaConfig, LlamaForCausalLM, LlamaTokenizer, LlamaTokenizerFast
+    from transformers import LlamaConfig, LlamaForCausalLM
 
-    out_dir.mkdir(parents=True, exist_ok=True)
-    spm_model = train_sentencepiece(sentences, model_type="bpe", vocab_size=1000, hard_vocab_limit=False,
-                                    byte_fallback=True)
-    (out_dir / "tokenizer.model").write_bytes(spm_model)
-    slow = LlamaTokenizer(str(out_dir / "tokenizer.model"), legacy=False, add_bos_token=True, add_eos_token=False)
-    slow.save_pretrained(out_dir)
-    fast = LlamaTokenizerFast.from_pretrained(out_dir)
+    fast = llama_tokenizer(out_dir, sentences, pad_with_unk=False)
     fast.add_special_tokens({"additional_special_tokens": LLAMA3_SPECIAL})
     fast.chat_template = LLAMA3_TEMPLATE
     fast.save_pretrained(out_dir)
