@@ -142,7 +142,7 @@ def test_replies_that_end_their_turn_are_candidates_and_cut_ones_counted_rejects
     assert all(" -> " in v and "reply " in v for v in rejects.column("value").to_pylist())
 
 
-def test_sampled_candidates_go_through_the_memo_to_the_byte(tiny_models, tmp_path):
+def test_sampled_candidates_go_through_the_memo_to_the_byte(tiny_models, tmp_path, monkeypatch):
     sampled = dict(sampling="temperature", temperature=0.7, num_candidates=3, max_new_tokens_ratio=0.1)
     off, off_rejects, _ = run_shard(stage(tiny_models["llm"], **sampled), table(), None)
     location = str(tmp_path / "memo")
@@ -150,6 +150,16 @@ def test_sampled_candidates_go_through_the_memo_to_the_byte(tiny_models, tmp_pat
     kept, rejects, counts = run_shard(stage(tiny_models["llm"], **sampled), table(), location)
     assert counts[MEMO_KIND]["served"] == 2 * 2 and counts[MEMO_KIND]["computed"] == 2 * 2
     assert parquet_bytes(kept) == parquet_bytes(off) and parquet_bytes(rejects) == parquet_bytes(off_rejects)
+    # The reply rules run over the raw replies on every build: other rules are another shard, the same entries.
+    from xmdata.tasks.translation import translate as translate_module
+
+    before = stage(tiny_models["llm"], **sampled).params_hash
+    monkeypatch.setattr(translate_module, "RULES_VERSION", 2)
+    other_rules = stage(tiny_models["llm"], **sampled)
+    assert other_rules.params_hash != before  # finished shards are redone under other rules...
+    _, _, served = run_shard(other_rules, table(), location)
+    assert served[MEMO_KIND] == {"served": 4 * 2}  # ...from the memo's raw replies
+    monkeypatch.undo()
     # Another rule or value keys other entries: nothing served.
     _, _, other = run_shard(stage(tiny_models["llm"], **{**sampled, "temperature": 0.8}), table(), location)
     assert "served" not in other[MEMO_KIND]
