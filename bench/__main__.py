@@ -5,7 +5,7 @@ import sys
 BENCHMARKS = ["orchestration", "geo_selection", "translation", "evaluation", "scoring", "scoring_loader", "device_decode", "qa_extraction", "storage", "idle_memory",
               "clean_images", "clean_captions", "clean_sets", "model_process",
               "memory_scaling", "light", "train_distill", "first_demo", "incremental", "memo_scale", "plumbing", "slurm",
-              "embed_images", "mbr"]
+              "embed_images", "mbr", "llm_translation"]
 
 if __name__ == "__main__":
     for name in sys.argv[1:] or BENCHMARKS:

@@ -19,6 +19,7 @@ INPUT_FIELDS = {"language_id": ["input"], "image_selection": ["input", "language
 # Fields of ImportOptions that name files: made absolute, relative to the config, like every input.
 IMPORT_PATH_OPTIONS = ("coordinates", "images", "captions", "english_names")
 TINY_EMBEDDERS = {"open_clip": "open_clip", "hf": "hf_clip"}  # the tiny model of each MMMEB embedding backend
+TINY_TRANSLATORS = {"llm": ("llm", "llm_qwen2")}  # a backend with more than one tiny model (families); else its own
 ON_CPU = {"revision": None, "device": "cpu"}  # a tiny model has no revision and runs on the CPU
 
 
@@ -29,7 +30,7 @@ class ModelRef:
     where: tuple  # the object of the config that names it: ("translation", "translator")
     field: str  # its field there: model, lid_model, qe_model, clip_model
     holder: object = dataclass_field(repr=False)  # that object
-    backend: str  # fasttext, cometkiwi, open_clip, hf, m2m100, madlad, nllb
+    backend: str  # fasttext, cometkiwi, open_clip, hf, m2m100, madlad, nllb, llm
     revision: str | None  # hub revision or open_clip pretrained tag
     tiny: tuple[str, ...] = ()  # the tiny models it may name (models/tiny.py); the first is `--models tiny`'s
     tiny_update: dict = dataclass_field(default_factory=dict)  # what `--models tiny` sets with it
@@ -61,7 +62,8 @@ def model_refs(config: Strict) -> list[ModelRef]:
             for i, t in enumerate(c.translator if pool else [c.translator]):
                 name, where = (f"{section}.translator.{i}", (section, "translator", i)) if pool else (
                     f"{section}.translator", (section, "translator"))
-                refs.append(ModelRef(name, f"{name}.model", where, "model", t, t.backend, t.revision, (t.backend,),
+                refs.append(ModelRef(name, f"{name}.model", where, "model", t, t.backend, t.revision,
+                                     TINY_TRANSLATORS.get(t.backend, (t.backend,)),
                                      # batch_size 1: on a sample, filling each call up to the recipe's size
                                      # (models/token_batches.py) would cost more than batching saves
                                      {**ON_CPU, "dtype": "float32", "batch_size": 1}))

@@ -49,6 +49,10 @@ def check_before_loading(translator: ModelSpec, source: str, targets: list[str],
             check_reference_based(spec)
         elif spec.is_local:
             resolve_local_path(spec)
+    if translator.backend == "llm":  # its tokenizer alone: a model without a chat template is refused here
+        from xmdata.models.llm import LlmTranslator
+
+        LlmTranslator(translator).load_tokenizer()
     if translator.option("engine") == "ctranslate2":  # conversion on first use, refused before any shard
         ensure_converted(translator, translator.option("compute_type"))
     supported = translator_languages(translator)

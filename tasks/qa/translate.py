@@ -25,12 +25,14 @@ from xmdata.tasks.qa.extract import LabelPattern, extract
 from xmdata.tasks.qa.labels import ENGLISH, with_english
 from xmdata.tasks.qa.pack import PackError, pack
 from xmdata.tasks.translation.beam_search import beam_search, recorded
+from xmdata.tasks.translation.llm_options import LLM
+from xmdata.tasks.translation.llm_replies import RULES_VERSION, judge
 
 STAGE = "translate_qa"
 MEMO_KIND = "beam_candidates"
 # Left out of a unit's memo key (tests/qa/test_qa_memo.py): its target and model content are in the key,
 # and the label words decide the extraction, which runs on every build, not the raw candidates.
-MEMO_EXCLUDE = ("target_languages", "labels", "translator.name_or_path")
+MEMO_EXCLUDE = ("target_languages", "labels", "translator.name_or_path", "reply_rules")
 KEPT_PARTS = ("query", "positive")  # the negative gives context and is then dropped, as in the method
 
 
@@ -42,7 +44,8 @@ class QaTranslateShard(Params):
 
     @model_serializer
     def _record(self) -> dict:
-        return {**recorded(self.translator, self.params), "labels": self.labels}
+        return {**recorded(self.translator, self.params), "labels": self.labels,
+                **({"reply_rules": RULES_VERSION} if self.translator.backend == LLM else {})}
 
 
 def pack_instances(table: pa.Table, translator, params: TranslateQaParams) -> tuple[list[dict], list[dict]]:
@@ -103,7 +106,11 @@ def candidate_rows(unit: dict, target: str, candidates: list, pattern, english, 
     sources = [unit["query"], unit["positive"]] + ([unit["negative"]] if len(unit["packed"].parts) > 2 else [])
     rows, reasons = [], []
     for c in candidates:
-        parts, reason = extract(c.text, unit["packed"], sources, pattern, english)
+        text, reason = c.text, None
+        if getattr(c, "truncated", None) is not None:  # an llm's raw reply: cleaned and screened first
+            verdict = judge(c.text, c.truncated, unit["packed"].text)
+            text, reason = verdict.text, verdict.reason
+        parts, reason = (None, reason) if reason else extract(text, unit["packed"], sources, pattern, english)
         reasons.append(reason)
         rows += part_rows(unit, target, reason or "ok", parts, beam_rank=c.rank,
                           sequence_score=c.sequence_score, output=c.text)

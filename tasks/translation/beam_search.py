@@ -38,24 +38,25 @@ def beam_search(translator, units: list[dict], text: Callable[[dict], str], sour
     lengths = [u["tokens"] for u in units]
     inputs = [[text(u), source, target] for u in units]
     held = memo.lookup(inputs) if memo is not None else [MISSING] * len(units)
-    results = {i: [Candidate(*c) for c in value] for i, value in enumerate(held) if value is not MISSING}
+    kind = getattr(translator, "candidate_type", Candidate)  # an llm's raw Reply also says if it was cut short
+    results = {i: [kind(*c) for c in value] for i, value in enumerate(held) if value is not MISSING}
     missing = [i for i, value in enumerate(held) if value is MISSING]
     first = {}  # an input twice in the shard (one caption under two ids) is searched once
     for i in missing:
         first.setdefault(tuple(inputs[i]), i)
     todo = list(first.values())
     todo_lengths = [lengths[i] for i in todo]
-    for batch in length_sorted_batches(todo_lengths, options.batch_tokens, options.num_beams, options.batch_size):
+    width = options.candidate_width()  # beams, or samples: the sequences a unit holds in one call
+    for batch in length_sorted_batches(todo_lengths, options.batch_tokens, width, options.batch_size):
         part = [todo[i] for i in sorted(batch)]  # input order inside a batch: stable output
         length = lengths[part[0]]
-        capacity = batch_capacity(length, options.batch_tokens, options.num_beams, options.batch_size)
+        capacity = batch_capacity(length, options.batch_tokens, width, options.batch_size)
         # One limit for the length, halves included: a retried unit gets what it would have.
         limit = max_new_tokens(length, options.max_new_tokens_ratio, options.max_new_tokens_extra,
                                translator.max_input_tokens)
         ran_out_before = len(sizes.out_of_memory)
-        found = run_with_backoff([units[i] for i in part], lambda some: translator.predict(
-            translator.prepare([text(u) for u in some], source, target),
-            options.num_beams, options.num_candidates, limit), sizes, fill_to=capacity)
+        found = run_with_backoff([units[i] for i in part], lambda some: generate(
+            translator, [text(u) for u in some], source, target, options, limit), sizes, fill_to=capacity)
         if len(found) != len(part):  # a broken backend, not a bad row: fail the shard
             raise RuntimeError(f"translator returned {len(found)} results for {len(part)} inputs")
         results.update(zip(part, found))
@@ -65,6 +66,18 @@ def beam_search(translator, units: list[dict], text: Callable[[dict], str], sour
                 memo.store([inputs[i] for i in part], [[astuple(c) for c in r] for r in found])
     for i in missing:
         results[i] = results[first[tuple(inputs[i])]]
-    for batch in length_sorted_batches(lengths, options.batch_tokens, options.num_beams, options.batch_size):
+    for batch in length_sorted_batches(lengths, options.batch_tokens, width, options.batch_size):
         for i in sorted(batch):
             yield units[i], results[i]
+
+
+def generate(translator, texts: list[str], source: str, target: str, options: TranslatorOptions,
+             limit: int) -> list[list[Candidate]]:
+    """One call's candidates: beams, or (an llm with `sampling`) samples seeded by each unit's memo key,
+    so that a unit's samples are its own whatever its batch (models/llm_sampling.py)."""
+    if options.sampling is None:
+        return translator.predict(translator.prepare(texts, source, target), options.num_beams,
+                                  options.num_candidates, limit)
+    keys = [UnitMemo.key([t, source, target]) for t in texts]
+    return translator.sample(translator.prepare(texts, source, target, keys=keys), options.sampler(),
+                             options.num_candidates, limit)

@@ -30,7 +30,7 @@ def lid_labels_for(targets: list[str], backend: str, overrides: dict[str, list[s
     overrides = overrides or {}
     by_backend_code: dict[str, list[str | None]] = {}
     for area in load_language_areas().languages.values():
-        code = area.codes.get(backend)
+        code = area.code if backend == "llm" else area.codes.get(backend)  # an llm takes the project's codes
         if code:
             by_backend_code.setdefault(code, []).append(area.codes.get("lid176"))
     accepted = {}

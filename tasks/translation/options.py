@@ -14,6 +14,7 @@ from xmdata.models.base import ModelSpec, looks_like_path
 from xmdata.runtime import storage
 from xmdata.models.ct2_convert import COMPUTE_TYPES, ENGINES, resolve_compute_type
 from xmdata.tasks.stage_params import BUNDLED_LID, Params
+from xmdata.tasks.translation.llm_options import DEFAULT_PROMPT, LLM, LlmPrompt, Sampling
 from xmdata.tasks.translation.mbr_options import MbrOptions
 
 DEFAULT_TRANSLATORS = {"m2m100": "facebook/m2m100_1.2B", "madlad": "google/madlad400-3b-mt",
@@ -44,9 +45,10 @@ LidAccept = Annotated[dict[str, list[str]], BeforeValidator(_lid_accept_text)]
 
 class TranslatorModel(Params):
     """Which translator runs, where and how: what `spec()` resolves into the shard's ModelSpec."""
-    backend: Literal["m2m100", "madlad", "nllb"] = Field("m2m100", description="translator family")
+    backend: Literal["m2m100", "madlad", "nllb", "llm"] = Field(
+        "m2m100", description="translator family; llm: any causal LM with a chat template")
     model: str | None = Field(None, description="hub id or local path (default: M2M100 1.2B / MADLAD-400 3B / "
-                              "NLLB-200 distilled 600M)")
+                              "NLLB-200 distilled 600M; llm: none, name one)")
     revision: str | None = Field(None, description="hub revision to pin")
     device: str = Field("cpu", description="cpu, cuda, cuda:1 …")
     dtype: Literal["float32", "bfloat16", "float16"] = Field("float32", description="translator weights")
@@ -70,17 +72,37 @@ class BeamSearch(Params):
 
     @model_validator(mode="after")
     def _candidates_within_beams(self):
-        if self.num_candidates > self.num_beams:
+        if self.num_candidates > self.num_beams and getattr(self, "sampling", None) is None:  # samples: no beams
             raise ValueError(f"num_candidates ({self.num_candidates}) must be <= num_beams ({self.num_beams})")
         return self
 
     def beam_search(self) -> dict:
-        """The generation options alone, as a shard records them."""
-        return self.model_dump(include=set(BeamSearch.model_fields))
+        """The generation options alone, as a shard records them (sampling only when asked: a beam-search
+        shard's params, and its hash, are as they were)."""
+        sampler = self.sampler() if isinstance(self, Sampling) else None
+        return {**self.model_dump(include=set(BeamSearch.model_fields)), **({"sampler": sampler} if sampler else {})}
 
 
-class TranslatorOptions(BeamSearch, TranslatorModel):  # fields: the model's, then beam search's, then these
+class TranslatorOptions(Sampling, LlmPrompt, BeamSearch, TranslatorModel):  # fields: the model's, beam search's, the llm's, then these
     split_sentences: bool = Field(False, description="split texts longer than the model takes by sentence")
+
+    @model_validator(mode="after")
+    def _llm_options(self):
+        """The llm fields with the llm backend only, and what each engine can do (one line each)."""
+        if self.backend != LLM:
+            given = [name for name in ("prompt", "sampling") if getattr(self, name) is not None]
+            if given:
+                raise ValueError(f"{', '.join(given)}: only with backend llm (a causal LM with a chat template)")
+        elif self.model is None:
+            raise ValueError("backend llm: name the model (a hub id or a local folder); it has no default checkpoint")
+        if self.sampling is not None and self.engine == "ctranslate2":
+            raise ValueError("sampling on CTranslate2 is refused: it has only a process-wide seed, so a unit's samples "
+                             "would depend on its batch mates; use engine transformers (or beam search)")
+        return self
+
+    def candidate_width(self) -> int:
+        """Sequences a unit holds in one generate() call: its beams, or its samples."""
+        return self.num_candidates if self.sampling is not None else self.num_beams
 
     def engine_label(self) -> str:
         """What the candidates' `engine` column says of it: backend and model (`nllb:facebook/nllb-200-distilled-600M`);
@@ -96,6 +118,8 @@ class TranslatorOptions(BeamSearch, TranslatorModel):  # fields: the model's, th
         # The transformers engine adds no options: its specs, params hashes and shards stay as they were.
         engine = {} if self.engine == "transformers" else {
             "engine": self.engine, "compute_type": resolve_compute_type(self.compute_type, self.device, self.dtype)}
+        if self.backend == LLM:  # what the model is asked is the model's: the prompt, resolved
+            engine["prompt"] = self.prompt or DEFAULT_PROMPT
         return ModelSpec(self.backend, _local_or_hub(self.model or DEFAULT_TRANSLATORS[self.backend]),
                          self.revision, device=self.device, dtype=self.dtype, options=engine)
 

@@ -25,8 +25,9 @@ from typing import Callable
 from xmdata.schemas import ContractError
 from xmdata.tasks.translation.mbr_options import MBR_FIELDS
 
-# The backends whose tokenizer prefixes the source language's token (MADLAD reads it from the text).
-SOURCE_TAGGED = ("m2m100", "nllb")
+# The backends whose tokenizer prefixes the source language's token, or whose prompt names it (llm;
+# MADLAD reads it from the text).
+SOURCE_TAGGED = ("m2m100", "nllb", "llm")
 # Backends whose codes are ISO 639 codes, as the project's mostly are: a project code outside the
 # table is taken as theirs (as lid_labels_for takes it for lid.176). NLLB's FLORES-200 codes carry a
 # script, which the project's codes do not: outside the table it has no code, never a guessed one.
@@ -38,6 +39,8 @@ def backend_code(backend: str, code: str) -> str | None:
     """The project code CODE in BACKEND's codes; None where the table has none for it."""
     from xmdata.tasks.selection.language_areas import load_language_areas
 
+    if backend == "llm":  # asked in words: the project's code, named in the prompt by CLDR's English name
+        return code
     area = load_language_areas().languages.get(code)
     if area is not None:
         return area.codes.get(backend)

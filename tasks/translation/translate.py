@@ -1,4 +1,6 @@
-"""Translate stage: every unit of a shard gets up to num_candidates beam candidates per target.
+"""Translate stage: every unit of a shard gets up to num_candidates beam candidates per target (an llm's:
+beams or samples, its raw replies cleaned and screened by tasks/translation/llm_replies.py, every
+refused reply a reject with its reason, the unit's row its best-ranked reply's reason when none is kept).
 
 Score first, select second: nothing is chosen here. A unit that cannot be translated (empty, or
 longer than the model takes) keeps one placeholder row per target with its reason as `status`,
@@ -22,13 +24,16 @@ from xmdata.tasks.build.rejects import concat_rejects, make_rejects
 from xmdata.tasks.build.unit_memo import memo_for
 from xmdata.tasks.translation.beam_search import beam_search, recorded
 from xmdata.tasks.translation.input import explode_units, split_sentences
+from xmdata.tasks.translation.llm_options import LLM
+from xmdata.tasks.translation.llm_replies import RULES_VERSION, screen
 
 STAGE = "translate"
 MEMO_KIND = "beam_candidates"
 # What a shard's params hold that does not decide one unit's candidates (the memo's key leaves them
 # out; tests/translation/test_memo.py proves each): the unit's own target, text and model content
 # are in its key instead, and how the texts were cut into units decides the units, not their results.
-MEMO_EXCLUDE = ("target_languages", "columns", "split_sentences", "translator.name_or_path")
+# An llm's reply rules run on every build over the raw replies the memo keeps (llm_replies.py).
+MEMO_EXCLUDE = ("target_languages", "columns", "split_sentences", "translator.name_or_path", "reply_rules")
 
 
 class TranslateShard(Params):
@@ -39,7 +44,8 @@ class TranslateShard(Params):
     @model_serializer
     def _record(self) -> dict:
         return {**recorded(self.translator, self.params), "columns": self.params.columns,
-                "split_sentences": self.params.translator.split_sentences}
+                "split_sentences": self.params.translator.split_sentences,
+                **({"reply_rules": RULES_VERSION} if self.translator.backend == LLM else {})}
 
 
 def segment_units(units: pa.Table, translator, params: TranslateParams) -> tuple[list[dict], list[dict]]:
@@ -70,10 +76,20 @@ def translate_candidates(table: pa.Table, shard: TranslateShard) -> tuple[pa.Tab
     ready, refused = segment_units(explode_units(table, params.columns), translator, params)
     rows, empty, sizes = [], [], BatchSizes()
     memo = memo_for(MEMO_KIND, shard.translator)
+    llm = shard.translator.backend == LLM
     for target in params.targets:
         rows += [{**unit, "target_language": target} for unit in refused]
         for unit, candidates in beam_search(translator, ready, lambda u: u["source_text"], params.source, target,
                                             params.translator, sizes, memo):
+            first_reason = None
+            if llm and candidates is not FAILED:  # raw replies: cleaned, and each refused with its reason
+                candidates, replies_refused = screen(candidates, unit["source_text"])
+                empty += [{**unit, "status": reason, "reply": f" -> {target}: reply {reply.rank}: {reply.text!r}"}
+                          for reply, reason in replies_refused]
+                first_reason = replies_refused[0][1] if replies_refused and not candidates else None
+            if first_reason:  # no reply was a translation: the best-ranked one's reason speaks for the unit
+                rows.append({**unit, "target_language": target, "status": first_reason})
+                continue
             if candidates is FAILED or not candidates:  # say why rather than lose the unit
                 status = OUT_OF_MEMORY if candidates is FAILED else "empty_output"
                 rows.append({**unit, "target_language": target, "status": status})
@@ -86,7 +102,7 @@ def translate_candidates(table: pa.Table, shard: TranslateShard) -> tuple[pa.Tab
     failed = refused + empty
     rejects = concat_rejects([
         make_rejects(STAGE, reason, [u["id"] for u in failed if u["status"] == reason],
-                     [describe(u) + (f" ({sizes.summary()})" if reason == OUT_OF_MEMORY else "")
+                     [describe(u) + u.get("reply", "") + (f" ({sizes.summary()})" if reason == OUT_OF_MEMORY else "")
                       for u in failed if u["status"] == reason])
         for reason in dict.fromkeys(u["status"] for u in failed)])
     return candidates_table(rows), rejects
