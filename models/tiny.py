@@ -28,8 +28,9 @@ MANIFEST = "manifest.json"
 # Bumped when the builders make different files, so a cache of older tiny models is not reused.
 # 2: the tiny M2M100 tokenizer lists its language tokens (CTranslate2 converts it); 3: hf_clip;
 # 4: weights drawn by tiny_init.py, the same on every CPU; 5: the last_token decoder; 6: nllb;
-# 7: comet_ref (a reference-based COMET, MBR's utility); 8: the chat LLMs (llm: Llama, llm_qwen2: Qwen2).
-BUILD_REVISION = 8
+# 7: comet_ref (a reference-based COMET, MBR's utility); 8: the chat LLMs (llm: Llama, llm_qwen2: Qwen2);
+# 9: both (7 and 8 were built on branches apart, each without the other's).
+BUILD_REVISION = 9
 
 
 def build_tiny_models(out_dir: str | os.PathLike, seed: int = 0) -> dict[str, ModelSpec]:
