@@ -71,12 +71,13 @@ def lookup(memo, options, positions) -> tuple[int, int]:
 
 
 def on_disk(location: str) -> tuple[int, int, int]:
-    """(files, bytes, bytes on disk: allocated blocks) under the memo."""
+    """(entry files, bytes, bytes on disk: allocated blocks) under the memo, every file counted in the bytes."""
     files = size = blocks = 0
     for folder, _, names in os.walk(location):
         for name in names:
             stat = os.stat(os.path.join(folder, name))
-            files, size, blocks = files + 1, size + stat.st_size, blocks + stat.st_blocks * 512
+            files += name.endswith(".parquet") and not name.startswith(".")
+            size, blocks = size + stat.st_size, blocks + stat.st_blocks * 512
     return files, size, blocks
 
 
@@ -101,8 +102,7 @@ def main() -> None:
         if held < n:
             print(f"{location} holds {held:,} of {n:,} entries (its build was stopped): measured at {held:,}")
         n = min(n, held)
-    files, size, blocks = on_disk(location)
-    entry_files = files - 1  # and the context's context.json
+    entry_files, size, blocks = on_disk(location)
     print(f"{n:,} entries: {entry_files:,} entry files ({n / entry_files:,.0f} entries a file), {size / 1e6:,.1f} MB "
           f"({size / n:.1f} B an entry), {blocks / 1e6:,.1f} MB on disk ({blocks / n:.1f} B an entry)")
     from xmdata.runtime import storage
