@@ -8,6 +8,11 @@ BENCHMARKS = ["orchestration", "geo_selection", "translation", "evaluation", "sc
               "embed_images", "mbr", "llm_translation"]
 
 if __name__ == "__main__":
-    for name in sys.argv[1:] or BENCHMARKS:
+    # `python -m bench NAME --flag …`: one benchmark and its own flags (it reads them from sys.argv);
+    # names alone: each in turn; none: all.
+    named = sys.argv[1:]
+    if any(arg.startswith("-") for arg in named):
+        named = named[:1]
+    for name in named or BENCHMARKS:
         print(f"== bench.{name}", flush=True)
         importlib.import_module(f"bench.{name}").main()
