@@ -2,7 +2,7 @@
 
 - utility pairs and CPU-s per unit at N = 4, 8, 16 candidates, for chrF (sacrebleu), the tiny reference
   COMET and a randomly initialised COMET of wmt22-comet-da's shape (XLM-R large encoder: 24 layers, 1024
-  wide, a 250,002-token embedding; feed-forward [3072, 1024]; XMDATA_BENCH_MBR_SHAPE=base for XLM-R base's
+  wide, a 250,002-token embedding; feed-forward [3072, 1024]; BENCH_MBR_SHAPE=base for XLM-R base's
   12 × 768 where that does not fit), each beside the QE stage on the same candidates: the tiny COMETKiwi
   beside chrF and the tiny COMET, a random COMETKiwi of the same encoder beside the wmt22-shape COMET;
 - `select-translations --select mbr` (no model) ÷ the `translate --select mbr` build it re-selects;
@@ -104,7 +104,7 @@ def utilities_figures(tiny) -> list[dict]:
     tiny_qe = FilterOptions(qe_model=tiny["cometkiwi"].name_or_path).qe_spec()
     specs = {"chrf": (mbr_spec(FilterOptions(select="mbr")), tiny_qe),
              "tiny COMET": (mbr_spec(FilterOptions(select="mbr", mbr_metric=tiny["comet_ref"].name_or_path)), tiny_qe)}
-    shape = os.environ.get("XMDATA_BENCH_MBR_SHAPE", "large")
+    shape = os.environ.get("BENCH_MBR_SHAPE", "large")
     with tempfile.TemporaryDirectory() as folder:
         started = time.perf_counter()
         specs["wmt22-shape COMET"] = random_models(shape, os.path.join(os.path.dirname(tiny["comet_ref"].name_or_path),
