@@ -13,10 +13,14 @@ import pyarrow.compute as pc
 from . import storage
 
 
+def key_digest(key: bytes) -> bytes:
+    """The 8 bytes a key's shard is taken from (big-endian, modulo the shard count)."""
+    return hashlib.blake2b(key, digest_size=8).digest()
+
+
 def shard_of(key: str, n_shards: int) -> int:
     """A row's shard from its key alone: stable across runs, machines and input order."""
-    digest = hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest()
-    return int.from_bytes(digest, "big") % n_shards
+    return int.from_bytes(key_digest(key.encode("utf-8")), "big") % n_shards
 
 
 def shard_count(rows: int, min_shards: int, shard_rows: int) -> int:
@@ -35,9 +39,8 @@ def shard_assignment(ids: pa.Array | pa.ChunkedArray, n_shards: int) -> np.ndarr
         return np.fromiter((shard_of(str(k), n_shards) for k in ids.to_pylist()), dtype=np.int64, count=len(ids))
     if ids.null_count:
         ids = pc.fill_null(ids, "None")
-    blake2b = hashlib.blake2b
     keys = pc.cast(ids, pa.large_binary() if pa.types.is_large_string(ids.type) else pa.binary()).to_pylist()
-    digests = b"".join([blake2b(key, digest_size=8).digest() for key in keys])
+    digests = b"".join([key_digest(key) for key in keys])
     return (np.frombuffer(digests, dtype=">u8") % n_shards).astype(np.int64)
 
 
