@@ -3,8 +3,8 @@ between qe, mbr and qe_mbr, other k and other thresholds as often as wanted.
 
 A candidate's expected utility is the mean of its utilities against the unit's other eligible
 candidates (its pseudo-references): for `mbr` every candidate that passes LID (the `passed` rule of
-select.py), for `qe_mbr` the k of them QE ranks highest (ties: the engine listed first, then the beam
-rank), which are then both hypotheses and pseudo-references, as comet-mbr's --rerank_top_k. The
+select.py), for `qe_mbr` the first k of them in QE reranking's order (`qe_best_first`: within
+DECISION_TOLERANCE of the best a tie, which the engine listed first, then the beam rank, decide), which are then both hypotheses and pseudo-references, as comet-mbr's --rerank_top_k. The
 highest wins under select.py's rule (`best_first`: within DECISION_TOLERANCE a tie, which the engine
 listed first, then the beam rank, decide). A unit with a single passing candidate takes it with a
 null expected utility, and is counted. The QE floor (`min_qe`) then applies to the winner's QE score.
@@ -68,9 +68,7 @@ class MbrSelection:
         `pseudo_references` and `mbr_eligible` (in the hypothesis set and with a pseudo-reference)."""
         members = ranked.filter(pl.col("passed"))
         if self.select == "qe_mbr":
-            members = members.sort([*UNIT, "qe_score", "engine_rank", "beam_rank"],
-                                   descending=[False] * 5 + [True, False, False], nulls_last=True) \
-                .filter(pl.int_range(pl.len()).over(UNIT) < self.top_k)
+            members = qe_best_first(members).filter(pl.int_range(pl.len()).over(UNIT) < self.top_k)
         members = _keyed(members.select(*UNIT, "engine", "beam_rank")).select(*_KEY, "_engine", "beam_rank")
         refs = members.rename({"_engine": "_ref_engine", "beam_rank": "ref_beam_rank"})
         expected = (_keyed(self.utilities)
@@ -93,15 +91,22 @@ class MbrSelection:
             runner_up_engine=pl.col("engine").get(1, null_on_oob=True),
             runner_up_beam_rank=pl.col("beam_rank").get(1, null_on_oob=True),
             runner_up_utility=pl.col("expected_utility").get(1, null_on_oob=True))
-        qe_key, _ = best_first(pl.col("qe_score"), UNIT, pl.lit(True))
-        qe_first = passed.with_columns(qe_key=qe_key).sort(
-            [*UNIT, "qe_key", "engine_rank", "beam_rank"], descending=[False] * 5 + [True, False, False],
-            nulls_last=True).group_by(UNIT, maintain_order=True).agg(
+        qe_first = qe_best_first(passed).group_by(UNIT, maintain_order=True).agg(
             qe_engine=pl.col("engine").first(), qe_beam_rank=pl.col("beam_rank").first())
         keyed = lambda frame: _keyed(frame).drop("element", "segment")  # noqa: E731
         decided = _keyed(winners).join(keyed(runner_up), on=_KEY, how="left", maintain_order="left") \
             .join(keyed(qe_first), on=_KEY, how="left", maintain_order="left")
         self.decisions.append(decided.select(MBR_DECISIONS.schema.names))
+
+
+def qe_best_first(passed: pl.DataFrame) -> pl.DataFrame:
+    """PASSED (a unit's candidates that pass LID) in QE reranking's order, select.py's rule: QE best
+    first, a score within DECISION_TOLERANCE of the unit's best a tie, which the engine listed first,
+    then the beam rank, decide. QE's own choice is the first; qe_mbr's hypotheses the first k."""
+    qe_key, _ = best_first(pl.col("qe_score"), UNIT, pl.lit(True))
+    return passed.with_columns(qe_key=qe_key).sort(
+        [*UNIT, "qe_key", "engine_rank", "beam_rank"], descending=[False] * 5 + [True, False, False],
+        nulls_last=True).drop("qe_key")
 
 
 def selection_shards(run_dir: str, candidates_file: str, mbr: bool) -> Iterator[tuple[pa.Table, pl.DataFrame | None]]:

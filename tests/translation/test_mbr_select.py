@@ -69,6 +69,22 @@ def test_qe_mbr_takes_qe_s_top_k_as_hypotheses_and_pseudo_references():
     assert decided["a"]["runner_up_beam_rank"] == 0 and decided["a"]["runner_up_utility"] == pytest.approx(10.0)
 
 
+def test_qe_mbr_s_top_k_follows_qe_reranking_s_tie_rule_not_the_last_bits():
+    """QE scores within DECISION_TOLERANCE of the best are a tie (the better beam rank first), as QE
+    reranking has them, so kernel noise in the last bits does not change the hypotheses: by raw score
+    the top 2 would be ranks 2 and 1 (and rank 2 would win)."""
+    near = table([cand("n", "n0", 0, qe=0.899996), cand("n", "n1", 1, qe=0.899997), cand("n", "n2", 2, qe=0.9)])
+    rows = [dict(id="n", column="caption", element=None, segment=0, source_text="src n", target_language="fr",
+                 engine=None, beam_rank=h, ref_engine=None, ref_beam_rank=r, utility=float(value))
+            for h, refs in {0: {1: 80, 2: 0}, 1: {0: 20, 2: 0}, 2: {0: 100, 1: 100}}.items()
+            for r, value in refs.items()]
+    mbr = MbrSelection("qe_mbr", 2, pl.from_arrow(pa.Table.from_pylist(rows, schema=MBR_UTILITIES.schema)))
+    chosen = shard_units(near, 0.5, None, None, mbr).row(0, named=True)
+    decided = pl.concat(mbr.decisions).row(0, named=True)
+    assert (chosen["beam_rank"], decided["expected_utility"]) == (0, pytest.approx(80.0))
+    assert (decided["runner_up_beam_rank"], decided["qe_beam_rank"]) == (1, 0)
+
+
 def test_a_single_passing_candidate_is_taken_with_a_null_utility_and_the_qe_floor_applies_after():
     chosen, decided = select("mbr", min_qe=0.55)
     assert chosen["b"]["text"] == "only" and chosen["b"]["status"] == "ok"
