@@ -23,10 +23,17 @@ def weed_binary() -> str:
     return os.path.join(os.path.dirname(sys.executable), "weed")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def free_ports(n: int) -> list[int]:
+    """N distinct free ports: each socket is held until all are bound (one closed before the next is
+    asked for may be handed out again: weed then dies on "address already in use")."""
+    sockets = [socket.socket() for _ in range(n)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
 
 
 @dataclass
@@ -62,12 +69,13 @@ def start_s3_server(folder: str, timeout: float = 60.0) -> S3Server:
         json.dump({"identities": [{"name": "xmdata", "credentials": [
             {"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}],
             "actions": ["Admin", "Read", "Write", "List", "Tagging"]}]}, f)
-    ports = {name: free_port() for name in ("master", "volume", "filer", "s3")}
-    grpc = {name: free_port() for name in ports}
+    names = ("master", "volume", "filer", "s3")
+    chosen = free_ports(2 * len(names) + 1)
+    ports, grpc = dict(zip(names, chosen)), dict(zip(names, chosen[len(names):]))
     args = [weed_binary(), "server", f"-dir={folder}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
             "-s3", f"-s3.config={config}", "-master.volumeSizeLimitMB=64", "-volume.max=50",
             "-s3.port.iceberg=0", "-s3.port.lance=0", "-s3.autoCreateBucket=false",
-            f"-metricsPort={free_port()}"]
+            f"-metricsPort={chosen[-1]}"]
     for name in ports:
         args += [f"-{name}.port={ports[name]}", f"-{name}.port.grpc={grpc[name]}"]
     log = open(os.path.join(folder, "weed.log"), "wb")
