@@ -61,8 +61,25 @@ class S3Server:
             self.process.wait()
 
 
+PORT_TRIES = 3  # a port free when chosen can be taken by another process before weed binds it
+
+
 def start_s3_server(folder: str, timeout: float = 60.0) -> S3Server:
-    """`weed server -s3` with every port free and on 127.0.0.1; returns once S3 answers."""
+    """`weed server -s3` with every port free and on 127.0.0.1; returns once S3 answers. Started
+    again on new ports (PORT_TRIES in all) when weed exits because one of them was taken meanwhile."""
+    for tries_left in range(PORT_TRIES - 1, -1, -1):
+        try:
+            return _start_once(folder, timeout)
+        except PortTaken:
+            if not tries_left:
+                raise
+
+
+class PortTaken(RuntimeError):
+    pass
+
+
+def _start_once(folder: str, timeout: float) -> S3Server:
     os.makedirs(folder, exist_ok=True)
     config = os.path.join(folder, "s3.json")
     with open(config, "w") as f:
@@ -86,18 +103,20 @@ def start_s3_server(folder: str, timeout: float = 60.0) -> S3Server:
     server = S3Server(f"http://127.0.0.1:{ports['s3']}", process)
     deadline = time.monotonic() + timeout
     try:
-        _wait_until_up(server, deadline)
+        _wait_until_up(server, deadline, os.path.join(folder, "weed.log"))
     except BaseException:
         server.stop()
         raise
     return server
 
 
-def _wait_until_up(server: S3Server, deadline: float) -> None:
+def _wait_until_up(server: S3Server, deadline: float, log_path: str) -> None:
     process = server.process
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"weed server exited ({process.returncode}); see its weed.log")
+            with open(log_path, "rb") as log:
+                taken = b"address already in use" in log.read()
+            raise (PortTaken if taken else RuntimeError)(f"weed server exited ({process.returncode}); see its weed.log")
         try:
             _probe(server.filesystem())
             return
