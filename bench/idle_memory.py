@@ -68,7 +68,8 @@ def main() -> dict:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from xmdata.service.service import model_idle_seconds, stop_service
+    from xmdata.service.service import model_idle_seconds
+    from xmdata.service.service_stop import stop_service
 
     one = os.path.join(root, "one.parquet")
     pq.write_table(pa.table({"id": ["c0"], "text": ["a red bicycle in the street"]}), one)

@@ -18,7 +18,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bench.cpu_meter import CpuMeter, _command_process
-from xmdata.service.service import ensure_service, read_state
+from xmdata.service.service import read_state
+from xmdata.service.service_start import ensure_service
 
 BIN = os.path.dirname(sys.executable)
 REPEATS = 5

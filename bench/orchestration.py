@@ -97,7 +97,8 @@ def cold_runs(root: str, one: str, env: dict, figures: dict) -> None:
     from prefect.settings import PREFECT_HOME
 
     from xmdata.runtime.prefect_db import template_paths
-    from xmdata.service.service import cluster_address, stop_service
+    from xmdata.service.service import cluster_address
+    from xmdata.service.service_stop import stop_service
 
     home = os.path.join(root, "prefect")
     if os.path.realpath(str(PREFECT_HOME.value())) != os.path.realpath(home):  # Prefect imported before main()
@@ -151,7 +152,7 @@ def trivial_shards(root: str, n: int) -> list[str]:
 def main() -> dict:
     root, env = isolated_home("xmdata-bench-")
     from bench.orchestration_trivial import trivial_figures
-    from xmdata.service.service import stop_service
+    from xmdata.service.service_stop import stop_service
 
     one = os.path.join(root, "one.parquet")
     write_captions(one, 1)

@@ -20,7 +20,8 @@ from xmdata.runtime.owner_only import external_target
 from xmdata.runtime.prefect_api import prefect_api
 from xmdata.runtime.session import execution_session, resolve_executor
 
-from .service import ensure_service, paths, prefect_auth, running_service, service_target, touch_used
+from .service import paths, prefect_auth, running_service, service_target, touch_used
+from .service_start import ensure_service
 
 HEARTBEAT_S = 60.0  # a command running longer than the idle time keeps the service up
 

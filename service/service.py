@@ -17,12 +17,9 @@ running other code than this checkout's is restarted, never used.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 
 from xmdata.runtime import settings
@@ -36,12 +33,7 @@ from .service_files import PID_NAME, light_prefect_home, service_key
 
 WAKE_SIGNAL = signal.SIGUSR1  # to the service: a command needs its retired workers back
 CLUSTER_START_S = 300.0  # from Prefect answering to the cluster's workers up, at most
-# A service idles for hours: with Dask's defaults (20 ms event-loop tick, 0.5 s system monitor, a
-# profiler sampling every worker thread each 10 ms) each of its processes burns ~1 CPU-s a minute
-# doing nothing (measured). No dashboard reads those samples here.
-IDLE_FRIENDLY_DASK = {"DASK_DISTRIBUTED__ADMIN__TICK__INTERVAL": "1s",
-                      "DASK_DISTRIBUTED__ADMIN__SYSTEM_MONITOR__INTERVAL": "2s",
-                      "DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED": "False"}
+
 
 
 class ServiceError(RuntimeError):
@@ -105,7 +97,7 @@ def workers_back(pid: int, timeout: float = CLUSTER_START_S) -> None:
         time.sleep(0.05)
     if not state or state["pid"] != pid or state.get("retired"):
         raise ServiceError(f"the xmdata service's workers did not come back (log {paths()['log']}):\n"
-                           f"{_log_tail()}")
+                           f"{log_tail()}")
 
 
 def prefect_auth(state: dict) -> str:
@@ -158,75 +150,6 @@ def touch_used() -> None:
         os.utime(paths()["used"])
 
 
-def ensure_service(workers: int | None = None, quiet: bool = False, dashboard: bool = False,
-                   for_this_command: bool = False) -> dict:
-    """The running service, started (and waited for) if there is none; one start at a time.
-    `dashboard`: a running service without its dashboard is restarted with it. `for_this_command`:
-    started by a command to run itself, whose core the warm command process leaves to it until it
-    ends (command_server.wait_for_first_command)."""
-    with open_private(paths()["lock"], "wb") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        state = read_state()
-        if state and alive(state["pid"]):
-            if (state["fingerprint"] == code_fingerprint() and healthy(state["prefect_api_url"])
-                    and not cluster_starting_too_long(state) and (state.get("dashboard") or not dashboard)):
-                touch_used()
-                return state
-            if not quiet:
-                print("xmdata: the running service has other code, does not answer or has no dashboard; "
-                      "restarting it", file=sys.stderr)
-            stop_service(state)
-        return _start(workers, quiet, dashboard, os.getpid() if for_this_command else None)
-
-
-def _start(workers: int | None, quiet: bool, dashboard: bool = False, first_command: int | None = None) -> dict:
-    p = paths()
-    if os.path.exists(p["state"]):
-        os.unlink(p["state"])
-    # The home this command resolved (a prefect.toml or .env here may name it): the service runs in
-    # "/", where those files are not, and must use the home whose key names its files.
-    env = settings.child_env(drop=(settings.PREFECT_API_URL.name,), PREFECT_SERVER_ANALYTICS_ENABLED="false",
-                             PREFECT_LOGGING_LEVEL="WARNING", DASK_LOGGING__DISTRIBUTED="warning",
-                             **{settings.PREFECT_HOME.name: os.path.abspath(prefect_home())}, **IDLE_FRIENDLY_DASK)
-    command = [sys.executable, "-m", "xmdata.service.service_main", "--fingerprint", code_fingerprint()]
-    if workers:
-        command += ["--workers", str(workers)]
-    if dashboard:
-        command += ["--dashboard"]
-    with open_private(p["log"], "ab") as log:
-        proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                env=env, start_new_session=True, cwd="/")
-    deadline = time.monotonic() + 300
-    while True:
-        state = read_state()
-        if state and state.get("pid") == proc.pid:
-            break
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise ServiceError(f"the xmdata service did not start (log {p['log']}):\n{_log_tail()}")
-        time.sleep(0.1)
-    touch_used()
-    _start_command_process(state, p, first_command)
-    if not quiet:
-        print(f"xmdata: started the local service: Prefect UI {state['ui_url']}, a Dask cluster of "
-              f"{state['workers']} workers (starting; retired after {state['model_idle_minutes']:g} min unused, "
-              f"back when needed); it stops after {state['idle_minutes']:g} min unused, or with `xmdata down`",
-              file=sys.stderr)
-    return state
-
-
-def _start_command_process(state: dict, p: dict[str, str], first_command: int | None = None) -> None:
-    """The service's warm command process (command_server.py), in this command's environment (the
-    one later commands must share to use it); it ends with the service. `first_command`: the pid of
-    the command it waits for before its imports."""
-    command = [sys.executable, "-m", "xmdata.service.command_server", "--folder", state["secrets"],
-               "--service-pid", str(state["pid"]), "--fingerprint", state["fingerprint"]]
-    command += ["--after-pid", str(first_command)] if first_command else []
-    with open_private(p["log"], "ab") as log:
-        proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                env=settings.child_env(), start_new_session=True, cwd="/")
-    write_private(os.path.join(state["secrets"], PID_NAME), str(proc.pid))  # the service stops it with itself
-
-
 def stop_command_process(secrets: str) -> None:
     """SIGTERM to the service's command process (its pid in SECRETS, checked to be one), so that one
     still waiting or importing when the service stops does not go on for nothing."""
@@ -252,11 +175,11 @@ def cluster_address(pid: int | None = None, timeout: float = CLUSTER_START_S) ->
             return state["dask_address"]
         if not state or not alive(state["pid"]) or time.monotonic() > deadline:
             raise ServiceError(f"the xmdata service's Dask cluster did not start (log {paths()['log']}):\n"
-                               f"{_log_tail()}")
+                               f"{log_tail()}")
         time.sleep(0.1)
 
 
-def _log_tail(chars: int = 2000) -> str:
+def log_tail(chars: int = 2000) -> str:
     """The end of the service's log, for an error that says why it did not start."""
     try:
         with open(paths()["log"], encoding="utf-8", errors="replace") as log:
@@ -274,32 +197,6 @@ def cluster_starting_too_long(state: dict) -> bool:
     return not state.get("dask_address") and time.time() - written > CLUSTER_START_S
 
 
-def stop_service(state: dict | None = None, timeout: float = 60.0, grace: float = 30.0) -> bool:
-    """SIGTERM, then wait for a clean stop (workers, scheduler, server); SIGKILL if it hangs past
-    `timeout`. Returns once every process it ran is gone too (its Prefect server, its workers, its
-    command process), or raises ServiceError naming those still
-    alive `grace` seconds after the service itself."""
-    state = state or read_state()
-    if not state or not alive(state["pid"]):
-        forget_state(state and state.get("pid"))
-        return False
-    stopping = service_processes(state)
-    os.kill(state["pid"], signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while alive(state["pid"]) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    if alive(state["pid"]):
-        os.killpg(state["pid"], signal.SIGKILL)
-    forget_state(state and state.get("pid"))
-    deadline = time.monotonic() + grace
-    while (left := still_running(stopping)) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    if left:
-        raise ServiceError(f"the service stopped, but {grace:g} s later these of its processes still run: "
-                           + "; ".join(left))
-    return True
-
-
 def forget_state(pid: int | None) -> None:
     """Remove the state file when it describes service PID (or no service, or PID is None): a state
     another service wrote meanwhile is that one's (stop_service, and a service's own end)."""
@@ -308,36 +205,6 @@ def forget_state(pid: int | None) -> None:
         return
     with contextlib.suppress(FileNotFoundError):
         os.unlink(paths()["state"])
-
-
-def service_processes(state: dict) -> list:
-    """psutil.Process of the service and everything it started (its Prefect server and that one's
-    children, its workers, multiprocessing's resource tracker), and of its
-    command process (a session of its own)."""
-    import psutil
-
-    found = []
-    with contextlib.suppress(psutil.Error):
-        service = psutil.Process(state["pid"])
-        found = [service, *service.children(recursive=True)]
-    with contextlib.suppress(OSError, ValueError, psutil.Error):
-        commands = psutil.Process(int(read_private_text(os.path.join(state["secrets"], PID_NAME))))
-        if "xmdata.service.command_server" in commands.cmdline():
-            found.append(commands)
-    return found
-
-
-def still_running(processes: list) -> list[str]:
-    """'PID (command line)' of each of PROCESSES still running; an exited one its parent has not
-    reaped yet (a zombie) is gone."""
-    import psutil
-
-    left = []
-    for proc in processes:
-        with contextlib.suppress(psutil.Error):
-            if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
-                left.append(f"{proc.pid} ({' '.join(proc.cmdline())[:120]})")
-    return left
 
 
 def write_state(state: dict) -> None:

@@ -8,9 +8,10 @@ import time
 
 from xmdata.runtime.owner_only import DaskCredentials, DaskTarget
 
+from .service import code_fingerprint, paths, read_state, running_service, service_target
 from .service_files import INFO_NAME
-from .service import (code_fingerprint, ensure_service, paths, read_state, running_service, service_target,
-                      stop_service)
+from .service_start import ensure_service
+from .service_stop import stop_service
 
 
 def worker_facts(target) -> dict:

@@ -78,7 +78,7 @@ def service():
     """The xmdata service (Prefect server + warm Dask cluster) for the whole test run, started as
     the first CLI command would start it by whichever xdist worker asks first (the others find it),
     and stopped when the run ends (pytest_sessionfinish, in the process that started the workers)."""
-    from xmdata.service.service import ensure_service
+    from xmdata.service.service_start import ensure_service
 
     return ensure_service(quiet=True)
 
@@ -86,7 +86,7 @@ def service():
 def pytest_sessionfinish(session):
     if os.environ.get("PYTEST_XDIST_WORKER"):
         return  # a worker: the others may still use the service
-    from xmdata.service.service import stop_service
+    from xmdata.service.service_stop import stop_service
 
     stop_service()  # nothing when no test started it
 

@@ -3,7 +3,8 @@ modules are `xmdata/`), every package folder is installed, CLI code stays under 
 package imports it (nor a layer above its own), by `import` or by name (a string importlib imports), no
 module imports itself back through another (lazy imports inside functions included), and every module
 named in a string (imported by name) exists. Only runtime/settings.py reads the environment, no module
-keeps state that a function assigns, and no code uses another library's private names."""
+keeps state that a function assigns, no code uses another library's private names, and no file of the
+code is over 300 lines."""
 import ast
 import importlib.util
 import os
@@ -462,3 +463,14 @@ def scale(given):
     self._ours, os._exit(0), cluster.__class__, worker_start._in_step, worker_start.__name__
 """
     assert private_uses(ast.parse(planted), {"_ours"}) == [4, 5, 6, 10, 12, 13, 15]
+
+
+def test_no_file_of_the_code_is_longer_than_a_reader_can_hold_in_mind():
+    """Every file of every code folder (the tests aside) at most LONG_FILE_LINES lines,
+    as architecture.md's generated table says; a file grown past it is split by role."""
+    from xmdata.docs_code_size import CODE_FOLDERS, LONG_FILE_LINES, counted
+
+    code = {folder: files for folder, files in counted(ROOT).items() if folder != "tests"}
+    assert set(code) >= set(FOLDERS)
+    assert {rel: n for files in code.values() for rel, n in files.items() if n > LONG_FILE_LINES} == {}
+    assert "tests" in CODE_FOLDERS and sum(len(files) for files in code.values()) > 300

@@ -13,13 +13,10 @@ auth login`), passed to HfApi and nowhere else: never printed, logged, written o
 Nothing here ran against the real Hub: the tests use a stand-in of its HTTP API on 127.0.0.1."""
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
 import tempfile
-import time
-from dataclasses import dataclass, field
 from typing import Callable
 
 from xmdata import __version__
@@ -27,82 +24,16 @@ from xmdata.schemas.contract import ContractError
 
 from .manifest import MANIFEST, read_manifest, verify_release
 from .publish_options import REPO_ID, PublishOptions
+from .publish_plan import LocalFile, Plan, landed, plan_commit, remote_ids
+from .publish_retries import ATTEMPTS, PublishFailed, Retries, status_of
 
 REPO_TYPE = "dataset"
-MANAGED = ("data/", "rejects/")  # the folders whose files the release owns: one it no longer has is deleted
 # The Hub's storage limits (https://huggingface.co/docs/hub/storage-limits, "Repository limitations and
 # recommendations"; hub-docs' datasets upload guide: "Per file: 50GB max, 20GB recommended; Per folder:
 # <10k files").
 MAX_FILE_BYTES = 50 * 1000**3
 MAX_FOLDER_ENTRIES = 10_000
-ATTEMPTS = 5  # retries of transient failures, over the whole publish
-RETRY_SECONDS = 120.0  # and the most time they may take in all
-BACKOFF_SECONDS = 1.0  # the first wait, doubled each retry
 REFUSED = (400, 404, 409, 422)  # the Hub refusing the request itself (bad input, exit 2); 429, 5xx: retried, exit 1
-
-
-class PublishFailed(Exception):
-    """A publish that could not finish (the Hub's answers, the network): one line, exit 1."""
-
-
-@dataclass
-class Retries:
-    """One budget of retries for a publish: ATTEMPTS of them, RETRY_SECONDS in all, on the monotonic clock:
-    the waits and the time the failed calls took (a call that hangs until its timeout counts). The calls
-    that succeed do not count: a large upload that takes minutes leaves the budget whole. huggingface_hub
-    itself retries each LFS PUT (http_backoff: 5 times on 500/502/503/504 and lost connections) inside one
-    preupload call, which this budget sees as one call."""
-
-    left: int = ATTEMPTS
-    waited: float = 0.0  # seconds spent failing and waiting, in all
-    wait: float = BACKOFF_SECONDS
-    log: list[str] = field(default_factory=list)
-
-    def run(self, what: str, call: Callable):
-        while True:
-            started = time.monotonic()
-            try:
-                return call()
-            except Exception as exc:  # noqa: BLE001 — sorted below: only transient failures are retried
-                self.waited += time.monotonic() - started
-                reason = transient(exc)
-                if reason is None or self.left == 0 or self.waited + self.wait > RETRY_SECONDS:
-                    raise
-                self.log.append(f"{what}: {reason}; retrying in {self.wait:g} s")
-                time.sleep(self.wait)
-                self.left, self.waited, self.wait = self.left - 1, self.waited + self.wait, self.wait * 2
-
-
-def status_of(exc: BaseException) -> int | None:
-    """The HTTP status of EXC or of the error it wraps (an LFS upload wraps its HTTPError)."""
-    while exc is not None:
-        response = getattr(exc, "response", None)
-        if response is not None and getattr(response, "status_code", None):
-            return response.status_code
-        exc = exc.__cause__ or exc.__context__
-    return None
-
-
-def transient(exc: BaseException) -> str | None:
-    """Why EXC is worth a retry (429, 5xx, a connection lost), or None."""
-    import requests
-
-    status = status_of(exc)
-    if status is not None:
-        return f"HTTP {status}" if status == 429 or status >= 500 else None
-    seen = exc
-    while seen is not None:
-        if isinstance(seen, (requests.ConnectionError, requests.Timeout, ConnectionError)):
-            return type(seen).__name__
-        seen = seen.__cause__ or seen.__context__
-    return None
-
-
-@dataclass
-class LocalFile:
-    path: str
-    size: int
-    sha256: str
 
 
 def release_to_publish(release: str, repo_id: str) -> tuple[dict, dict[str, LocalFile]]:
@@ -113,11 +44,13 @@ def release_to_publish(release: str, repo_id: str) -> tuple[dict, dict[str, Loca
     if problems := verify_release(release):
         raise ContractError(f"{release}: does not verify against its manifest ({len(problems)} problem(s), first: "
                             f"{problems[0]}); `xmdata release verify {release}` lists them")
+    from xmdata.runtime.atomic import sha256_file
+
     manifest = read_manifest(release)
     files = {name: LocalFile(os.path.join(release, name), e["bytes"], e["sha256"])
              for name, e in manifest["release"]["files"].items()}
     path = os.path.join(release, MANIFEST)
-    files[MANIFEST] = LocalFile(path, os.path.getsize(path), _sha256(path))
+    files[MANIFEST] = LocalFile(path, os.path.getsize(path), sha256_file(path))
     check_limits(files)
     return manifest, files
 
@@ -147,69 +80,6 @@ def hub_token() -> str:
     if not token:
         raise ContractError("no Hugging Face token: set HF_TOKEN or run `hf auth login` (a token with write access)")
     return token
-
-
-@dataclass
-class Plan:
-    """What a commit on HEAD would do: {path: bytes} to add, change and delete."""
-
-    head: str | None
-    add: dict[str, int] = field(default_factory=dict)
-    change: dict[str, int] = field(default_factory=dict)
-    delete: dict[str, int] = field(default_factory=dict)
-
-    def lines(self) -> list[str]:
-        return [f"{kind} {path} ({size:,} bytes)" for kind, part in (("add", self.add), ("change", self.change),
-                                                                       ("delete", self.delete))
-                for path, size in sorted(part.items())]
-
-    def summary(self) -> str:
-        return (f"{len(self.add)} to add, {len(self.change)} to change, {len(self.delete)} to delete; "
-                f"{sum(self.add.values()) + sum(self.change.values()):,} bytes to send at most")
-
-
-def git_blob_sha1(path: str) -> str:
-    """The git object id of a file's content (what the Hub gives a file it keeps outside LFS)."""
-    digest = hashlib.sha1(f"blob {os.path.getsize(path)}\0".encode())
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def _sha256(path: str) -> str:
-    from xmdata.runtime.atomic import sha256_file
-
-    return sha256_file(path)
-
-
-def remote_ids(tree) -> dict[str, tuple[str, int]]:
-    """{path: (content id, size)} of the files of a repo tree: an LFS file by its sha256, another by its git id."""
-    from huggingface_hub.hf_api import RepoFile
-
-    return {item.path: (item.lfs.sha256 if item.lfs else item.blob_id, item.size)
-            for item in tree if isinstance(item, RepoFile)}
-
-
-def same(local: LocalFile, remote: tuple[str, int]) -> bool:
-    return remote[0] == local.sha256 or (remote[1] == local.size and remote[0] == git_blob_sha1(local.path))
-
-
-def plan_commit(files: dict[str, LocalFile], remote: dict[str, tuple[str, int]], head: str | None) -> Plan:
-    plan = Plan(head)
-    for name, local in files.items():
-        if name not in remote:
-            plan.add[name] = local.size
-        elif not same(local, remote[name]):
-            plan.change[name] = local.size
-    plan.delete = {name: size for name, (_, size) in remote.items()
-                   if name.startswith(MANAGED) and name not in files}
-    return plan
-
-
-def landed(files: dict[str, LocalFile], remote: dict[str, tuple[str, int]]) -> bool:
-    """Every path the release lists is in REMOTE with our content."""
-    return all(name in remote and same(local, remote[name]) for name, local in files.items())
 
 
 class Hub:

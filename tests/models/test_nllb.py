@@ -79,7 +79,8 @@ def test_the_coverage_page_is_the_table_and_each_tokenizer_has_its_codes():
     from transformers.models.m2m_100.tokenization_m2m_100 import FAIRSEQ_LANGUAGE_CODES as M2M100_CODES
     from transformers.models.nllb.tokenization_nllb import FAIRSEQ_LANGUAGE_CODES as NLLB_CODES
 
-    from xmdata.docs_reference import DOCS, covering_pools, translator_coverage_page
+    from xmdata.docs_coverage import covering_pools, translator_coverage_page
+    from xmdata.docs_reference import DOCS
 
     areas = load_language_areas().languages
     listed = {"m2m100": set(M2M100_CODES["m2m100"]), "nllb": set(NLLB_CODES)}

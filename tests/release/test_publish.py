@@ -23,7 +23,9 @@ import pytest
 from support.hub_standin import HubStandIn
 
 from xmdata.tasks.release.manifest import write_manifest
-from xmdata.tasks.release.publish import LocalFile, Retries, check_limits
+from xmdata.tasks.release.publish import check_limits
+from xmdata.tasks.release.publish_plan import LocalFile
+from xmdata.tasks.release.publish_retries import Retries
 from xmdata.schemas.contract import ContractError
 
 XMDATA = os.path.join(os.path.dirname(sys.executable), "xmdata")
@@ -320,7 +322,7 @@ def test_the_hubs_per_file_and_per_folder_limits_are_refused():
 def test_retries_stop_at_their_budget_and_never_retry_a_refusal(monkeypatch):
     import requests
 
-    import xmdata.tasks.release.publish as publish_module
+    import xmdata.tasks.release.publish_retries as publish_module
 
     monkeypatch.setattr(publish_module.time, "sleep", lambda s: None)
     calls = []
@@ -349,7 +351,7 @@ def test_retries_stop_at_their_budget_and_never_retry_a_refusal(monkeypatch):
 def test_the_retry_budget_counts_the_time_failing_calls_take_on_the_monotonic_clock(monkeypatch):
     import requests
 
-    import xmdata.tasks.release.publish as publish_module
+    import xmdata.tasks.release.publish_retries as publish_module
 
     clock = [0.0]
     monkeypatch.setattr(publish_module.time, "sleep", lambda s: clock.__setitem__(0, clock[0] + s))
@@ -374,7 +376,7 @@ def test_a_hub_that_keeps_failing_is_one_line_exit_1_saying_a_rerun_resumes(hub,
     from huggingface_hub import constants
     from support.cli_in_process import run_xmdata
 
-    import xmdata.tasks.release.publish as publish_module
+    import xmdata.tasks.release.publish_retries as publish_module
 
     release = tmp_path / "release"
     make_release(release)

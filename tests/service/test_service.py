@@ -171,7 +171,7 @@ def test_down_stops_a_command_process_still_waiting_for_the_command_that_started
     from xmdata.service.service_files import PID_NAME
 
     own_env = {**own_home, "PREFECT_HOME": str(tmp_path / "prefect"), "XMDATA_CACHE": str(tmp_path / "cache")}
-    code = ("import time; from xmdata.service.service import ensure_service; "
+    code = ("import time; from xmdata.service.service_start import ensure_service; "
             "ensure_service(quiet=True, for_this_command=True); print('up', flush=True); time.sleep(300)")
     command = subprocess.Popen([sys.executable, "-c", code], env=own_env, stdout=subprocess.PIPE, text=True)
     try:
@@ -198,7 +198,8 @@ def test_down_stops_a_command_process_still_waiting_for_the_command_that_started
 def test_down_names_what_outlives_the_service(tmp_path, service):
     """A process of the service's that ignores SIGTERM: `down` waits for it, then names it (exit 1). The
     running service's state (this test run's) is left alone: it describes another service."""
-    from xmdata.service.service import ServiceError, read_state, stop_service
+    from xmdata.service.service import ServiceError, read_state
+    from xmdata.service.service_stop import stop_service
 
     stubborn = ("import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
                 "print('ready', flush=True); time.sleep(120)")
