@@ -10,10 +10,12 @@ entries, a shard's last one partial). A unit is an MBR utility — (hypothesis, 
 target) -> a float — the unit that makes 2 billion at the issue's scale. Then, each timed in this
 process (wall and CPU seconds):
 
-- cold: a new `MemoOptions` (as a new process or a Dask worker's task has) looks up one shard's keys:
+- cold: a new `MemoOptions` (as a new process has) looks up one shard's keys:
   it lists the context's folder and reads the key column of every entry file (the index), then the
   files that hold the wanted keys; the index's memory is the process's RSS growth;
 - warm: the same store, another shard's keys (a later shard in the same process: listing, index);
+- a worker's first and next task: the options pickled to this process twice, as a Dask worker's tasks
+  receive them: the first builds the worker's index (as cold), the next uses it (as warm);
 - scattered: K keys spread over the whole memo (a shard whose entries every file holds a few of);
 - misses: K keys the memo lacks (a shard of new units);
 - `memo stats` and `memo prune --all --dry-run` over the whole memo.
@@ -113,8 +115,13 @@ def main() -> None:
     rss = process.memory_info().rss
     options = memo.MemoOptions(location)
     last = (n // k - 1) * k  # the last whole shard's first unit
+    import pickle
+
+    first_task, next_task = (pickle.loads(pickle.dumps(options)) for _ in range(2))  # as a worker's tasks get it
     runs = {"cold (new store: listing, every file's keys, then the wanted files)": (options, range(0, k)),
             "warm (the same store, another shard)": (options, range(last, last + k)),
+            "a worker's first task (the store sent to it: the worker's index, empty)": (first_task, range(0, k)),
+            "a worker's next task (sent again: the index the first task read)": (next_task, range(last, last + k)),
             "scattered (the same store, keys spread over every file)": (options, range(0, last + k, max(1, (last + k) // k))[:k]),
             "misses (the same store, units the memo lacks)": (options, range(10 ** 12, 10 ** 12 + k))}
     print(f"a shard's lookup of {k:,} keys:")

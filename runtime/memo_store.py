@@ -1,7 +1,10 @@
 """The entry store of one memo (runtime/memo.py): its entry files, what it knows of them, and whether
 it can be written. One `MemoStore` travels with the command's `MemoOptions` to every shard it runs
-(in the command's process, one for the whole build); a copy sent to another process (a Dask worker's
-task) starts knowing nothing, as a new process does, and learns the folders it reads."""
+(in the command's process, one for the whole build). A copy sent to another process (a Dask worker's
+task) arrives with that process's index of the memo (`RECEIVED`): the tasks a worker runs share what
+it has read of the entry files, as they share its models, instead of each reading every file's keys
+again (1.85 CPU-s a task at 1 M entries); whether the memo can be written is each copy's own.
+"""
 from __future__ import annotations
 
 import errno
@@ -17,20 +20,57 @@ WRITE_ERRORS = {errno.ENOSPC: "the disk is full", errno.EROFS: "read-only file s
                 errno.EPERM: "not writable", errno.EDQUOT: "over quota"}
 
 
-class MemoStore:
-    """The memo at `location`: which entry file of a context folder holds which keys (entry files never
-    change, being named by their content, so a file read once is not read again; a folder is listed
-    per lookup), and whether writing has failed here (read-only, full: said once, then only read)."""
+class EntryIndex:
+    """Which entry file of a memo's context folder holds which keys, and which files could not be read.
+    Entry files never change, being named by their content: a file read once is not read again."""
 
-    def __init__(self, location: str):
-        self.location = location
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.files: dict[str, dict[str, set[str]]] = {}  # folder -> file name -> keys
+        self.bad: dict[str, set[str]] = {}  # folder -> files that could not be read
+
+
+class ReceivedIndexes:
+    """The entry indexes of one process for the stores sent to it, one per memo location: what a Dask
+    worker's tasks share (the process-wide object a pickled store arrives with; no object passed down
+    lives longer than a task). At most KEEP locations, the least recently used forgotten: a worker's
+    index holds ~180 B an entry (docs/how-to/incremental.md), and dies with the worker."""
+
+    KEEP = 2
+
+    def __init__(self):
         self._lock = threading.Lock()
-        self._files: dict[str, dict[str, set[str]]] = {}  # folder -> file name -> keys
-        self._bad: dict[str, set[str]] = {}  # folder -> files that could not be read
+        self._indexes: dict[str, EntryIndex] = {}  # least recently used first
+
+    def index(self, location: str) -> EntryIndex:
+        with self._lock:
+            index = self._indexes.pop(location, None) or EntryIndex()
+            self._indexes[location] = index
+            while len(self._indexes) > self.KEEP:
+                del self._indexes[next(iter(self._indexes))]
+            return index
+
+
+RECEIVED = ReceivedIndexes()
+
+
+def received_store(location: str) -> "MemoStore":
+    """A store sent to this process: its own writable flag, this process's index of LOCATION."""
+    return MemoStore(location, RECEIVED.index(location))
+
+
+class MemoStore:
+    """The memo at `location`: which entry file of a context folder holds which keys (its `index`; a
+    folder is listed per lookup), and whether writing has failed here (read-only, full: said once, then
+    only read)."""
+
+    def __init__(self, location: str, index: EntryIndex | None = None):
+        self.location = location
+        self.index = index if index is not None else EntryIndex()
         self._not_writable: str | None = None  # why, once a write failed
 
-    def __reduce__(self):  # to another process: the location only (its lock and what it knows stay here)
-        return MemoStore, (self.location,)
+    def __reduce__(self):  # to another process: the location only; there it gets that process's index
+        return received_store, (self.location,)
 
     def __repr__(self) -> str:
         return f"MemoStore({self.location!r})"
@@ -38,9 +78,10 @@ class MemoStore:
     def keys_by_file(self, folder: str) -> tuple[dict[str, set[str]], int]:
         """{file: keys} of the folder now, and how many of its files were unreadable (new ones)."""
         names = sorted(n for n in storage.listdir(folder) if is_entry_file(n))
-        with self._lock:
-            known = self._files.setdefault(folder, {})
-            bad = self._bad.setdefault(folder, set())
+        index = self.index
+        with index.lock:
+            known = index.files.setdefault(folder, {})
+            bad = index.bad.setdefault(folder, set())
             new_bad = 0
             for name in names:
                 if name in known or name in bad:
@@ -58,9 +99,9 @@ class MemoStore:
 
     def forget(self, folder: str, name: str) -> None:
         """A file that failed on read: not read again by this store."""
-        with self._lock:
-            self._files.get(folder, {}).pop(name, None)
-            self._bad.setdefault(folder, set()).add(name)
+        with self.index.lock:
+            self.index.files.get(folder, {}).pop(name, None)
+            self.index.bad.setdefault(folder, set()).add(name)
 
     def read_entries(self, folder: str, name: str) -> list[tuple[str, bytes, str]]:
         """(key, value, check) of every entry of a file; raises what reading it raises."""
@@ -81,7 +122,7 @@ class MemoStore:
         return self._not_writable is None
 
     def mark_not_writable(self, reason: str) -> None:
-        with self._lock:
+        with self.index.lock:
             if self._not_writable is None:
                 self._not_writable = reason
                 log.warning("memo %s: %s; its entries are read, new results are not stored", self.location, reason)

@@ -107,7 +107,8 @@ def test_an_entry_file_of_another_layout_is_counted_and_computed_never_served(tm
 
 def test_the_entry_store_travels_with_the_options_not_in_the_process(tmp_path):
     """One store per command's options, kept by `replace` (a gather's, the shards' `fresh`); options
-    compare by their fields; a copy for another process knows nothing yet; off has none."""
+    compare by their fields; a copy for another process knows nothing yet, and the next copy sent there
+    shares what the first read (a worker's tasks); off has none."""
     location = str(tmp_path / "memo")
     write_golden(location)
     options = memo.MemoOptions(location)
@@ -119,7 +120,16 @@ def test_the_entry_store_travels_with_the_options_not_in_the_process(tmp_path):
     assert sum(len(keys) for keys in options.store.keys_by_file(os.path.join(location, FOLDER))[0].values()) == 3
     sent = pickle.loads(pickle.dumps(options))
     assert sent == options and sent.store is not options.store and sent.store.location == location
-    assert sent.store.writable and vars(sent.store)["_files"] == {}
+    assert sent.store.writable and sent.store.index.files == {}  # a new process knows nothing yet
+    with memo.shard_scope(sent, STAGE, PARAMS):
+        memo.unit_memo("golden", CONTEXT).lookup(INPUTS[:1])
+    # The next task sent to that process (a Dask worker's) shares what the first read, not its flag.
+    sent.store.mark_not_writable("the disk is full")
+    again = pickle.loads(pickle.dumps(options))
+    assert again.store is not sent.store and again.store.index is sent.store.index and again.store.writable
+    assert sum(len(keys) for keys in again.store.index.files[os.path.join(location, FOLDER)].values()) == 3
+    other = memo.MemoOptions(str(tmp_path / "other"))
+    assert pickle.loads(pickle.dumps(other)).store.index is not again.store.index
     assert memo.MemoOptions(None).store is None
 
 
