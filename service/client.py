@@ -52,24 +52,52 @@ def command_process() -> str | None:
     return info["socket"] if info else None
 
 
+class Forwarder:
+    """The client's handler of FORWARDED signals, installed before the command is sent: a signal that
+    comes before the command process names the command's pid (a Ctrl-C at once, on a loaded machine)
+    is kept and sent to it then, not left to Python's default (a KeyboardInterrupt traceback here,
+    the command left to notice the closed connection)."""
+
+    def __init__(self):
+        self.child: int | None = None
+        self.pending: list[int] = []
+        self.previous = {signum: signal.signal(signum, self.handle) for signum in FORWARDED}
+
+    def handle(self, signum: int, _frame) -> None:
+        if self.child is None:
+            self.pending.append(signum)
+        else:
+            _forward(self.child, signum)
+
+    def started(self, child: int) -> None:
+        self.child = child
+        for signum in self.pending:
+            _forward(child, signum)
+
+    def restore(self) -> None:
+        """The handlers as before: the command runs here after all."""
+        for signum, handler in self.previous.items():
+            signal.signal(signum, handler)
+
+
 def run_there(path: str, argv: list[str]) -> int | None:
-    """The command's exit status, run by the command process; None when it would not run it."""
+    """The command's exit status, run by the command process; None when it would not run it (or the
+    status a signal asked for, when one came before it did)."""
     from xmdata.service.command_server import recv_message, send_message
 
+    forwarder = Forwarder()
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         conn.connect(path)
         send_message(conn, {"argv": argv, "cwd": os.getcwd(), "env": settings.child_env()}, [0, 1, 2])
         reply, _ = recv_message(conn)
     except (OSError, ConnectionError, ValueError):
-        conn.close()
-        return None
+        reply = {}
     if "pid" not in reply:
         conn.close()
-        return None
-    child = reply["pid"]
-    for signum in FORWARDED:
-        signal.signal(signum, lambda s, _f: _forward(child, s))
+        forwarder.restore()
+        return 128 + forwarder.pending[0] if forwarder.pending else None  # stopped before it began
+    forwarder.started(reply["pid"])
     try:
         done, _ = recv_message(conn)
         return int(done["exit"])

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from xmdata.service.client import command_process, run_there
+from xmdata.service.client import Forwarder, command_process, run_there
 from xmdata.service.service_files import INFO_NAME
 from xmdata.service.warm_cold import decide
 
@@ -181,6 +181,25 @@ def test_ctrl_c_reaches_the_command_and_a_killed_client_leaves_nothing_running(c
     client.kill()
     client.wait(timeout=10)
     assert _gone(child), f"the command {child} still runs after its client was killed"
+
+
+def test_a_signal_before_the_command_has_a_pid_reaches_it_once_it_has_one():
+    """A Ctrl-C between sending the command and learning its pid (seen in a loaded run: the client
+    died of the SIGINT, status -2, instead of 130) is kept and sent to the command; a command that never
+    started leaves the handlers as they were."""
+    before = signal.getsignal(signal.SIGINT)
+    command = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        forwarder = Forwarder()
+        os.kill(os.getpid(), signal.SIGINT)  # handled here at once (the main thread): kept, not raised
+        assert forwarder.pending == [signal.SIGINT] and command.poll() is None
+        forwarder.started(command.pid)
+        assert command.wait(timeout=30) == -signal.SIGINT
+        forwarder.restore()
+        assert signal.getsignal(signal.SIGINT) is before
+    finally:
+        command.kill()
+        signal.signal(signal.SIGINT, before)
 
 
 def test_a_credential_is_never_hashed_into_commands_json_and_never_sends_a_command_cold(command_socket, monkeypatch):
