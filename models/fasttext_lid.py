@@ -39,6 +39,12 @@ def normalise_for_lid(text: str) -> str:
     """fastText refuses newlines and reads control characters as noise: fold all whitespace."""
     if not text.isprintable():  # rare: the per-character pass costs more than fastText itself
         text = "".join(ch if ch.isprintable() or ch.isspace() else " " for ch in text)
+    elif "  " not in text and text[:1] != " " and text[-1:] != " ":
+        # A printable text's only whitespace is U+0020 (every other is a control character or a
+        # separator, not printable; tests/models/test_fasttext_lid.py checks every code point): with no
+        # run of spaces and none at either end, folding leaves it as it is. Most texts: 0.03 CPU-s
+        # less over 200k captions than splitting and joining each.
+        return text
     return " ".join(text.split())  # str.split: the same whitespace as re's \s, at a third of the cost
 
 
