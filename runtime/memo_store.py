@@ -21,13 +21,13 @@ WRITE_ERRORS = {errno.ENOSPC: "the disk is full", errno.EROFS: "read-only file s
 
 
 class EntryIndex:
-    """Which entry file of a memo's context folder holds which keys, and which files could not be read.
-    Entry files never change, being named by their content: a file read once is not read again."""
+    """Which entry file of a memo's context folder holds which keys. Entry files never change, being
+    named by their content: a file read once is not read again. Files are read outside its lock (two
+    threads may read one file at once; neither waits on the other's folder)."""
 
     def __init__(self):
         self.lock = threading.Lock()
         self.files: dict[str, dict[str, set[str]]] = {}  # folder -> file name -> keys
-        self.bad: dict[str, set[str]] = {}  # folder -> files that could not be read
 
 
 class ReceivedIndexes:
@@ -67,6 +67,10 @@ class MemoStore:
     def __init__(self, location: str, index: EntryIndex | None = None):
         self.location = location
         self.index = index if index is not None else EntryIndex()
+        # Files that could not be read (truncated, not Parquet, a store's error): this copy's own, so
+        # that each task counts them and a file that reads later is read then.
+        self._lock = threading.Lock()  # this copy's: its bad files and its writable flag
+        self._bad: dict[str, set[str]] = {}
         self._not_writable: str | None = None  # why, once a write failed
 
     def __reduce__(self):  # to another process: the location only; there it gets that process's index
@@ -78,30 +82,35 @@ class MemoStore:
     def keys_by_file(self, folder: str) -> tuple[dict[str, set[str]], int]:
         """{file: keys} of the folder now, and how many of its files were unreadable (new ones)."""
         names = sorted(n for n in storage.listdir(folder) if is_entry_file(n))
-        index = self.index
+        present, index = set(names), self.index
+        with self._lock:
+            bad = self._bad.setdefault(folder, set())
+            bad &= present  # gone: a file of that name written again is read again
+            unreadable = set(bad)
         with index.lock:
             known = index.files.setdefault(folder, {})
-            bad = index.bad.setdefault(folder, set())
-            new_bad = 0
-            for name in names:
-                if name in known or name in bad:
-                    continue
-                try:
-                    keys = storage.read_parquet(storage.join(folder, name), columns=["key"]).column("key").to_pylist()
-                    known[name] = set(keys)
-                except Exception:  # noqa: BLE001 - truncated, not Parquet, gone: computed again, counted
-                    bad.add(name)
-                    new_bad += 1
-            present = set(names)
             for gone in [n for n in known if n not in present]:  # pruned meanwhile
                 del known[gone]
+            wanted = [n for n in names if n not in known and n not in unreadable]
+        read, failed = {}, set()
+        for name in wanted:
+            try:
+                read[name] = set(storage.read_parquet(storage.join(folder, name), columns=["key"]).column("key").to_pylist())
+            except Exception:  # noqa: BLE001 - truncated, not Parquet, gone: computed again, counted
+                failed.add(name)
+        with self._lock:
+            new_bad = len(failed - bad)
+            bad |= failed
+        with index.lock:
+            known.update(read)
             return {n: known[n] for n in names if n in known}, new_bad
 
     def forget(self, folder: str, name: str) -> None:
-        """A file that failed on read: not read again by this store."""
+        """A file that failed on read: not read again by this store (nor by another copy's index)."""
         with self.index.lock:
             self.index.files.get(folder, {}).pop(name, None)
-            self.index.bad.setdefault(folder, set()).add(name)
+        with self._lock:
+            self._bad.setdefault(folder, set()).add(name)
 
     def read_entries(self, folder: str, name: str) -> list[tuple[str, bytes, str]]:
         """(key, value, check) of every entry of a file; raises what reading it raises."""
@@ -122,7 +131,7 @@ class MemoStore:
         return self._not_writable is None
 
     def mark_not_writable(self, reason: str) -> None:
-        with self.index.lock:
+        with self._lock:
             if self._not_writable is None:
                 self._not_writable = reason
                 log.warning("memo %s: %s; its entries are read, new results are not stored", self.location, reason)

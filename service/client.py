@@ -52,11 +52,19 @@ def command_process() -> str | None:
     return info["socket"] if info else None
 
 
+class Stopped(Exception):
+    """A second signal while the command process has not yet said the command's pid: the client stops
+    waiting (a command process that accepted and hangs must not make Ctrl-C useless)."""
+
+    def __init__(self, signum: int):
+        self.signum = signum
+
+
 class Forwarder:
     """The client's handler of FORWARDED signals, installed before the command is sent: a signal that
     comes before the command process names the command's pid (a Ctrl-C at once, on a loaded machine)
     is kept and sent to it then, not left to Python's default (a KeyboardInterrupt traceback here,
-    the command left to notice the closed connection)."""
+    the command left to notice the closed connection); a second one before then stops the wait."""
 
     def __init__(self):
         self.child: int | None = None
@@ -64,10 +72,12 @@ class Forwarder:
         self.previous = {signum: signal.signal(signum, self.handle) for signum in FORWARDED}
 
     def handle(self, signum: int, _frame) -> None:
-        if self.child is None:
-            self.pending.append(signum)
-        else:
+        if self.child is not None:
             _forward(self.child, signum)
+        elif self.pending:
+            raise Stopped(signum)
+        else:
+            self.pending.append(signum)
 
     def started(self, child: int) -> None:
         self.child = child
@@ -91,13 +101,18 @@ def run_there(path: str, argv: list[str]) -> int | None:
         conn.connect(path)
         send_message(conn, {"argv": argv, "cwd": os.getcwd(), "env": settings.child_env()}, [0, 1, 2])
         reply, _ = recv_message(conn)
+        if "pid" in reply:
+            forwarder.started(reply["pid"])
     except (OSError, ConnectionError, ValueError):
-        reply = {}
-    if "pid" not in reply:
-        conn.close()
-        forwarder.restore()
+        pass
+    except Stopped as stopped:  # before the pid: the closed connection ends a command it had begun
+        return 128 + stopped.signum
+    finally:
+        if forwarder.child is None:
+            conn.close()
+            forwarder.restore()
+    if forwarder.child is None:
         return 128 + forwarder.pending[0] if forwarder.pending else None  # stopped before it began
-    forwarder.started(reply["pid"])
     try:
         done, _ = recv_message(conn)
         return int(done["exit"])

@@ -93,7 +93,6 @@ def _become_the_command(conn: socket.socket, message: dict, fds: list[int]) -> N
     settings.become_environment(message["env"])
     _follow_python_switches()
     sys.argv = ["xmdata", *message["argv"]]
-    send_message(conn, {"pid": os.getpid()})
 
     finished = threading.Event()
 
@@ -120,6 +119,9 @@ def _become_the_command(conn: socket.socket, message: dict, fds: list[int]) -> N
     PROCESS_ENDS.report_exit_to(report)
 
     try:
+        # The pid last, just before main: the client forwards a signal it got while waiting once it has
+        # the pid, and a Ctrl-C must then find the command where it ends as one (130), not before.
+        send_message(conn, {"pid": os.getpid()})
         code = main(message["argv"])
     except SystemExit as exc:  # argparse's --help and usage errors
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)

@@ -14,7 +14,7 @@ from xmdata.runtime.code_version import code_fingerprint
 from xmdata.runtime.owner_only import open_private, write_private
 from xmdata.runtime.prefect_api import healthy
 
-from .service import (ServiceError, log_tail, alive, cluster_starting_too_long, paths, prefect_home, read_state,
+from .service import (ServiceError, alive, cluster_starting_too_long, log_tail, paths, prefect_home, read_state,
                       touch_used)
 from .service_files import PID_NAME
 from .service_stop import stop_service

@@ -133,6 +133,32 @@ def test_the_entry_store_travels_with_the_options_not_in_the_process(tmp_path):
     assert memo.MemoOptions(None).store is None
 
 
+def test_each_task_a_worker_runs_counts_an_unreadable_file_and_reads_one_written_again(tmp_path):
+    """A worker's tasks share its index of the files that read, not the unreadable ones: each task
+    counts a truncated file as bad (as a new process does), and once that file is gone and written
+    whole under its name, the next task reads it."""
+    location = str(tmp_path / "memo")
+    folder = hand_made_memo(location, [(INPUTS[0], VALUES[0])])
+    broken = os.path.join(folder, "2" * 40 + ".parquet")
+    with open(broken, "wb") as f:
+        f.write(b"PAR1 truncated")
+    options = memo.MemoOptions(location)
+    for _ in range(2):  # two tasks sent to this process
+        with memo.shard_scope(pickle.loads(pickle.dumps(options)), STAGE, PARAMS) as scope:
+            assert memo.unit_memo("golden", CONTEXT).lookup(INPUTS[:2]) == [VALUES[0], memo.MISSING]
+        assert scope.counts["golden"].as_dict() == {"served": 1, "bad": 1}
+    task = pickle.loads(pickle.dumps(options))
+    os.unlink(broken)
+    task.store.keys_by_file(folder)  # lists it gone
+    key = hashlib.sha256(memo.canonical(INPUTS[1])).hexdigest()
+    value = memo.canonical(VALUES[1])
+    pq.write_table(pa.table({"key": [key], "value": pa.array([value], pa.binary()),
+                             "check": [memo.entry_check(key, value)]}), broken)
+    with memo.shard_scope(task, STAGE, PARAMS) as scope:
+        assert memo.unit_memo("golden", CONTEXT).lookup(INPUTS[:2]) == [VALUES[0], VALUES[1]]
+    assert scope.counts["golden"].as_dict() == {"served": 2}
+
+
 def test_every_file_of_the_memo_is_one_a_reader_can_hold_in_mind():
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     files = [n for n in os.listdir(os.path.join(root, "runtime")) if n.startswith("memo") and n.endswith(".py")]

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from xmdata.service.client import Forwarder, command_process, run_there
+from xmdata.service.client import Forwarder, Stopped, command_process, run_there
 from xmdata.service.service_files import INFO_NAME
 from xmdata.service.warm_cold import decide
 
@@ -185,21 +185,31 @@ def test_ctrl_c_reaches_the_command_and_a_killed_client_leaves_nothing_running(c
 
 def test_a_signal_before_the_command_has_a_pid_reaches_it_once_it_has_one():
     """A Ctrl-C between sending the command and learning its pid (seen in a loaded run: the client
-    died of the SIGINT, status -2, instead of 130) is kept and sent to the command; a command that never
-    started leaves the handlers as they were."""
-    before = signal.getsignal(signal.SIGINT)
+    died of the SIGINT, status -2, instead of 130) is kept and sent to the command; a second signal
+    before the pid stops the wait (a command process that hangs must not make Ctrl-C useless); the
+    handlers come back as they were."""
+    before = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
     command = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    forwarder = Forwarder()
     try:
-        forwarder = Forwarder()
         os.kill(os.getpid(), signal.SIGINT)  # handled here at once (the main thread): kept, not raised
         assert forwarder.pending == [signal.SIGINT] and command.poll() is None
         forwarder.started(command.pid)
         assert command.wait(timeout=30) == -signal.SIGINT
-        forwarder.restore()
-        assert signal.getsignal(signal.SIGINT) is before
     finally:
+        forwarder.restore()
         command.kill()
-        signal.signal(signal.SIGINT, before)
+    assert {signum: signal.getsignal(signum) for signum in before} == before
+    waiting = Forwarder()
+    try:
+        os.kill(os.getpid(), signal.SIGTERM)
+        with pytest.raises(Stopped) as stopped:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)  # the handler raises at once, in this thread
+        assert stopped.value.signum == signal.SIGINT and waiting.child is None
+    finally:
+        waiting.restore()
+    assert {signum: signal.getsignal(signum) for signum in before} == before
 
 
 def test_a_credential_is_never_hashed_into_commands_json_and_never_sends_a_command_cold(command_socket, monkeypatch):
