@@ -109,8 +109,8 @@ def run_there(path: str, argv: list[str]) -> int | None:
         return 128 + stopped.signum
     finally:
         if forwarder.child is None:
+            forwarder.restore()  # first: no Stopped from here on
             conn.close()
-            forwarder.restore()
     if forwarder.child is None:
         return 128 + forwarder.pending[0] if forwarder.pending else None  # stopped before it began
     try:
