@@ -18,6 +18,7 @@ from xmdata.runtime import settings
 
 from .base import ModelError
 from .ct2_convert import ensure_converted, import_ctranslate2, resolve_compute_type
+from ._seq2seq import check_beams
 from .llm import LlmBatch, LlmTranslator, Reply
 
 
@@ -34,20 +35,18 @@ class LlmCT2Generator(LlmTranslator):
                                            compute_type=self.compute_type, inter_threads=1,
                                            intra_threads=threads if device == "cpu" else 0)
         super().load()  # the tokenizer, its template and limits; no transformers weights on this engine
+        self.stop_tokens = self.tokenizer.convert_ids_to_tokens(self.stop_ids)  # as generate_batch takes them
 
     def prepare(self, texts, source_lang, target_lang, keys=()) -> LlmBatch:
         ids = self.prompt_ids(texts, source_lang, target_lang)
         return LlmBatch(len(ids), {"tokens": [self.tokenizer.convert_ids_to_tokens(row) for row in ids]}, list(keys))
 
     def predict(self, batch: LlmBatch, num_beams: int, num_candidates: int, max_new_tokens: int) -> list[list[Reply]]:
-        if not 1 <= num_candidates <= num_beams:
-            raise ValueError(f"need 1 <= num_candidates <= num_beams, got {num_candidates} and {num_beams}")
-        if batch.size == 0:
+        if not check_beams(batch, num_beams, num_candidates):
             return []
-        stops = self.tokenizer.convert_ids_to_tokens(self.stop_ids)
         results = self.model.generate_batch(
             batch.inputs["tokens"], beam_size=num_beams, num_hypotheses=num_candidates, max_length=max_new_tokens,
-            end_token=stops, return_end_token=True, include_prompt_in_result=False, return_scores=True)
+            end_token=self.stop_tokens, return_end_token=True, include_prompt_in_result=False, return_scores=True)
         out = []
         for result in results:
             replies = []

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Sequence
 
+from ._seq2seq import check_beams
 from .base import Candidate, ModelError, ModelSpec, hub_error, resolve_local_path
 
 PROMPT_CACHE = 20_000  # prompts' token ids kept between the length count and the batches (a shard's units)
@@ -103,21 +104,21 @@ class LlmTranslator:
 
     def load(self) -> None:
         import torch
-        from transformers import AutoConfig
 
         self.load_tokenizer()
-        config = self._load(AutoConfig, "its config")
         if self.spec.option("engine") != "ctranslate2":  # (CTranslate2's Generator: ct2_generator.py)
             from transformers import AutoModelForCausalLM
 
             model = self._load(AutoModelForCausalLM, "AutoModelForCausalLM")
             self.model = model.to(device=self.spec.device, dtype=getattr(torch, self.spec.dtype)).eval()
-            generation = self.model.generation_config
+            config, generation = self.model.config, self.model.generation_config  # read with the weights
         else:
-            from transformers import GenerationConfig
+            from transformers import AutoConfig, GenerationConfig
 
+            config = self._load(AutoConfig, "its config")
+            source, kwargs = self._source()
             try:
-                generation = GenerationConfig.from_pretrained(self._source()[0], **self._source()[1])
+                generation = GenerationConfig.from_pretrained(source, **kwargs)
             except OSError:  # no generation_config.json: the template's and the tokenizer's stops alone
                 generation = None
         eos = generation.eos_token_id if generation is not None else None
@@ -186,9 +187,7 @@ class LlmTranslator:
 
     def predict(self, batch: LlmBatch, num_beams: int, num_candidates: int, max_new_tokens: int) -> list[list[Reply]]:
         """Per prompt, num_candidates beams (best first), raw."""
-        if not 1 <= num_candidates <= num_beams:
-            raise ValueError(f"need 1 <= num_candidates <= num_beams, got {num_candidates} and {num_beams}")
-        if batch.size == 0:
+        if not check_beams(batch, num_beams, num_candidates):
             return []
         if num_beams == 1:
             out = self._generate(batch, max_new_tokens, output_logits=True)
