@@ -9,6 +9,8 @@ import hashlib
 import json
 from typing import Sequence
 
+from . import storage
+
 MISSING = object()  # a lookup's answer for a key the memo does not hold (a stored value may be None)
 ENTRY_SUFFIX = ".parquet"
 CONTEXT_FILE = "context.json"
@@ -39,8 +41,6 @@ def unit_key(model_input) -> str:
 
 def context_folder(location: str, whole: dict) -> str:
     """The folder of a context (`whole`: its kind, stage, params and the models' and platform's facts)."""
-    from . import storage
-
     digest = hashlib.sha256(canonical(whole)).hexdigest()
     return storage.join(location, whole["kind"], digest[:2], digest)
 

@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 
 from . import storage
-from .memo_keys import CONTEXT_FILE, ENTRY_SUFFIX, RUNS
+from .memo_keys import CONTEXT_FILE, ENTRY_SUFFIX, RUNS, is_entry_file
 from .memo_store import entry_file
 from .memo_use import ANY_CONTEXT, RECENT_RUNS
 
@@ -45,7 +45,7 @@ def entry_files(location: str) -> list[EntryFile]:
     for folder, _, names in os.walk(location):
         rel = os.path.relpath(folder, location)
         for name in names:
-            if name.endswith(ENTRY_SUFFIX) and not name.startswith(".") and rel.split(os.sep)[0] != RUNS:
+            if is_entry_file(name) and rel.split(os.sep)[0] != RUNS:
                 path = os.path.join(folder, name)
                 with contextlib.suppress(FileNotFoundError):
                     stat = os.stat(path)

@@ -77,11 +77,6 @@ class UnitMemo:
     fresh_used: set = field(default_factory=set)  # the gather's keys this shard took
     audited_keys: set = field(default_factory=set)  # sampled hits computed again and found equal: used too
 
-    @property
-    def location(self) -> str:
-        """The memo's top folder."""
-        return self.memo_store.location
-
     @staticmethod
     def key(model_input) -> str:
         return unit_key(model_input)
