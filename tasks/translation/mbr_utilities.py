@@ -79,14 +79,18 @@ def chrf_utilities(units: pl.DataFrame, spec: ModelSpec) -> list[list[float]]:
 
 
 def comet_utilities(units: pl.DataFrame, spec: ModelSpec) -> list[list[float]]:
-    """Per unit, its pairs' COMET: the memo's where it holds them; a unit with any pair missing has its
-    sentences embedded once (one batch: the unit alone, so its numbers do not depend on its neighbours)
-    and its missing pairs scored in one call."""
+    """Per unit, its pairs' COMET: the memo's where it holds them (one lookup for the shard: one listing,
+    each entry file read once); a unit with any pair missing has its sentences embedded once (one batch:
+    the unit alone, so its numbers do not depend on its neighbours) and its missing pairs scored in one call."""
     memo = memo_for(MEMO_KIND, spec)
-    out = []
-    for source, texts in zip(units["source_text"].to_list(), units["candidate"].to_list()):
-        inputs = [[source, texts[i], texts[j]] for i, j in pairs_of(len(texts))]
-        held = memo.lookup(inputs) if memo is not None else [MISSING] * len(inputs)
+    sources, candidates = units["source_text"].to_list(), units["candidate"].to_list()
+    unit_inputs = [[[source, texts[i], texts[j]] for i, j in pairs_of(len(texts))]
+                   for source, texts in zip(sources, candidates)]
+    flat = [pair for inputs in unit_inputs for pair in inputs]
+    found = memo.lookup(flat) if memo is not None else [MISSING] * len(flat)
+    out, start = [], 0
+    for source, texts, inputs in zip(sources, candidates, unit_inputs):
+        held, start = found[start:start + len(inputs)], start + len(inputs)
         missing = [p for p, value in enumerate(held) if value is MISSING]
         if missing:
             model = get_model("reference_scorer", spec)  # loads only when a pair is not in the memo
