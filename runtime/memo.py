@@ -36,18 +36,17 @@ The memo by role, one file each; this module is their public names in one place:
 """
 from __future__ import annotations
 
-from .memo_keys import CONTEXT_FILE, ENTRY_SUFFIX, MISSING, RUNS, canonical, entry_check, without
-from .memo_maintenance import KEEP_RECENT_S, EntryFile, entry_files, prune, stats
-from .memo_scope import (OFF, MemoOptions, ShardScope, active, check_location, current_options, note_keying,
+from .memo_keys import MISSING, canonical, entry_check, without
+from .memo_maintenance import entry_files, prune, stats
+from .memo_scope import (MemoOptions, ShardScope, active, check_location, current_options, note_keying,
                          resolve_location, shard_scope, unit_memo, using)
-from .memo_store import MemoStore, entry_file, make_private_folder
-from .memo_units import (FLUSH_ENTRIES, FLUSH_SECONDS, Counts, GatherBudget, GatherDeclined, MemoAuditFailed,
-                         UnitMemo, served_and_computed)
-from .memo_use import ANY_CONTEXT, RECENT_RUNS, USE_FOLDER, dry_run_text, record_run, shard_use, used_by
+from .memo_store import MemoStore, entry_file
+from .memo_units import (FLUSH_ENTRIES, Counts, GatherBudget, GatherDeclined, MemoAuditFailed, UnitMemo,
+                         served_and_computed)
+from .memo_use import dry_run_text, record_run, shard_use, used_by
 
-__all__ = ["ANY_CONTEXT", "CONTEXT_FILE", "ENTRY_SUFFIX", "FLUSH_ENTRIES", "FLUSH_SECONDS", "KEEP_RECENT_S", "MISSING",
-           "OFF", "RECENT_RUNS", "RUNS", "USE_FOLDER", "Counts", "EntryFile", "GatherBudget", "GatherDeclined",
-           "MemoAuditFailed", "MemoOptions", "MemoStore", "ShardScope", "UnitMemo", "active", "canonical",
-           "check_location", "current_options", "dry_run_text", "entry_check", "entry_file", "entry_files",
-           "make_private_folder", "note_keying", "prune", "record_run", "resolve_location", "served_and_computed",
-           "shard_scope", "shard_use", "stats", "unit_memo", "used_by", "using", "without"]
+__all__ = ["FLUSH_ENTRIES", "MISSING", "Counts", "GatherBudget", "GatherDeclined", "MemoAuditFailed", "MemoOptions",
+           "MemoStore", "ShardScope", "UnitMemo", "active", "canonical", "check_location", "current_options",
+           "dry_run_text", "entry_check", "entry_file", "entry_files", "note_keying", "prune", "record_run",
+           "resolve_location", "served_and_computed", "shard_scope", "shard_use", "stats", "unit_memo", "used_by",
+           "using", "without"]
