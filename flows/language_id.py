@@ -19,9 +19,8 @@ from .finish import finish_build
 
 def label_languages(input_path: str, out: str, shards: int, params: LanguageIdParams
                     ) -> tuple[list[StageReport], dict]:
-    captions = open_input(input_path, CAPTIONS)
-    captions.check()  # refuses a broken input before writing anything, a batch at a time
-    ingested = ingest(captions, "captions", shards, out)
+    # A broken input is refused whole before a shard is written: ingest checks each batch as it reads it.
+    ingested = ingest(open_input(input_path, CAPTIONS), "captions", shards, out)
     labelled = run_stage(language_id_stage(ModelSpec("fasttext", params.lid_model)), ingested.data_paths, out)
     return [ingested, labelled], lid_distributions(labelled.data_paths)
 

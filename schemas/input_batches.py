@@ -68,8 +68,18 @@ class ParquetBatches:
             raise ContractError(merge_violations(found))
 
     def batches(self) -> Iterator[pa.Table]:
+        """Each batch conformed, as `check` would refuse it: a batch that breaks the contract ends the
+        batches handed on, the rest are still read, and every violation is named at once at the end.
+        A caller that writes only once the batches are all read (ingest spills them to a private
+        temporary folder first) needs no `check` before: one read of the input, not two."""
+        found = []
         for table in self._raw():
-            yield conform(table, self.contract, source=self.path)
+            violations = find_violations(table, self.contract, self.path)
+            found += violations
+            if not found:
+                yield conform(table, self.contract, source=self.path)
+        if found:
+            raise ContractError(merge_violations(found))
 
 
 def open_input(path: str, contract: TableContract) -> ParquetBatches | TableBatches:

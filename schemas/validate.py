@@ -72,6 +72,9 @@ def conform(table: pa.Table, contract: TableContract, source: str) -> pa.Table:
     violations = find_violations(table, contract, source)
     if violations:
         raise ContractError(violations)
+    schema = pa.schema(list(contract.schema))
+    if table.schema.names == schema.names and table.schema.types == schema.types:
+        return table.cast(schema)  # already in contract columns and types: no copy of the rows
     df = pl.from_arrow(table)
     columns = []
     for field in contract.schema:

@@ -46,6 +46,8 @@ def split_by_mask(table: pa.Table, bad: pa.ChunkedArray | pa.Array, stage: str, 
                   value_column: str | None = None, id_column: str = "id") -> tuple[pa.Table, pa.Table]:
     """(rows where bad is false, rejects for rows where it is true)."""
     bad = pc.fill_null(bad, False)
+    if not pc.any(bad).as_py():  # most masks: no row refused, and no copy of every row made
+        return table, make_rejects(stage, reason, [], [] if value_column else None)
     refused = table.filter(bad)
     values = refused.column(value_column).to_pylist() if value_column else None
     return table.filter(pc.invert(bad)), make_rejects(

@@ -114,6 +114,13 @@ def test_a_value_that_breaks_the_contract_in_a_late_batch_is_refused_with_every_
     assert str(refused.value) == (f"{path}: column 'latitude': 2 value(s) are not double "
                                   "(first offending rows: id='i150', id='i990')")
 
+    # The ingest reads it once, checking each batch as it goes: the same refusal, and no shard written.
+    out = tmp_path / "out"
+    with pytest.raises(ContractError) as ingested:
+        ingest(open_input(str(path), IMAGES), "images", 2, str(out))
+    assert str(ingested.value) == str(refused.value)
+    assert not (out / "images").exists()
+
 
 @pytest.mark.parametrize("table, message", [
     (pa.table({"id": ["a", "b"], "caption": ["x", "y"]}), "column 'text': required column is missing"),
