@@ -8,8 +8,9 @@ workers) and wall, in one run:
   time from the command's start to its first language-ID shard finished, and the whole command;
 - language ID over 200k captions through the CLI at 1 and 8 shards as a user runs it (in-process: see
   LIGHT_ROWS in tasks/translation/language_id.py), in ROUNDS rounds, each with its own bare loop of
-  fastText `predict` over the same texts (reading them from Parquet included) and its own one-row
-  command subtracted (the machine's speed drifts: a ratio is taken within a round, the median given);
+  fastText `predict` over the same texts (reading them from Parquet included; run before and after the
+  round's commands, their mean taken) and its own one-row command subtracted (the machine's speed
+  drifts: a ratio is taken within a round, the median given);
   then at 8, 64 and 1,000 shards forced onto the warm cluster, less the median one-row command there;
 - a trivial stage (upper-casing 100 rows) at 1, 8, 64, 100, 1,000 and 10,000 shards on the warm
   cluster, against the same `process_shard` calls in a plain loop.
@@ -32,7 +33,7 @@ from bench import isolated_home
 from bench.cpu_meter import CpuMeter
 
 ROWS_PER_SHARD = 100
-ROUNDS = 3
+ROUNDS = 5
 INPROCESS_SHARDS = ("1", "8")  # as a user runs it: auto keeps 200k captions in the command's process
 # Forced onto the warm cluster; the first is its workers' first language ID.
 CLUSTER_RUNS = (("8 on the cluster (workers cold)", "8"), ("8 on the cluster", "8"),
@@ -129,12 +130,14 @@ def lid_rounds(root: str, one: str, big: str, env: dict, figures: dict) -> None:
     """Bare loop, one-row command, then the 200k commands, ROUNDS times: each ratio within a round."""
     figures["lid rounds"] = []
     for r in range(ROUNDS):
-        bare, bare_wall = bare_lid(big)
+        before = bare_lid(big)
         fixed = one_row_run(root, one, env, f"round {r}")
-        round_ = {"bare": bare, "bare_wall": bare_wall, "fixed": fixed["cpu_s"], "fixed_wall": fixed["wall_s"]}
+        round_ = {"fixed": fixed["cpu_s"], "fixed_wall": fixed["wall_s"]}
         for shards in INPROCESS_SHARDS:
             out = os.path.join(root, f"lid-round{r}-{shards}")
             round_[shards] = command_run(["identify-language", big, "--out", out, "--shards", shards], env)
+        after = bare_lid(big)  # the loop on both sides of the commands: a drift within the round averages out
+        round_.update(bare=(before[0] + after[0]) / 2, bare_wall=(before[1] + after[1]) / 2)
         figures["lid rounds"].append(round_)
 
 

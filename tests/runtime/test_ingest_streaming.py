@@ -94,12 +94,36 @@ def test_the_ingest_holds_a_batch_or_a_shard_never_the_whole_input(monkeypatch, 
     for rows in (5000, 40_000):
         path = captions_file(tmp_path / f"in-{rows}.parquet", rows, text_chars=400)
         report, seen, arrow, python = held[rows] = _ingested_holding(path, str(tmp_path / f"out-{rows}"))
-        assert max(seen) == 1000 and sum(seen) == 2 * rows  # read twice (check, then ingest), a batch at once
+        # Read once, a batch at a time: check() needs only the schema (every column in contract types)
+        assert max(seen) == 1000 and sum(seen) == rows
         assert report.rows_out == rows and len(report.records) == rows // 1000
     whole = 40_000 * 408
     (*_, small_arrow, small_python), (*_, arrow, python) = held[5000], held[40_000]
     assert arrow < whole / 3 and python < whole / 3, (arrow, python, whole)
     assert arrow < 2 * small_arrow and python < 2 * small_python  # 8x the rows, not 8x the memory
+
+
+def test_a_file_in_contract_types_is_checked_from_its_schema_and_any_other_by_its_values(monkeypatch, tmp_path):
+    monkeypatch.setattr(input_batches, "BATCH_ROWS", 100)
+    seen, raw = [], input_batches.ParquetBatches._raw
+
+    def watched(self):
+        for table in raw(self):
+            seen.append(table.num_rows)
+            yield table
+
+    monkeypatch.setattr(input_batches.ParquetBatches, "_raw", watched)
+    open_input(captions_file(tmp_path / "typed.parquet", 1000), CAPTIONS).check()
+    assert seen == []  # string id and text: no value can fail to convert
+    numbers = tmp_path / "numbered.parquet"
+    pq.write_table(pa.table({"id": list(range(1000)), "text": ["a caption"] * 1000}), numbers)
+    open_input(str(numbers), CAPTIONS).check()  # int ids convert, but only their values can say so
+    assert seen == [100] * 10
+    missing = tmp_path / "missing.parquet"
+    pq.write_table(pa.table({"id": ["a"], "caption": ["x"]}), missing)
+    with pytest.raises(ContractError, match="column 'text': required column is missing"):
+        open_input(str(missing), CAPTIONS).check()
+    assert seen == [100] * 10
 
 
 def test_a_value_that_breaks_the_contract_in_a_late_batch_is_refused_with_every_count(monkeypatch, tmp_path):
