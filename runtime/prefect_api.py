@@ -131,14 +131,27 @@ def prefect_api(log_path: str | None = None, host: str = "127.0.0.1", port: int 
     try:
         from prefect.settings import PREFECT_API_AUTH_STRING, PREFECT_API_URL, temporary_settings
 
+        updates = {PREFECT_API_URL: url, **({PREFECT_API_AUTH_STRING: auth} if auth else {}), **_no_heartbeat()}
         # In the environment too: inherited by the Dask workers and runs this process starts.
         with settings.environ_for_libraries({settings.PREFECT_API_URL.name: url, AUTH_ENV: auth}), \
-                temporary_settings(updates={PREFECT_API_URL: url, **({PREFECT_API_AUTH_STRING: auth} if auth else {})}):
+                temporary_settings(updates=updates):
             yield url
     finally:
         if server is not None:
             flush_api_logs()
             stop_process_group(server)
+
+
+def _no_heartbeat() -> dict:
+    """Prefect's flow-run heartbeat off, unless the user set its frequency. Its thread sleeps a
+    second at a time and the run's end joins it: every flow run ended 0-1 s (0.5 s on average) after
+    its work, for heartbeats only an automation of the user's reads (Prefect's "detect zombie
+    flows"; a server xmdata starts has none)."""
+    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, get_current_settings
+
+    if "heartbeat_frequency" in get_current_settings().flows.model_fields_set:
+        return {}
+    return {PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}
 
 
 def flush_api_logs() -> None:

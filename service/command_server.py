@@ -37,7 +37,9 @@ from .warm_cold import differing, import_time_hashes
 # What commands import before they work (listed from `sys.modules` after a demo re-check and a
 # 10-row command): the libraries, Prefect's run engines and what they load on first use (fastapi's
 # encoders, graphviz for visualisation, telemetry), the language-code data, the metrics' statistics
-# (scipy.stats: tasks/evaluation imports it where a metric runs), the command line.
+# (scipy.stats: tasks/evaluation imports it where a metric runs), the command line. The last four
+# were still imported by every command (filelock, the folder lock's since it moved there; the
+# manifest's package metadata; fastText): ~20 ms a command more, listed again on 2026-12-02.
 WARM_MODULES = ("prefect.main", "prefect.flow_engine", "prefect.task_engine", "prefect.engine",
                 "prefect.concurrency.sync", "prefect.utilities.visualization", "prefect.telemetry.run_telemetry",
                 "fastapi", "fastapi.encoders", "anyio._backends._asyncio", "distributed", "pandas", "polars",
@@ -45,7 +47,8 @@ WARM_MODULES = ("prefect.main", "prefect.flow_engine", "prefect.task_engine", "p
                 "reverse_geocoder", "scipy.stats", "xmdata.cli", "xmdata.commands", "xmdata.flow_run",
                 "xmdata.service.service", "xmdata.service.run_setup", "xmdata.runtime.dask_executor",
                 "xmdata.runtime.storage_check", "xmdata.models.tiny", "xmdata.models.translators",
-                "xmdata.models.languages", "xmdata.tasks.clean.fingerprint")
+                "xmdata.models.languages", "xmdata.tasks.clean.fingerprint", "xmdata.server_watch", "filelock",
+                "importlib_metadata._adapters", "fasttext")
 HEADER = struct.Struct("!I")  # the length of the JSON message that follows
 MAX_MESSAGE = 4 << 20
 FDS = 3  # stdin, stdout, stderr

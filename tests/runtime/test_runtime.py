@@ -158,6 +158,20 @@ def test_a_named_prefect_api_is_used_as_is_and_the_environment_restored(monkeypa
     assert os.environ["PREFECT_API_URL"] == "http://127.0.0.1:1/api"
 
 
+
+def test_a_run_sends_no_flow_heartbeat_unless_the_user_asked_for_them():
+    """Prefect's heartbeat thread sleeps a second at a time and a flow run's end joins it (0-1 s
+    more a run); only a user's own automation reads the heartbeats."""
+    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, get_current_settings, temporary_settings
+
+    from xmdata.runtime.prefect_api import prefect_api
+
+    with prefect_api(url="http://127.0.0.1:2/api"):
+        assert get_current_settings().flows.heartbeat_frequency is None
+    with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: 60}), prefect_api(url="http://127.0.0.1:2/api"):
+        assert get_current_settings().flows.heartbeat_frequency == 60
+
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
