@@ -405,6 +405,27 @@ def test_language_id_stage_rejects_texts_without_letters_and_keeps_the_rest():
     assert kept.num_rows + rejects.num_rows == table.num_rows
 
 
+def test_which_texts_arrow_passes_as_they_are_changes_no_decision_of_lid_text():
+    """split_unlabelable lets Arrow pass a text with an ASCII letter and no '<', and asks lid_text
+    about the rest: every text of a mix of the cases gets what lid_text alone gives it."""
+    import random
+
+    from xmdata.tasks.translation.language_id import lid_text, split_unlabelable
+
+    pieces = ["a", "Z", "<", ">", "|", "_", "1", " ", "\t", "\n", "²", "Ⅻ", "é", "д", "猫", "\x00", "\u2028",
+              "<image>", "<|image_1|>", "<IMAGE 3>", "<b>"]
+    rng = random.Random(0)
+    texts = ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 6))) for _ in range(5000)]
+    texts += ["A cat.<|image_1|>", "<image>", "x<image>", "²³", "дом", "___", "1a", "a\n"]
+    table = pa.table({"id": [f"t{i}" for i in range(len(texts))], "text": texts})
+    kept, rejects, read = split_unlabelable(table)
+    texts = [t for t in texts if t.strip()]  # blank_mask's rejects (the pieces' whitespace is Python's too)
+    assert read == [lid_text(t) for t in texts if lid_text(t) is not None]
+    assert kept.column("text").to_pylist() == [t for t in texts if lid_text(t) is not None]
+    assert rejects.column("reason").to_pylist().count("no_letters") == [lid_text(t) for t in texts].count(None) > 0
+    assert kept.num_rows + rejects.num_rows == table.num_rows
+
+
 @pytest.mark.slow  # starts the test run's xmdata service
 def test_identify_language_rejects_texts_with_nothing_to_label_and_counts_every_row(tmp_path, capsys, prefect_server):
     texts = {"ok": "A red bicycle leans against a wall.", "control": "\x01\x02\x03", "image": "<|image_1|>",
