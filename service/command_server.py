@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
 import json
 import os
 import signal
@@ -33,22 +32,8 @@ from xmdata.runtime import settings
 
 from .service_files import INFO_NAME, SOCKET_NAME, command_environment
 from .warm_cold import differing, import_time_hashes
+from .warm_imports import warm_up
 
-# What commands import before they work (listed from `sys.modules` after a demo re-check and a
-# 10-row command): the libraries, Prefect's run engines and what they load on first use (fastapi's
-# encoders, graphviz for visualisation, telemetry), the language-code data, the metrics' statistics
-# (scipy.stats: tasks/evaluation imports it where a metric runs), the command line. The last four
-# were still imported by every command (filelock, the folder lock's since it moved there; the
-# manifest's package metadata; fastText): ~20 ms a command more, listed again on 2026-12-02.
-WARM_MODULES = ("prefect.main", "prefect.flow_engine", "prefect.task_engine", "prefect.engine",
-                "prefect.concurrency.sync", "prefect.utilities.visualization", "prefect.telemetry.run_telemetry",
-                "fastapi", "fastapi.encoders", "anyio._backends._asyncio", "distributed", "pandas", "polars",
-                "pyarrow.parquet", "pyarrow.dataset", "langcodes.data_dicts", "langcodes.language_distance",
-                "reverse_geocoder", "scipy.stats", "xmdata.cli", "xmdata.commands", "xmdata.flow_run",
-                "xmdata.service.service", "xmdata.service.run_setup", "xmdata.runtime.dask_executor",
-                "xmdata.runtime.storage_check", "xmdata.models.tiny", "xmdata.models.translators",
-                "xmdata.models.languages", "xmdata.tasks.clean.fingerprint", "xmdata.server_watch", "filelock",
-                "importlib_metadata._adapters", "fasttext")
 HEADER = struct.Struct("!I")  # the length of the JSON message that follows
 MAX_MESSAGE = 4 << 20
 FDS = 3  # stdin, stdout, stderr
@@ -157,23 +142,6 @@ def _follow_python_switches() -> None:
         sys.stdout, sys.stderr = (io.TextIOWrapper(io.FileIO(fd, "w", closefd=False), encoding=stream.encoding,
                                                    errors=stream.errors, write_through=True)
                                   for fd, stream in ((1, sys.stdout), (2, sys.stderr)))
-
-
-def warm_up() -> None:
-    """Every module a command imports before it works: the libraries, the command line, every flow."""
-    import pkgutil
-
-    for name in WARM_MODULES:
-        try:
-            importlib.import_module(name)
-        except ImportError as exc:  # a library's internals moved: the command imports what it needs
-            print(f"command process: {name} not imported: {exc}", flush=True)
-    flows = importlib.import_module("xmdata.flows")
-    for module in pkgutil.iter_modules(flows.__path__, "xmdata.flows."):
-        try:
-            importlib.import_module(module.name)
-        except Exception as exc:  # noqa: BLE001 — the command that needs it imports it, and says why it fails
-            print(f"command process: {module.name} not imported: {type(exc).__name__}: {exc}", flush=True)
 
 
 def wait_for_first_command(pid: int | None, service_pid: int, limit_s: float = AFTER_COMMAND_LIMIT_S) -> None:

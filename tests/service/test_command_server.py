@@ -223,3 +223,17 @@ def test_a_credential_is_never_hashed_into_commands_json_and_never_sends_a_comma
     assert decide(["publish", "r", "me/x"], tokens, info)[0] == "s"  # warm: read as the command runs
     monkeypatch.setenv("HF_TOKEN", "hf_another_token")  # the warm process was started without one
     assert run_there(command_socket, ["score", "--help"]) == 0
+
+
+def test_the_command_process_builds_the_models_prefect_defers_so_that_no_command_builds_them_again():
+    """pydantic's defer_build: Prefect's models build their validators at first use, which in a fork
+    of the command process was every command's (a flow run's state, flow-run and artifact models)."""
+    probe = ("from prefect.client.schemas.actions import ArtifactCreate, FlowRunCreate\n"
+             "from prefect.client.schemas.objects import FlowRun\n"
+             "models = [FlowRunCreate, ArtifactCreate, FlowRun]\n"
+             "before = [m.__pydantic_complete__ for m in models]\n"
+             "from xmdata.service.warm_imports import build_deferred_models\n"
+             "build_deferred_models()\n"
+             "print(before, [m.__pydantic_complete__ for m in models])\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[False, False, False] [True, True, True]"
