@@ -40,8 +40,7 @@ def shard_assignment(ids: pa.Array | pa.ChunkedArray, n_shards: int) -> np.ndarr
     if ids.null_count:
         ids = pc.fill_null(ids, "None")
     keys = pc.cast(ids, pa.large_binary() if pa.types.is_large_string(ids.type) else pa.binary()).to_pylist()
-    blake2b = hashlib.blake2b  # key_digest's, called inline: a Python call less a row
-    digests = b"".join([blake2b(key, digest_size=8).digest() for key in keys])
+    digests = b"".join([key_digest(key) for key in keys])
     return (np.frombuffer(digests, dtype=">u8") % n_shards).astype(np.int64)
 
 

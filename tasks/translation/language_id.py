@@ -51,8 +51,6 @@ def split_unlabelable(table: pa.Table, column: str = "text") -> tuple[pa.Table, 
     for index in np.flatnonzero(decide).tolist():
         texts[index] = lid_text(texts[index])
         letterless[index] = texts[index] is None
-    if not letterless.any():
-        return kept, concat_rejects([empty]), texts
     kept, no_letters = split_by_mask(kept, pa.array(letterless), STAGE, "no_letters", column)
     return kept, concat_rejects([empty, no_letters]), [t for t in texts if t is not None]
 
