@@ -2,7 +2,7 @@
 import importlib
 import sys
 
-BENCHMARKS = ["orchestration", "geo_selection", "translation", "evaluation", "scoring", "scoring_loader", "device_decode", "qa_extraction", "storage", "idle_memory",
+BENCHMARKS = ["orchestration", "geo_selection", "translation", "evaluation", "scoring", "scoring_loader", "device_decode", "qa_extraction", "storage", "idle_memory", "idle_cpu",
               "clean_images", "clean_captions", "clean_sets", "model_process",
               "memory_scaling", "light", "train_distill", "first_demo", "incremental", "memo_scale", "plumbing", "slurm",
               "embed_images", "mbr", "llm_translation"]
