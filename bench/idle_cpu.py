@@ -9,6 +9,7 @@ Each variant ROUNDS times, alternating, the median taken: the machine's load dri
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -24,7 +25,8 @@ ROUNDS = 3
 VARIANTS = (("Dask's memory monitor (0.1 s)", {"DASK_DISTRIBUTED__WORKER__MEMORY__MONITOR_INTERVAL": "100ms"}),
             ("as shipped", {}))
 ROLES = (("Prefect server", "prefect server start"), ("warm command process", "command_server"),
-         ("service: scheduler, nannies", "service_main"), ("workers", "spawn_main"))
+         ("service: scheduler, nannies", "service_main"), ("workers", "spawn_main"),
+         ("resource tracker", "resource_tracker"))
 
 
 def role(proc: psutil.Process) -> str:
@@ -56,14 +58,16 @@ def idle_cpu(env: dict) -> dict[str, float]:
                    stdout=subprocess.DEVNULL)
     cluster_address()  # its workers up
     time.sleep(SETTLE_S)
-    procs = service_processes()
-    before = {p.pid: sum(p.cpu_times()[:2]) for p in procs}
+    before = {}
+    for proc in service_processes():
+        with contextlib.suppress(psutil.NoSuchProcess):
+            before[proc] = sum(proc.cpu_times()[:2])
     time.sleep(IDLE_S)
     figures: dict[str, float] = {}
-    for proc in procs:
+    for proc, started in before.items():
         try:
-            used = sum(proc.cpu_times()[:2]) - before[proc.pid]
-        except psutil.NoSuchProcess:
+            used = sum(proc.cpu_times()[:2]) - started
+        except psutil.NoSuchProcess:  # a worker that ended meanwhile: counted nowhere, as Dask's own
             continue
         figures[role(proc)] = figures.get(role(proc), 0.0) + used * 60 / IDLE_S
     figures["all"] = sum(figures.values())
