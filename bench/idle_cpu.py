@@ -67,10 +67,10 @@ def idle_cpu(env: dict) -> dict[str, float]:
     figures: dict[str, float] = {}
     for proc, started in before.items():
         try:
-            used = sum(proc.cpu_times()[:2]) - started
+            used, name = sum(proc.cpu_times()[:2]) - started, role(proc)
         except psutil.NoSuchProcess:  # a worker that ended meanwhile: counted nowhere, as Dask's own
             continue
-        figures[role(proc)] = figures.get(role(proc), 0.0) + used * 60 / IDLE_S
+        figures[name] = figures.get(name, 0.0) + used * 60 / IDLE_S
     figures["all"] = sum(figures.values())
     return figures
 
