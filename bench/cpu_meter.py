@@ -26,16 +26,7 @@ def _own_cpu() -> float:
 
 def _tree_cpu() -> dict[int, float]:
     """Per pid CPU of the service's processes (read from its state file, if it is up)."""
-    from xmdata.service.service import read_state
-
-    state = read_state()
-    if not state:
-        return {}
-    try:
-        root = psutil.Process(state["pid"])
-        procs = [root, *root.children(recursive=True)]
-    except psutil.NoSuchProcess:
-        return {}
+    procs, commands = service_processes()
     cpu = {}
     for proc in procs:
         try:
@@ -43,14 +34,29 @@ def _tree_cpu() -> dict[int, float]:
             cpu[proc.pid] = t.user + t.system
         except psutil.NoSuchProcess:
             pass
-    commands = _command_process(state)  # its own session; the commands it forked count once reaped
-    if commands is not None:
+    if commands is not None:  # its own session; the commands it forked count once reaped
         try:
             t = commands.cpu_times()
             cpu[commands.pid] = t.user + t.system + t.children_user + t.children_system
         except psutil.NoSuchProcess:
             pass
     return cpu
+
+
+def service_processes() -> tuple[list[psutil.Process], psutil.Process | None]:
+    """(the service's process tree, its warm command process: a session of its own), found from the
+    service's state file; ([], None) when it is not up."""
+    from xmdata.service.service import read_state
+
+    state = read_state()
+    if not state:
+        return [], None
+    try:
+        root = psutil.Process(state["pid"])
+        procs = [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return [], None
+    return procs, _command_process(state)
 
 
 def _forks_reaped() -> None:

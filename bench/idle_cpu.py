@@ -18,6 +18,7 @@ import time
 import psutil
 
 from bench import isolated_home
+from bench.cpu_meter import service_processes
 
 IDLE_S = 30.0
 SETTLE_S = 5.0
@@ -35,20 +36,6 @@ def role(proc: psutil.Process) -> str:
     return next((name for name, part in ROLES if part in line), "other")
 
 
-def service_processes() -> list[psutil.Process]:
-    """The service's tree and its warm command process (a session of its own)."""
-    from xmdata.service.client import command_process_info
-    from xmdata.service.service import read_state
-
-    state = read_state()
-    root = psutil.Process(state["pid"])
-    procs = [root, *root.children(recursive=True)]
-    info = command_process_info()
-    if info:
-        procs.append(psutil.Process(info["pid"]))
-    return procs
-
-
 def idle_cpu(env: dict) -> dict[str, float]:
     """CPU-s a minute per role of a service started with `env`, idle."""
     from xmdata.service.service import cluster_address
@@ -59,8 +46,9 @@ def idle_cpu(env: dict) -> dict[str, float]:
                    stdout=subprocess.DEVNULL)
     cluster_address()  # its workers up
     time.sleep(SETTLE_S)
+    tree, commands = service_processes()
     before = {}
-    for proc in service_processes():
+    for proc in [*tree, *([commands] if commands else [])]:
         with contextlib.suppress(psutil.NoSuchProcess):
             before[proc] = sum(proc.cpu_times()[:2])
     time.sleep(IDLE_S)
@@ -93,7 +81,7 @@ def main() -> dict:
         parts = ", ".join(f"{key} {value:.2f}" for key, value in medians[label].items() if key != "all")
         print(f"  {label:31s} {medians[label]['all']:5.2f} CPU-s a minute ({parts})")
     first, shipped = (medians[label]["all"] for label, _ in VARIANTS)
-    dask = [sum(medians[label].get(role, 0.0) for role in DASK_ROLES) for label, _ in VARIANTS]
+    dask = [sum(medians[label].get(name, 0.0) for name in DASK_ROLES) for label, _ in VARIANTS]
     print(f"  as shipped: {shipped / first:.2f}x the idle CPU with Dask's memory monitor; "
           f"its Dask processes alone {dask[1] / dask[0]:.2f}x")
     return medians
